@@ -1,0 +1,136 @@
+"""Every error spendguard raises, in one tree.
+
+::
+
+    SpendguardError                      base of everything below; catch this for "any spendguard refusal"
+    ├── ConfigError (also ValueError)    bad input from the user: a budget, a price file, a CLI argument
+    │   ├── PriceFileError               a price / hardware / model data file failed validation
+    │   └── BudgetConfigError            a limit, threshold, scope or period that makes no sense
+    ├── UnknownModelError (also KeyError)  no price / architecture / GPU for that name; says how to add one
+    ├── UnsupportedEndpointError         a request the guard cannot price, refused before it is sent
+    ├── ProviderResponseError            a provider body or stream that cannot be read (usage missing, bad JSON)
+    ├── TokenizerError                   the offline tokenizer data is missing or corrupt
+    ├── LedgerError                      the ledger cannot be opened, migrated or written
+    │   └── LedgerUnavailable            a shared ledger (Redis) cannot be reached; fails closed
+    └── BudgetExceeded                   a call refused because it could overspend a scope
+
+Errors carry structured fields so callers can act on them without parsing messages.
+``BudgetExceeded`` raised inside the HTTP transport is re-raised by the provider adapters as a
+subclass that also inherits the SDK's own base error (``openai.OpenAIError`` /
+``anthropic.AnthropicError``): the SDKs then pass it through unchanged instead of wrapping and
+retrying it. We never subclass the HTTP library's exceptions: the SDKs retry those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+__all__ = [
+    "BudgetConfigError",
+    "BudgetExceeded",
+    "ConfigError",
+    "LedgerError",
+    "LedgerUnavailable",
+    "PriceFileError",
+    "ProviderResponseError",
+    "SpendguardError",
+    "TokenizerError",
+    "UnknownModelError",
+    "UnsupportedEndpointError",
+]
+
+
+class SpendguardError(Exception):
+    """Base class of every error spendguard raises."""
+
+
+class ConfigError(SpendguardError, ValueError):
+    """Bad input from the user: the message names the field and the fix."""
+
+
+class PriceFileError(ConfigError):
+    """A data file (prices, GPUs, model architectures) failed validation."""
+
+    def __init__(self, message: str, *, path: str | None = None, entry: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.entry = entry
+        self.field = field
+
+
+class BudgetConfigError(ConfigError):
+    """A budget limit, threshold, scope or period that makes no sense."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnknownModelError(SpendguardError, KeyError):
+    """No entry for that name; the message lists close matches and how to add one."""
+
+    def __init__(self, message: str, *, name: str, kind: str = "model",
+                 suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.name = name
+        self.kind = kind
+        self.suggestions = tuple(suggestions)
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.message
+
+
+class UnsupportedEndpointError(SpendguardError):
+    """A request the guard cannot price, refused before anything is sent."""
+
+    def __init__(self, message: str, *, method: str, path: str) -> None:
+        super().__init__(message)
+        self.method = method
+        self.path = path
+
+
+class ProviderResponseError(SpendguardError):
+    """A provider response or stream that cannot be read as the API documents it."""
+
+    def __init__(self, message: str, *, provider: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.field = field
+
+
+class TokenizerError(SpendguardError):
+    """The offline tokenizer data is missing, corrupt, or the model's encoding is unknown."""
+
+
+class LedgerError(SpendguardError):
+    """The ledger cannot be opened, migrated or written."""
+
+
+class LedgerUnavailable(LedgerError):
+    """A shared ledger cannot be reached; the call is refused (fail closed)."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class BudgetExceeded(SpendguardError):
+    """A call refused before it was sent, because its worst case could overspend a scope."""
+
+    def __init__(self, message: str, *, scope: str, limit_usd: Decimal, spent_usd: Decimal,
+                 reserved_usd: Decimal, estimate_usd: Decimal) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.limit_usd = limit_usd
+        self.spent_usd = spent_usd
+        self.reserved_usd = reserved_usd
+        self.estimate_usd = estimate_usd
+
+    @property
+    def remaining_usd(self) -> Decimal:
+        """What the scope had left when the call was refused (USD)."""
+        return self.limit_usd - self.spent_usd - self.reserved_usd

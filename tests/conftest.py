@@ -1,0 +1,28 @@
+"""Test set-up shared by every test module.
+
+``httpx2.alias_httpx()`` must run before anything imports httpx, httpcore or respx: it makes
+``import httpx`` resolve to httpx2, so respx's patches intercept the SDKs (which use httpx2).
+Only tests do this; spendguard itself never calls it.
+"""
+
+import httpx2
+
+httpx2.alias_httpx()
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+# No test may reach a provider or read a real key.
+for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+    os.environ.pop(_name, None)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dirs(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every test's default ledger and caches out of the user's real data directory."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("SPENDGUARD_HOME", str(home))
+    monkeypatch.delenv("SPENDGUARD_LEDGER", raising=False)
+    monkeypatch.delenv("SPENDGUARD_PRICES", raising=False)
