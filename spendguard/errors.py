@@ -12,7 +12,8 @@
     ├── TokenizerError                   the offline tokenizer data is missing or corrupt
     ├── LedgerError                      the ledger cannot be opened, migrated or written
     │   └── LedgerUnavailable            a shared ledger (Redis) cannot be reached; fails closed
-    └── BudgetExceeded                   a call refused because it could overspend a scope
+    ├── BudgetExceeded                   a call refused because it could overspend a scope
+    └── CascadeFailed                    every cascade tier failed its check, or the money ran out
 
 Errors carry structured fields so callers can act on them without parsing messages.
 ``BudgetExceeded`` raised inside the HTTP transport is re-raised by the provider adapters as a
@@ -29,6 +30,7 @@ from decimal import Decimal
 __all__ = [
     "BudgetConfigError",
     "BudgetExceeded",
+    "CascadeFailed",
     "ConfigError",
     "LedgerError",
     "LedgerUnavailable",
@@ -134,3 +136,16 @@ class BudgetExceeded(SpendguardError):
     def remaining_usd(self) -> Decimal:
         """What the scope had left when the call was refused (USD)."""
         return self.limit_usd - self.spent_usd - self.reserved_usd
+
+
+class CascadeFailed(SpendguardError):
+    """Every tier of a cascade failed its check, or the money ran out; names each attempt."""
+
+    def __init__(self, message: str, *, reason: str, attempts: Sequence[object],
+                 cost_usd: Decimal) -> None:
+        super().__init__(message)
+        self.reason = reason
+        """``"all_failed"`` or ``"budget"``."""
+        self.attempts = tuple(attempts)
+        """The cascade's trace: ``spendguard.cascading.Attempt`` records, in order."""
+        self.cost_usd = cost_usd
