@@ -15,6 +15,8 @@
     ├── BudgetExceeded                   a call refused because it could overspend a scope
     └── CascadeFailed                    every cascade tier failed its check, or the money ran out
 
+    BudgetWarning (UserWarning)          not an error: a scope's spend reached its warn_at level
+
 Errors carry structured fields so callers can act on them without parsing messages.
 ``BudgetExceeded`` raised inside the HTTP transport is re-raised by the provider adapters as a
 subclass that also inherits the SDK's own base error (``openai.OpenAIError`` /
@@ -30,6 +32,7 @@ from decimal import Decimal
 __all__ = [
     "BudgetConfigError",
     "BudgetExceeded",
+    "BudgetWarning",
     "CascadeFailed",
     "ConfigError",
     "LedgerError",
@@ -149,3 +152,7 @@ class CascadeFailed(SpendguardError):
         self.attempts = tuple(attempts)
         """The cascade's trace: ``spendguard.cascading.Attempt`` records, in order."""
         self.cost_usd = cost_usd
+
+
+class BudgetWarning(UserWarning):
+    """A scope's spend reached its ``warn_at`` share of the limit (issued once per period)."""
