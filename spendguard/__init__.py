@@ -27,10 +27,75 @@ from spendguard.errors import (
 __version__ = "0.1.0"
 
 # public name -> module that defines it; resolved lazily by __getattr__ below.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    # issue 8: cascade and loop guard
+    "cascade": "spendguard.cascading",
+    "acascade": "spendguard.cascading",
+    "CascadeResult": "spendguard.cascading",
+    "CascadeAttempt": "spendguard.cascading",
+    "AttemptOutcome": "spendguard.cascading",
+    "CascadeFailed": "spendguard.errors",
+    "Learning": "spendguard.cascade_learning",
+    "MemoryStats": "spendguard.cascade_learning",
+    "Candidate": "spendguard.checks",
+    "Check": "spendguard.checks",
+    "Verdict": "spendguard.checks",
+    "always_pass": "spendguard.checks",
+    "check_all": "spendguard.checks",
+    "check_any": "spendguard.checks",
+    "check_judge": "spendguard.checks",
+    "check_matches": "spendguard.checks",
+    "check_parses": "spendguard.checks",
+    "check_with": "spendguard.checks",
+    "loop": "spendguard.loop_guard",
+    "LoopGuard": "spendguard.loop_guard",
+    "StopReason": "spendguard.stops",
+    "stop_after_seconds": "spendguard.stops",
+    "stop_after_steps": "spendguard.stops",
+    "stop_after_usd": "spendguard.stops",
+    "stop_all": "spendguard.stops",
+    "stop_any": "spendguard.stops",
+    "stop_never": "spendguard.stops",
+    "stop_when": "spendguard.stops",
+    "stop_when_stalled": "spendguard.stops",
+    "stop_when_unaffordable": "spendguard.stops",
+}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    pass
+    from spendguard.cascade_learning import Learning, MemoryStats
+    from spendguard.cascading import (
+        AttemptOutcome,
+        CascadeAttempt,
+        CascadeResult,
+        acascade,
+        cascade,
+    )
+    from spendguard.checks import (
+        Candidate,
+        Check,
+        Verdict,
+        always_pass,
+        check_all,
+        check_any,
+        check_judge,
+        check_matches,
+        check_parses,
+        check_with,
+    )
+    from spendguard.errors import CascadeFailed
+    from spendguard.loop_guard import LoopGuard, loop
+    from spendguard.stops import (
+        StopReason,
+        stop_after_seconds,
+        stop_after_steps,
+        stop_after_usd,
+        stop_all,
+        stop_any,
+        stop_never,
+        stop_when,
+        stop_when_stalled,
+        stop_when_unaffordable,
+    )
 
 __all__ = [
     "BudgetConfigError",
