@@ -28,6 +28,12 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it; resolved lazily by __getattr__ below.
 _LAZY: dict[str, str] = {
+    # issue 3: budgets, scopes and the ledger
+    "Budget": "spendguard.budget",
+    "BudgetWarning": "spendguard.errors",
+    "SpendRecord": "spendguard.ledger",
+    "open_ledger": "spendguard.ledger",
+    "tags": "spendguard.scopes",
     # issue 8: cascade and loop guard
     "cascade": "spendguard.cascading",
     "acascade": "spendguard.cascading",
@@ -62,6 +68,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from spendguard.budget import Budget
     from spendguard.cascade_learning import Learning, MemoryStats
     from spendguard.cascading import (
         AttemptOutcome,
@@ -82,8 +89,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         check_parses,
         check_with,
     )
-    from spendguard.errors import CascadeFailed
+    from spendguard.errors import BudgetWarning, CascadeFailed
+    from spendguard.ledger import SpendRecord, open_ledger
     from spendguard.loop_guard import LoopGuard, loop
+    from spendguard.scopes import tags
     from spendguard.stops import (
         StopReason,
         stop_after_seconds,
