@@ -1,0 +1,323 @@
+"""The accounting rules every transactional ledger shares, over a small storage interface.
+
+SQLite and the in-memory ledger differ only in how they store rows and how they make a
+transaction; the rules — check every limit and hold the worst case in one transaction, settle,
+release, recover abandoned reservations, report warning levels once, replay events to verify —
+live here once, so both backends behave the same by construction.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Protocol
+
+from spendguard.errors import BudgetExceeded, LedgerError
+from spendguard.ledger.base import (
+    CallInfo,
+    Crossing,
+    ScopeClaim,
+    Settlement,
+    SpendRecord,
+    Totals,
+)
+from spendguard.money import ZERO, format_usd
+
+__all__ = ["CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims"]
+
+OPEN = "open"
+_HOST = socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    """A call as stored: its eventual record, the claims it holds, and who owns it."""
+
+    record: SpendRecord
+    claims: tuple[ScopeClaim, ...]
+    state: str  # open | settled | released | recovered | adjustment
+    expires_at: datetime | None = None
+    owner_pid: int | None = None
+    owner_host: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One line of the append-only log."""
+
+    call_id: str
+    kind: str  # reserve | settle | release | recover | adjust
+    time: datetime
+    amount_usd: Decimal
+    detail: str | None = None
+
+
+class Tx(Protocol):
+    """The storage operations one transaction offers the accounting rules."""
+
+    def totals(self, scope: str, period_key: str) -> Totals: ...
+    def put_totals(self, scope: str, period_key: str, totals: Totals) -> None: ...
+    def insert_call(self, row: CallRow) -> None: ...
+    def get_call(self, call_id: str) -> CallRow | None: ...
+    def update_call(self, row: CallRow) -> None: ...
+    def append_event(self, event: Event) -> None: ...
+    def expired_open_calls(self, now: datetime) -> list[CallRow]: ...
+    def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
+                       time: datetime) -> bool: ...
+    def all_events(self) -> Iterator[Event]: ...
+    def all_calls(self) -> Iterator[CallRow]: ...
+    def all_totals(self) -> Iterator[tuple[str, str, Totals]]: ...
+
+
+def merge_claims(claims: Iterable[ScopeClaim]) -> tuple[ScopeClaim, ...]:
+    """One claim per (scope, period key), keeping the tightest limit and warning level."""
+    merged: dict[tuple[str, str], ScopeClaim] = {}
+    for claim in claims:
+        key = (claim.scope, claim.period_key)
+        old = merged.get(key)
+        if old is None:
+            merged[key] = claim
+            continue
+        merged[key] = ScopeClaim(claim.scope, claim.period_key,
+                                 _least(old.limit_usd, claim.limit_usd),
+                                 _least(old.warn_usd, claim.warn_usd))
+    return tuple(merged.values())
+
+
+def _least(a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _refusal(claims: Sequence[ScopeClaim], current: Sequence[Totals],
+             amount_usd: Decimal) -> BudgetExceeded | None:
+    """The error naming the tightest scope the amount does not fit in, or None if it fits."""
+    worst: tuple[Decimal, ScopeClaim, Totals] | None = None
+    for claim, totals in zip(claims, current, strict=True):
+        if claim.limit_usd is None or totals.committed_usd + amount_usd <= claim.limit_usd:
+            continue
+        left = claim.limit_usd - totals.committed_usd
+        if worst is None or left < worst[0]:
+            worst = (left, claim, totals)
+    if worst is None:
+        return None
+    left, claim, totals = worst
+    assert claim.limit_usd is not None  # only limited claims are refused
+    return BudgetExceeded(
+        f"budget {claim.scope!r} (period {claim.period_key}) cannot take this call: it could "
+        f"cost up to {format_usd(amount_usd)} but only {format_usd(max(left, ZERO))} of "
+        f"{format_usd(claim.limit_usd)} is left ({format_usd(totals.spent_usd)} spent, "
+        f"{format_usd(totals.reserved_usd)} held by calls in flight); raise the limit, lower "
+        f"the call's output cap (max_tokens), or wait for the next period",
+        scope=claim.scope, limit_usd=claim.limit_usd, spent_usd=totals.spent_usd,
+        reserved_usd=totals.reserved_usd, estimate_usd=amount_usd,
+    )
+
+
+class TransactionalLedger(ABC):
+    """A ledger whose storage can run the accounting rules inside one transaction."""
+
+    url: str
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[Tx]:
+        """A write transaction: all of its effects happen, or none do."""
+
+    def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: CallInfo, *,
+                time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
+        merged = merge_claims(claims)
+        call_id = uuid.uuid4().hex
+        row = CallRow(
+            record=SpendRecord(
+                id=call_id, time=time, scopes=tuple(c.scope for c in merged), tags=dict(tags),
+                provider=call.provider, model=call.model, endpoint=call.endpoint, tokens={},
+                estimated_usd=amount_usd, actual_usd=ZERO, usage_estimated=False,
+                table_version="", latency_s=None, request_id=call.request_id,
+                attempt=call.attempt, status=OPEN, prompt_hash=call.prompt_hash,
+                prompt_text=call.prompt_text,
+                estimated_input_tokens=call.estimated_input_tokens,
+                estimated_output_tokens=call.estimated_output_tokens,
+                input_exact=call.input_exact,
+                period_keys=tuple(c.period_key for c in merged),
+            ),
+            claims=merged, state=OPEN, expires_at=expires_at, owner_pid=os.getpid(),
+            owner_host=_HOST,
+        )
+        with self._transaction() as tx:
+            # Abandoned reservations are charged first, so they can't hold a budget forever.
+            self._recover(tx, time)
+            current = [tx.totals(c.scope, c.period_key) for c in merged]
+            refused = _refusal(merged, current, amount_usd)
+            if refused is not None:
+                raise refused
+            tx.insert_call(row)
+            tx.append_event(Event(call_id, "reserve", time, amount_usd))
+            for claim, totals in zip(merged, current, strict=True):
+                tx.put_totals(claim.scope, claim.period_key,
+                              Totals(totals.spent_usd, totals.reserved_usd + amount_usd))
+        return call_id
+
+    def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
+        with self._transaction() as tx:
+            row = self._get(tx, reservation_id)
+            if row.state == "recovered":
+                # The owner outlived the expiry: keep the recovered charge, correct it to the truth.
+                self._correct(tx, row, settlement.actual_usd - row.record.estimated_usd,
+                              settlement, "late settle after recovery")
+                return self._crossings(tx, row.claims, settlement.time)
+            if row.state != OPEN:
+                raise LedgerError(f"reservation {reservation_id} is already {row.state}; a call "
+                                  f"is settled or released exactly once")
+            tx.update_call(_closed(row, "settled", replace(
+                row.record, actual_usd=settlement.actual_usd, tokens=dict(settlement.tokens),
+                usage_estimated=settlement.usage_estimated,
+                table_version=settlement.table_version, latency_s=settlement.latency_s,
+                request_id=settlement.request_id or row.record.request_id,
+                status=settlement.status)))
+            tx.append_event(Event(reservation_id, "settle", settlement.time,
+                                  settlement.actual_usd))
+            self._move(tx, row, spent_usd=settlement.actual_usd)
+            return self._crossings(tx, row.claims, settlement.time)
+
+    def release(self, reservation_id: str, *, reason: str, time: datetime) -> bool:
+        with self._transaction() as tx:
+            row = self._get(tx, reservation_id)
+            if row.state == "recovered":
+                nothing = Settlement(time, ZERO, {}, False, "", 0.0, None, "released")
+                self._correct(tx, row, -row.record.estimated_usd, nothing,
+                              f"late release after recovery: {reason}")
+                return True
+            if row.state != OPEN:
+                return False
+            tx.update_call(_closed(row, "released", replace(
+                row.record, status="released", note=reason)))
+            tx.append_event(Event(reservation_id, "release", time, ZERO, reason))
+            self._move(tx, row, spent_usd=ZERO)
+            return True
+
+    def adjust(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, *, time: datetime,
+               note: str, tags: Mapping[str, str] | None = None) -> str:
+        merged = merge_claims(claims)
+        call_id = uuid.uuid4().hex
+        record = SpendRecord(
+            id=call_id, time=time, scopes=tuple(c.scope for c in merged), tags=dict(tags or {}),
+            provider="", model="", endpoint="", tokens={}, estimated_usd=ZERO,
+            actual_usd=amount_usd, usage_estimated=False, table_version="", latency_s=None,
+            request_id=None, attempt=0, status="adjustment", note=note,
+            period_keys=tuple(c.period_key for c in merged))
+        with self._transaction() as tx:
+            self._insert_adjustment(tx, CallRow(record, merged, "adjustment"), time)
+        return call_id
+
+    def recover_expired(self, now: datetime) -> list[str]:
+        with self._transaction() as tx:
+            return self._recover(tx, now)
+
+    def verify(self) -> list[str]:
+        with self._transaction() as tx:
+            calls = {row.record.id: row for row in tx.all_calls()}
+            expected: dict[tuple[str, str], Totals] = {}
+            closing: dict[str, str] = {}
+            for event in tx.all_events():
+                row = calls.get(event.call_id)
+                if row is None:
+                    return [f"event {event.kind} refers to unknown call {event.call_id}"]
+                held = event.amount_usd if event.kind == "reserve" else (
+                    ZERO if event.kind == "adjust" else -row.record.estimated_usd)
+                spent = ZERO if event.kind in ("reserve", "release") else event.amount_usd
+                if event.kind != "reserve":
+                    closing[event.call_id] = event.kind
+                for claim in row.claims:
+                    key = (claim.scope, claim.period_key)
+                    old = expected.get(key, Totals())
+                    expected[key] = Totals(old.spent_usd + spent, old.reserved_usd + held)
+            stored = {(scope, key): totals for scope, key, totals in tx.all_totals()}
+        problems = [f"totals of {scope!r} in {key}: stored {stored.get((scope, key))}, events "
+                    f"give {want}"
+                    for (scope, key), want in expected.items()
+                    if stored.get((scope, key), Totals()) != want]
+        problems += [f"totals of {scope!r} in {key} have no events" for scope, key in stored
+                     if (scope, key) not in expected and stored[(scope, key)] != Totals()]
+        for call_id, row in calls.items():
+            if (row.state == OPEN) == (call_id in closing):
+                problems.append(f"call {call_id} is {row.state} but its events say "
+                                f"{closing.get(call_id, 'open')}")
+        return problems
+
+    # -- the rules, inside a transaction ------------------------------------------------
+
+    def _get(self, tx: Tx, reservation_id: str) -> CallRow:
+        row = tx.get_call(reservation_id)
+        if row is None:
+            raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
+        return row
+
+    def _move(self, tx: Tx, row: CallRow, *, spent_usd: Decimal) -> None:
+        """Take a call's worst case out of reserved and add what it cost to spent."""
+        for claim in row.claims:
+            old = tx.totals(claim.scope, claim.period_key)
+            tx.put_totals(claim.scope, claim.period_key,
+                          Totals(old.spent_usd + spent_usd,
+                                 old.reserved_usd - row.record.estimated_usd))
+
+    def _recover(self, tx: Tx, now: datetime) -> list[str]:
+        recovered = []
+        for row in tx.expired_open_calls(now):
+            worst = row.record.estimated_usd
+            note = (f"recovered: reservation of pid {row.owner_pid} on {row.owner_host} expired "
+                    f"at {row.expires_at} without being settled; charged its worst case")
+            tx.update_call(_closed(row, "recovered", replace(
+                row.record, actual_usd=worst, usage_estimated=True, status="recovered",
+                note=note)))
+            tx.append_event(Event(row.record.id, "recover", now, worst, note))
+            self._move(tx, row, spent_usd=worst)
+            recovered.append(row.record.id)
+        return recovered
+
+    def _correct(self, tx: Tx, row: CallRow, amount_usd: Decimal, settlement: Settlement,
+                 note: str) -> None:
+        record = replace(
+            row.record, id=uuid.uuid4().hex, time=settlement.time, tokens=dict(settlement.tokens),
+            estimated_usd=ZERO, actual_usd=amount_usd,
+            usage_estimated=settlement.usage_estimated, table_version=settlement.table_version,
+            latency_s=settlement.latency_s,
+            request_id=settlement.request_id or row.record.request_id, status="adjustment",
+            note=f"{note} of call {row.record.id} ({settlement.status})")
+        self._insert_adjustment(tx, CallRow(record, row.claims, "adjustment"), settlement.time)
+
+    def _insert_adjustment(self, tx: Tx, row: CallRow, time: datetime) -> None:
+        tx.insert_call(row)
+        tx.append_event(Event(row.record.id, "adjust", time, row.record.actual_usd,
+                              row.record.note))
+        for claim in row.claims:
+            old = tx.totals(claim.scope, claim.period_key)
+            tx.put_totals(claim.scope, claim.period_key,
+                          Totals(old.spent_usd + row.record.actual_usd, old.reserved_usd))
+
+    def _crossings(self, tx: Tx, claims: Iterable[ScopeClaim], time: datetime) -> list[Crossing]:
+        """Warning levels reached and not yet reported by any process sharing this ledger."""
+        found = []
+        for claim in claims:
+            if claim.warn_usd is None or claim.limit_usd is None:
+                continue
+            spent = tx.totals(claim.scope, claim.period_key).spent_usd
+            if spent >= claim.warn_usd and tx.claim_crossing(claim.scope, claim.period_key,
+                                                             claim.warn_usd, time):
+                found.append(Crossing(claim.scope, claim.period_key, spent, claim.limit_usd,
+                                      claim.warn_usd))
+        return found
+
+
+def _closed(row: CallRow, state: str, record: SpendRecord) -> CallRow:
+    # The closing time is not on the row: it lives in the event log.
+    return replace(row, state=state, record=record)

@@ -1,0 +1,102 @@
+"""The in-memory ledger (``memory://``): the same rules as SQLite, kept in this process only.
+
+For tests and throwaway scripts. One lock serialises transactions, so it is safe across
+threads and asyncio tasks; nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from spendguard.ledger.base import SpendRecord, Totals
+from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
+from spendguard.ledger.filters import record_matches
+
+__all__ = ["MemoryLedger"]
+
+
+@dataclass
+class _Store:
+    calls: dict[str, CallRow] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    totals_by_key: dict[tuple[str, str], Totals] = field(default_factory=dict)
+    crossings: set[tuple[str, str, Decimal]] = field(default_factory=set)
+
+    def totals(self, scope: str, period_key: str) -> Totals:
+        return self.totals_by_key.get((scope, period_key), Totals())
+
+    def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
+        self.totals_by_key[(scope, period_key)] = totals
+
+    def insert_call(self, row: CallRow) -> None:
+        self.calls[row.record.id] = row
+
+    def get_call(self, call_id: str) -> CallRow | None:
+        return self.calls.get(call_id)
+
+    def update_call(self, row: CallRow) -> None:
+        self.calls[row.record.id] = row
+
+    def append_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    def expired_open_calls(self, now: datetime) -> list[CallRow]:
+        return [row for row in self.calls.values()
+                if row.state == OPEN and row.expires_at is not None and row.expires_at <= now]
+
+    def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
+                       time: datetime) -> bool:
+        key = (scope, period_key, warn_usd)
+        if key in self.crossings:
+            return False
+        self.crossings.add(key)
+        return True
+
+    def all_events(self) -> Iterator[Event]:
+        return iter(list(self.events))
+
+    def all_calls(self) -> Iterator[CallRow]:
+        return iter(list(self.calls.values()))
+
+    def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
+        return iter([(scope, key, t) for (scope, key), t in self.totals_by_key.items()])
+
+
+class MemoryLedger(TransactionalLedger):
+    """A ledger held in a dict; ``memory://name`` gives the same one throughout a process."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self._store = _Store()
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[_Store]:
+        # The rules check everything before they write, so a refusal leaves no partial state.
+        with self._lock:
+            yield self._store
+
+    def totals(self, scope: str, period_key: str) -> Totals:
+        with self._lock:
+            return self._store.totals(scope, period_key)
+
+    def records(self, *, since: datetime | None = None, until: datetime | None = None,
+                scope: str | None = None, tag: str | None = None,
+                model: str | None = None) -> Iterator[SpendRecord]:
+        with self._lock:
+            rows = [row.record for row in self._store.calls.values() if row.state != OPEN]
+        rows.sort(key=lambda record: (record.time, record.id))
+        return (record for record in rows
+                if record_matches(record, since=since, until=until, scope=scope, tag=tag,
+                                  model=model))
+
+    def close(self) -> None:
+        """Nothing to release: the data lives as long as this object."""
+
+    def __repr__(self) -> str:
+        return f"MemoryLedger({self.url!r})"

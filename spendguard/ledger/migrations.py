@@ -1,0 +1,114 @@
+"""The SQLite ledger's schema, grown by named migration functions applied on open.
+
+Each migration runs once, in order, inside the same ``BEGIN IMMEDIATE`` transaction that records
+its name in ``_migrations``, so two processes opening a new file at once cannot both apply it.
+Never edit a released migration: add the next one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+__all__ = ["MIGRATIONS", "migrate", "migration"]
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(function: Migration) -> Migration:
+    """Register ``function`` as the next migration; its name is its identity forever."""
+    MIGRATIONS.append(function)
+    return function
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply the migrations ``db`` lacks; returns their names. ``db`` must be in autocommit mode."""
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    if _pending(db) == []:
+        return []  # the common case: no write lock taken
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        pending = _pending(db)  # again, under the lock: another process may have just migrated
+        for function in pending:
+            function(db)
+            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                       (function.__name__, datetime.now(UTC).isoformat()))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return [function.__name__ for function in pending]
+
+
+def _pending(db: sqlite3.Connection) -> list[Migration]:
+    applied = {name for (name,) in db.execute("SELECT name FROM _migrations")}
+    return [function for function in MIGRATIONS if function.__name__ not in applied]
+
+
+@migration
+def m001_initial(db: sqlite3.Connection) -> None:
+    # calls: one row per reservation (and per correction), closed in place when it ends;
+    # the columns that identify the call never change after insert. Money is TEXT holding
+    # an exact Decimal; times are fixed-width UTC text, so they sort as they compare.
+    db.execute("""
+        CREATE TABLE calls (
+            id TEXT PRIMARY KEY,
+            time TEXT NOT NULL,
+            state TEXT NOT NULL,
+            expires_at TEXT,
+            owner_pid INTEGER,
+            owner_host TEXT,
+            claims TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            period_keys TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            request_id TEXT,
+            prompt_hash TEXT,
+            prompt_text TEXT,
+            estimated_input_tokens INTEGER,
+            estimated_output_tokens INTEGER,
+            input_exact INTEGER,
+            estimated_usd TEXT NOT NULL,
+            actual_usd TEXT NOT NULL,
+            tokens TEXT NOT NULL,
+            usage_estimated INTEGER NOT NULL,
+            table_version TEXT NOT NULL,
+            latency_s REAL,
+            status TEXT NOT NULL,
+            note TEXT
+        )""")
+    db.execute("CREATE INDEX calls_time ON calls (time)")
+    db.execute("CREATE INDEX calls_model_time ON calls (model, time)")
+    # Only open reservations can expire; a partial index keeps the per-reserve check cheap.
+    db.execute("CREATE INDEX calls_open_expiry ON calls (expires_at) WHERE state = 'open'")
+    db.execute("""
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            call_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            time TEXT NOT NULL,
+            amount_usd TEXT NOT NULL,
+            detail TEXT
+        )""")
+    db.execute("""
+        CREATE TABLE totals (
+            scope TEXT NOT NULL,
+            period_key TEXT NOT NULL,
+            spent_usd TEXT NOT NULL,
+            reserved_usd TEXT NOT NULL,
+            PRIMARY KEY (scope, period_key)
+        ) WITHOUT ROWID""")
+    db.execute("""
+        CREATE TABLE crossings (
+            scope TEXT NOT NULL,
+            period_key TEXT NOT NULL,
+            warn_usd TEXT NOT NULL,
+            time TEXT NOT NULL,
+            PRIMARY KEY (scope, period_key, warn_usd)
+        ) WITHOUT ROWID""")

@@ -1,0 +1,264 @@
+"""The SQLite ledger (``sqlite:///path``): the default, safe across threads and processes.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction, which takes the file's write lock before
+reading the totals it checks, so check-and-reserve cannot interleave with another writer in any
+thread or process. WAL lets readers proceed meanwhile; ``synchronous=NORMAL`` keeps commits off
+fsync (a process crash loses nothing; a power cut may lose the last commits). Each thread gets
+its own connection (sqlite3 connections are not shareable), re-made after a fork.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from spendguard.errors import LedgerError
+from spendguard.ledger.base import ScopeClaim, SpendRecord, Totals
+from spendguard.ledger.engine import CallRow, Event, TransactionalLedger
+from spendguard.ledger.filters import parse_tag
+from spendguard.ledger.migrations import migrate
+from spendguard.periods import as_utc, utc_now
+
+__all__ = ["SqliteLedger", "open_sqlite"]
+
+_BUSY_TIMEOUT_S = 30.0
+_CALL_COLUMNS = (
+    "id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags, "
+    "provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, "
+    "estimated_input_tokens, estimated_output_tokens, input_exact, estimated_usd, actual_usd, "
+    "tokens, usage_estimated, table_version, latency_s, status, note"
+)
+_INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 28)})"
+_SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
+
+
+class SqliteLedger(TransactionalLedger):
+    """A ledger in one SQLite file, shared by every thread and process that opens it."""
+
+    def __init__(self, path: Path, *, url: str | None = None) -> None:
+        self.path = path
+        self.url = url or f"sqlite:///{path.resolve()}"
+        self._local = threading.local()
+        self._generation = 0
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = self._connection()
+            db.execute("PRAGMA journal_mode=WAL")
+            migrate(db)
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(f"cannot open the ledger at {path}: {exc}; check the path and its "
+                              f"permissions, or set SPENDGUARD_LEDGER") from exc
+        # A process that died mid-call left a reservation: charge it once it has expired.
+        self.recover_expired(utc_now())
+
+    def _connection(self) -> sqlite3.Connection:
+        held = getattr(self._local, "held", None)
+        if held is not None and held[0] == os.getpid() and held[1] == self._generation:
+            db: sqlite3.Connection = held[2]
+            return db
+        db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("PRAGMA synchronous=NORMAL")
+        self._local.held = (os.getpid(), self._generation, db)
+        with self._all_lock:
+            self._all.append(db)
+        return db
+
+    @contextmanager
+    def _transaction(self) -> Iterator[_Tx]:
+        db = self._connection()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot lock the ledger at {self.path}: {exc}") from exc
+        try:
+            yield _Tx(db)
+        except sqlite3.Error as exc:
+            db.execute("ROLLBACK")
+            raise LedgerError(f"cannot write the ledger at {self.path}: {exc}") from exc
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        try:
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            db.execute("ROLLBACK")
+            raise LedgerError(f"cannot write the ledger at {self.path}: {exc}") from exc
+
+    def totals(self, scope: str, period_key: str) -> Totals:
+        return _Tx(self._connection()).totals(scope, period_key)
+
+    def records(self, *, since: datetime | None = None, until: datetime | None = None,
+                scope: str | None = None, tag: str | None = None,
+                model: str | None = None) -> Iterator[SpendRecord]:
+        where, params = ["state != 'open'"], []
+        if since is not None:
+            where.append("time >= ?")
+            params.append(_ts(since))
+        if until is not None:
+            where.append("time < ?")
+            params.append(_ts(until))
+        if model is not None:
+            where.append("model = ?")
+            params.append(model)
+        if scope is not None:
+            where.append("EXISTS (SELECT 1 FROM json_each(calls.scopes) WHERE value = ?)")
+            params.append(scope)
+        if tag is not None:
+            key, value = parse_tag(tag)  # the key is a plain word, safe inside the JSON path
+            where.append(f"json_type(tags, '$.\"{key}\"') IS NOT NULL" if value is None
+                         else f"json_extract(tags, '$.\"{key}\"') = ?")
+            params.extend([] if value is None else [value])
+        sql = f"{_SELECT_CALL} WHERE {' AND '.join(where)} ORDER BY time, id"
+        return self._stream(sql, params)
+
+    def _stream(self, sql: str, params: list[Any]) -> Iterator[SpendRecord]:
+        # Its own connection: a long export must not hold a cursor open on the connection
+        # this thread uses for reservations.
+        db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
+        try:
+            cursor = db.execute(sql, params)
+            while rows := cursor.fetchmany(500):
+                for row in rows:
+                    yield _row_to_call(row).record
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        """Close every connection this ledger made; a later call opens new ones."""
+        with self._all_lock:
+            connections, self._all = self._all, []
+            self._generation += 1
+        for db in connections:
+            db.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteLedger({str(self.path)!r})"
+
+
+def open_sqlite(url: str) -> SqliteLedger:
+    """The ledger for a resolved ``sqlite:///abs/path`` URL."""
+    return SqliteLedger(Path(url.removeprefix("sqlite:///")), url=url)
+
+
+class _Tx:
+    """The storage operations of :class:`~spendguard.ledger.engine.Tx` on one connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def totals(self, scope: str, period_key: str) -> Totals:
+        row = self.db.execute("SELECT spent_usd, reserved_usd FROM totals "
+                              "WHERE scope = ? AND period_key = ?", (scope, period_key)).fetchone()
+        return Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]))
+
+    def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
+        self.db.execute("INSERT OR REPLACE INTO totals VALUES (?, ?, ?, ?)",
+                        (scope, period_key, str(totals.spent_usd), str(totals.reserved_usd)))
+
+    def insert_call(self, row: CallRow) -> None:
+        self.db.execute(_INSERT_CALL, _call_to_row(row))
+
+    def get_call(self, call_id: str) -> CallRow | None:
+        row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
+        return None if row is None else _row_to_call(row)
+
+    def update_call(self, row: CallRow) -> None:
+        r = row.record
+        self.db.execute(
+            "UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
+            "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? WHERE id = ?",
+            (row.state, str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated),
+             r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id))
+
+    def append_event(self, event: Event) -> None:
+        self.db.execute("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
+                        "VALUES (?, ?, ?, ?, ?)", (event.call_id, event.kind, _ts(event.time),
+                                                   str(event.amount_usd), event.detail))
+
+    def expired_open_calls(self, now: datetime) -> list[CallRow]:
+        rows = self.db.execute(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
+                               (_ts(now),)).fetchall()
+        return [_row_to_call(row) for row in rows]
+
+    def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
+                       time: datetime) -> bool:
+        cursor = self.db.execute("INSERT OR IGNORE INTO crossings VALUES (?, ?, ?, ?)",
+                                 (scope, period_key, _amount_key(warn_usd), _ts(time)))
+        return cursor.rowcount == 1
+
+    def all_events(self) -> Iterator[Event]:
+        for call_id, kind, time, amount, detail in self.db.execute(
+                "SELECT call_id, kind, time, amount_usd, detail FROM events ORDER BY id"):
+            yield Event(call_id, kind, datetime.fromisoformat(time), Decimal(amount), detail)
+
+    def all_calls(self) -> Iterator[CallRow]:
+        return (_row_to_call(row) for row in self.db.execute(_SELECT_CALL).fetchall())
+
+    def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
+        for scope, key, spent, reserved in self.db.execute("SELECT * FROM totals").fetchall():
+            yield scope, key, Totals(Decimal(spent), Decimal(reserved))
+
+
+def _ts(moment: datetime) -> str:
+    """Fixed-width UTC text (``2026-05-21T10:00:00.000000+00:00``): sorts as it compares."""
+    return as_utc(moment).isoformat(timespec="microseconds")
+
+
+def _amount_key(amount: Decimal) -> str:
+    """Equal amounts as equal text (``8.0`` and ``8.00`` are one warning level)."""
+    return format(amount.normalize(), "f")
+
+
+def _optional_decimal(text: str | None) -> Decimal | None:
+    return None if text is None else Decimal(text)
+
+
+def _call_to_row(row: CallRow) -> tuple[Any, ...]:
+    r = row.record
+    claims = [[c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
+               None if c.warn_usd is None else str(c.warn_usd)] for c in row.claims]
+    return (
+        r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
+        row.owner_pid, row.owner_host, json.dumps(claims), json.dumps(list(r.scopes)),
+        json.dumps(list(r.period_keys)), json.dumps(dict(r.tags)), r.provider, r.model,
+        r.endpoint, r.attempt, r.request_id, r.prompt_hash, r.prompt_text,
+        r.estimated_input_tokens, r.estimated_output_tokens,
+        None if r.input_exact is None else int(r.input_exact), str(r.estimated_usd),
+        str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated), r.table_version,
+        r.latency_s, r.status, r.note,
+    )
+
+
+def _row_to_call(row: tuple[Any, ...]) -> CallRow:
+    (call_id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags,
+     provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, est_in, est_out,
+     input_exact, estimated, actual, tokens, usage_estimated, table_version, latency_s, status,
+     note) = row
+    record = SpendRecord(
+        id=call_id, time=datetime.fromisoformat(time), scopes=tuple(json.loads(scopes)),
+        tags=json.loads(tags), provider=provider, model=model, endpoint=endpoint,
+        tokens=json.loads(tokens), estimated_usd=Decimal(estimated), actual_usd=Decimal(actual),
+        usage_estimated=bool(usage_estimated), table_version=table_version, latency_s=latency_s,
+        request_id=request_id, attempt=attempt, status=status, prompt_hash=prompt_hash,
+        prompt_text=prompt_text, estimated_input_tokens=est_in, estimated_output_tokens=est_out,
+        input_exact=None if input_exact is None else bool(input_exact), note=note,
+        period_keys=tuple(json.loads(period_keys)),
+    )
+    return CallRow(
+        record=record,
+        claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn))
+                     for scope, key, limit, warn in json.loads(claims)),
+        state=state, expires_at=None if expires_at is None else datetime.fromisoformat(expires_at),
+        owner_pid=owner_pid, owner_host=owner_host,
+    )

@@ -1,0 +1,179 @@
+"""Reservations: one call's worst case, held in every budget it is charged to, until it ends.
+
+This is the API the transport calls: :func:`reserve_call` before a request is sent, then
+exactly one of :meth:`Reservation.settle` (the provider billed it; usage known or estimated)
+or :meth:`Reservation.release` (it was not billed). A second settle is an error, since it
+would be a double charge; a release after the end is a no-op, so ``finally:`` blocks can
+call it safely. A reservation never closed — its process killed — expires after
+``reservation_ttl_s`` and is then charged at its worst case by the ledger (``"recovered"``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from spendguard.errors import ConfigError, LedgerError
+from spendguard.ledger import open_ledger
+from spendguard.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settlement
+from spendguard.money import format_usd, parse_usd
+from spendguard.periods import Clock, as_utc, utc_now
+from spendguard.scopes import collect_budgets, current_tags
+from spendguard.thresholds import ThresholdCrossed, announce
+
+if TYPE_CHECKING:
+    from spendguard.budget import Budget
+
+__all__ = ["DEFAULT_RESERVATION_TTL_S", "Reservation", "remaining_for_call", "reserve_call"]
+
+log = logging.getLogger("spendguard.budget")
+
+DEFAULT_RESERVATION_TTL_S = 15 * 60.0
+_STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+class Reservation:
+    """A call's worst case (USD), held in every budget it is charged to until it ends."""
+
+    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "time", "worst_usd")
+
+    def __init__(self, held: tuple[tuple[Ledger, str], ...], budgets: tuple[Budget, ...], *,
+                 worst_usd: Decimal, call: CallInfo, time: datetime, clock: Clock) -> None:
+        self._held = held
+        self._budgets = budgets
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._state: str | None = None
+        self.worst_usd = worst_usd
+        self.call = call
+        self.time = time
+
+    @property
+    def id(self) -> str:
+        """The call's id in its (first) ledger; also the id of its :class:`SpendRecord`."""
+        return self._held[0][1]
+
+    @property
+    def closed(self) -> bool:
+        """Whether the reservation was settled or released."""
+        return self._state is not None
+
+    def settle(self, *, actual_usd: Decimal, tokens: Mapping[str, int], usage_estimated: bool,
+               table_version: str, latency_s: float, request_id: str | None = None,
+               status: str = "ok") -> None:
+        """Charge the actual cost instead of the worst case; report warning levels reached.
+
+        ``status`` is ``"ok"`` or a short word for what went wrong while the call was billed
+        (``"error"``, ``"stream_broken"``, ``"stream_abandoned"``, ...).
+        """
+        actual = parse_usd(actual_usd, field="actual_usd")
+        counts = _check_tokens(tokens)
+        if not _STATUS.fullmatch(status):
+            raise ConfigError(f"status: {status!r} is not a status word such as 'ok' or "
+                              f"'stream_broken'")
+        if isinstance(latency_s, bool) or not (math.isfinite(latency_s) and latency_s >= 0):
+            raise ConfigError(f"latency_s: {latency_s!r} must be a non-negative number")
+        if not self._close("settled"):
+            raise LedgerError(f"reservation {self.id} was already {self._state}; a call is "
+                              f"settled once")
+        if actual > self.worst_usd:
+            # The estimator promised an upper bound; a miss means a price or token count is off.
+            log.warning("spendguard: %s call %s cost %s, more than its reserved worst case %s",
+                        self.call.model, self.id, format_usd(actual, places=6),
+                        format_usd(self.worst_usd, places=6))
+        settlement = Settlement(as_utc(self._clock()), actual, counts, bool(usage_estimated),
+                                table_version, float(latency_s), request_id, status)
+        crossings: list[Crossing] = []
+        for ledger, reservation_id in self._held:
+            crossings.extend(ledger.settle(reservation_id, settlement))
+        self._announce(crossings)
+
+    def release(self, reason: str) -> None:
+        """The call was not billed (refused, failed before usage): drop its reservation.
+
+        Does nothing if the reservation already ended.
+        """
+        if not self._close("released"):
+            return
+        now = as_utc(self._clock())
+        for ledger, reservation_id in self._held:
+            ledger.release(reservation_id, reason=reason, time=now)
+
+    def _close(self, how: str) -> bool:
+        with self._lock:
+            if self._state is not None:
+                return False
+            self._state = how
+            return True
+
+    def _announce(self, crossings: list[Crossing]) -> None:
+        told: set[tuple[str, str]] = set()
+        for crossing in crossings:
+            if (crossing.scope, crossing.period_key) in told:
+                continue
+            told.add((crossing.scope, crossing.period_key))
+            budget = next((b for b in self._budgets if b.scope == crossing.scope), None)
+            event = ThresholdCrossed.from_crossing(crossing,
+                                                   crossing.warn_usd / crossing.limit_usd)
+            announce(event, None if budget is None else budget.on_warn)
+
+    def __repr__(self) -> str:
+        state = self._state or "open"
+        return f"<Reservation {self.id} {format_usd(self.worst_usd, places=6)} {state}>"
+
+
+def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
+                 call: CallInfo) -> Reservation:
+    """Reserve a call's worst case in every budget it is charged to, all or none.
+
+    The budgets are the client's, the ones entered around the call and all their parents.
+    Raises ``BudgetExceeded`` naming the tightest scope the call does not fit in. With no
+    budget anywhere the call is still recorded, unlimited, in the default ledger.
+    """
+    worst = parse_usd(worst_usd, field="worst_usd")
+    budgets = collect_budgets(client_budget)
+    primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
+    clock = utc_now if primary is None else primary.clock
+    now = as_utc(clock())
+    ttl_s = DEFAULT_RESERVATION_TTL_S if primary is None else primary.reservation_ttl_s
+    expires_at = now + timedelta(seconds=ttl_s)
+    # Budgets may live in different ledgers; each ledger takes its claims in one transaction.
+    groups: dict[int, tuple[Ledger, list[ScopeClaim]]] = {}
+    for budget in budgets:
+        ledger = budget.ledger
+        groups.setdefault(id(ledger), (ledger, []))[1].append(budget.claim(now))
+    if not groups:
+        ledger = open_ledger()
+        groups[id(ledger)] = (ledger, [])
+    tags = current_tags()
+    held: list[tuple[Ledger, str]] = []
+    try:
+        for ledger, claims in groups.values():
+            held.append((ledger, ledger.reserve(claims, worst, call, time=now,
+                                                expires_at=expires_at, tags=tags)))
+    except BaseException:
+        for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
+            ledger.release(reservation_id, reason="refused by another ledger", time=now)
+        raise
+    return Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now, clock=clock)
+
+
+def remaining_for_call(client_budget: Budget | None) -> Decimal | None:
+    """The least any budget of a call has left (USD), or None when no budget applies."""
+    budgets = collect_budgets(client_budget)
+    return min((budget.remaining for budget in budgets), default=None)
+
+
+def _check_tokens(tokens: Mapping[str, int]) -> dict[str, int]:
+    counts = dict(tokens)
+    for kind, count in counts.items():
+        if not isinstance(kind, str) or isinstance(count, bool) or not isinstance(count, int) \
+                or count < 0:
+            raise ConfigError(f"tokens: {kind!r}={count!r} is not a non-negative token count")
+    return counts
