@@ -1,0 +1,123 @@
+"""``TokenCount``, a token count that says how sure it is, and the tally that builds one."""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+__all__ = ["Tally", "TokenCount"]
+
+_ZERO = Decimal(0)
+_MARGIN_STEP = Decimal("0.0001")
+
+
+class TokenCount(int):
+    """A number of tokens (an ``int``) with how it was obtained.
+
+    - ``exact``: counted with the model's own tokenizer and the provider's published framing
+      rule, or reported by the provider.
+    - ``margin``: a ``Decimal`` fraction, 0 when exact. When not exact the value is an upper
+      estimate that includes this much headroom over the central estimate
+      (``value ≈ expected × (1 + margin)``); reserve the value, expect ``expected``.
+    - ``method``: short text, e.g. ``"tiktoken o200k_base"``, ``"bounded estimate (+35%)"``,
+      ``"provider count_tokens"``.
+
+    Arithmetic gives plain ``int``s: a sum of counts of different kinds has no single method.
+    """
+
+    exact: bool
+    margin: Decimal
+    method: str
+
+    def __new__(cls, value: int, *, exact: bool, method: str,
+                margin: Decimal = _ZERO) -> TokenCount:
+        if value < 0:
+            raise ValueError(f"a token count cannot be negative, got {value}")
+        if margin < 0 or (exact and margin != 0):
+            raise ValueError(f"margin must be 0 when exact and >= 0 otherwise, got {margin}")
+        self = super().__new__(cls, value)
+        object.__setattr__(self, "exact", exact)
+        object.__setattr__(self, "margin", Decimal(margin))
+        object.__setattr__(self, "method", method)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("TokenCount is immutable")
+
+    def __getnewargs_ex__(self) -> tuple[tuple[int], dict[str, Any]]:  # pickling, copying
+        return (int(self),), {"exact": self.exact, "method": self.method, "margin": self.margin}
+
+    @property
+    def expected(self) -> int:
+        """The central estimate (tokens): the value without its headroom."""
+        if not self.margin:
+            return int(self)
+        return math.ceil(Decimal(int(self)) / (1 + self.margin))
+
+    def __repr__(self) -> str:
+        extra = "" if self.exact else f", margin=Decimal('{self.margin}')"
+        return f"TokenCount({int(self)}, exact={self.exact}{extra}, method={self.method!r})"
+
+
+def _percent(margin: Decimal) -> str:
+    pct = (margin * 100).quantize(Decimal("0.1"), rounding=ROUND_CEILING)
+    return f"{pct.normalize():f}"
+
+
+class Tally:
+    """Accumulates exact tokens, estimated tokens and their headroom for one count.
+
+    Walkers over request bodies add to it; ``result()`` turns it into a ``TokenCount``.
+    ``label`` names the tokenizer (``"tiktoken o200k_base"``; empty for a proxy count).
+    """
+
+    __slots__ = ("_notes", "_uncounted", "estimate", "exact", "exact_tokens", "headroom",
+                 "label")
+
+    def __init__(self, label: str, *, exact: bool = True) -> None:
+        self.label = label
+        self.exact = exact
+        self.exact_tokens = 0
+        self.estimate = _ZERO
+        self.headroom = _ZERO
+        self._notes: list[str] = []
+        self._uncounted: list[str] = []
+
+    def add(self, tokens: int) -> None:
+        """Add tokens counted exactly."""
+        self.exact_tokens += tokens
+
+    def add_estimate(self, tokens: int | Decimal, headroom: int | Decimal = 0, *,
+                     note: str | None = None) -> None:
+        """Add an estimated part: its central value and the headroom that bounds it."""
+        self.exact = False
+        self.estimate += tokens
+        self.headroom += headroom
+        if note and note not in self._notes:
+            self._notes.append(note)
+
+    def uncounted(self, what: str) -> None:
+        """Record content that cannot be counted offline (a stored file, a previous response)."""
+        self.exact = False
+        if what not in self._uncounted:
+            self._uncounted.append(what)
+
+    def result(self) -> TokenCount:
+        central = self.exact_tokens + self.estimate
+        value = self.exact_tokens + math.ceil(self.estimate + self.headroom)
+        if self.exact:
+            return TokenCount(value, exact=True, method=self.label)
+        margin = _ZERO
+        if central > 0 and self.headroom > 0:
+            margin = (self.headroom / central).quantize(_MARGIN_STEP,
+                                                        rounding=ROUND_CEILING).normalize()
+        method = " + ".join(p for p in (self.label, *self._notes) if p)
+        if margin:
+            bound = f"bounded estimate (+{_percent(margin)}%)"
+            method = f"{method}, {bound}" if method else bound
+        else:  # estimated by a published rule with no headroom of our own
+            method = f"{method} (estimate)" if method else "estimate"
+        if self._uncounted:
+            method += f"; not counted: {', '.join(self._uncounted)}"
+        return TokenCount(value, exact=False, margin=margin, method=method)

@@ -1,0 +1,93 @@
+"""``count_request_tokens``: the input tokens of a whole request body, as the SDKs send it.
+
+This is what the estimator calls for every guarded request (and the planner for every planned
+one), so it never raises on a body's shape: an endpoint or part it does not recognise is
+counted as JSON text with headroom, and a model with no known tokenizer gets a loose bound.
+Repeated strings (a shared system prompt or document) are encoded once (``bpe.count_text``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from spendguard.errors import ConfigError
+from spendguard.tokens.anthropic import count_messages
+from spendguard.tokens.content import json_text, unknown
+from spendguard.tokens.count import Tally, TokenCount
+from spendguard.tokens.models import Profile, foreign_profile, profile_for
+from spendguard.tokens.openai import count_chat, count_embeddings, count_responses
+
+__all__ = ["count_request_tokens"]
+
+Handler = Callable[[Profile, Mapping[str, Any], Tally], None]
+
+
+def _completions(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
+    count_embeddings(profile, body, tally, field="prompt")
+
+
+def _message_batch(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
+    """``POST /v1/messages/batches``: the sum over its requests, each with its own model."""
+    for request in body.get("requests") or []:
+        params = request.get("params") if isinstance(request, Mapping) else None
+        if not isinstance(params, Mapping):
+            unknown(profile, tally, request)
+            continue
+        model = params.get("model")
+        own = profile_for(model) if isinstance(model, str) else None
+        count_messages(own or foreign_profile("", "anthropic"), params, tally)
+
+
+# Longest suffix first: "chat/completions" must win over "completions".
+_HANDLERS: dict[str, tuple[tuple[str, Handler], ...]] = {
+    "openai": (
+        ("/chat/completions", count_chat),
+        ("/responses/input_tokens", count_responses),
+        ("/responses", count_responses),
+        ("/embeddings", count_embeddings),
+        ("/completions", _completions),
+    ),
+    "anthropic": (
+        ("/messages/count_tokens", count_messages),
+        ("/messages/batches", _message_batch),
+        ("/messages", count_messages),
+    ),
+}
+
+# What a walker can raise on a body of an unexpected shape; TokenizerError (corrupt data)
+# is deliberately not here: that must surface.
+_SHAPE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError,
+                 OverflowError)
+
+
+def _handler(provider: str, endpoint: str) -> Handler | None:
+    path = endpoint.split("?", 1)[0].rstrip("/")
+    for suffix, handler in _HANDLERS[provider]:
+        if path.endswith(suffix):
+            return handler
+    return None
+
+
+def count_request_tokens(provider: str, endpoint: str, body: Mapping[str, Any]) -> TokenCount:
+    """Input tokens of a request ``body`` sent to ``endpoint`` (``"/v1/chat/completions"``…).
+
+    ``provider`` is ``"openai"`` or ``"anthropic"``. Never raises on the body's shape.
+    """
+    key = provider.lower() if isinstance(provider, str) else provider
+    if key not in _HANDLERS:
+        raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    model = body.get("model") if isinstance(body, Mapping) else None
+    profile = profile_for(model) if isinstance(model, str) else None
+    if profile is None:
+        profile = foreign_profile(model if isinstance(model, str) else "", key)
+    handler = _handler(key, endpoint) if isinstance(endpoint, str) else None
+    tally = profile.tally()
+    if handler is not None and isinstance(body, Mapping):
+        try:
+            handler(profile, body, tally)
+            return tally.result()
+        except _SHAPE_ERRORS:
+            tally = profile.tally()  # a shape no walker foresaw: fall back to the JSON text
+    unknown(profile, tally, json_text(body))
+    return tally.result()
