@@ -28,6 +28,15 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it; resolved lazily by __getattr__ below.
 _LAZY: dict[str, str] = {
+    # issue 2: prices, usage and cost
+    "Cost": "spendguard.cost",
+    "ModelPrice": "spendguard.prices",
+    "PriceTable": "spendguard.prices",
+    "Usage": "spendguard.usage",
+    "cost": "spendguard.cost",
+    "price": "spendguard.prices",
+    "register_prices": "spendguard.prices",
+    "usage_from": "spendguard.usage",
     # issue 3: budgets, scopes and the ledger
     "Budget": "spendguard.budget",
     "BudgetWarning": "spendguard.errors",
@@ -68,6 +77,9 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from spendguard.cost import Cost, cost
+    from spendguard.prices import ModelPrice, PriceTable, price, register_prices
+    from spendguard.usage import Usage, usage_from
     from spendguard.budget import Budget
     from spendguard.cascade_learning import Learning, MemoryStats
     from spendguard.cascading import (
