@@ -77,9 +77,6 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from spendguard.cost import Cost, cost
-    from spendguard.prices import ModelPrice, PriceTable, price, register_prices
-    from spendguard.usage import Usage, usage_from
     from spendguard.budget import Budget
     from spendguard.cascade_learning import Learning, MemoryStats
     from spendguard.cascading import (
@@ -101,9 +98,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         check_parses,
         check_with,
     )
+    from spendguard.cost import Cost, cost
     from spendguard.errors import BudgetWarning, CascadeFailed
     from spendguard.ledger import SpendRecord, open_ledger
     from spendguard.loop_guard import LoopGuard, loop
+    from spendguard.prices import ModelPrice, PriceTable, price, register_prices
     from spendguard.scopes import tags
     from spendguard.stops import (
         StopReason,
@@ -117,6 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         stop_when_stalled,
         stop_when_unaffordable,
     )
+    from spendguard.usage import Usage, usage_from
 
 __all__ = [
     "BudgetConfigError",
