@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -23,10 +24,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveInt,
 import spendguard
 from spendguard.errors import PriceFileError
 from spendguard.money import parse_usd
-from spendguard.prices import LongContextTier, ModelPrice, PriceModifier, PriceSource, PriceTable
 
-__all__ = ["CACHE_TTLS", "PriceFile", "build_table", "bundled_files", "read_price_file",
-           "read_price_source"]
+__all__ = ["BUNDLED_FILES", "CACHE_TTLS", "EntryModel", "PriceFile", "PriceSource", "ValidTable",
+           "build", "bundled_files", "read_price_file", "read_price_source"]
+
+PriceSource = str | os.PathLike[str] | Mapping[str, Any]
+"""A price file path, or a mapping in the same shape as a parsed file."""
 
 CACHE_TTLS: Mapping[str, tuple[str, ...]] = {"openai": ("30m", "12h"), "anthropic": ("5m", "1h")}
 """Cache-write TTLs each provider bills (the keys of ``cache_write_<ttl>``)."""
@@ -36,7 +39,7 @@ BUNDLED_FILES = ("openai.toml", "anthropic.toml")
 
 _FILE_KEYS = {"schema", "provider", "defaults", "models"}
 # Tables merged key by key (defaults into entries, overrides into the entry they override).
-_MERGED_TABLES = {"usd_per_mtok", "usd_per_1k_requests", "modifiers"}
+_MERGED_TABLES = {"usd_per_million", "usd_per_1k_requests", "modifiers"}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -57,7 +60,7 @@ class _Strict(BaseModel):
 
 
 class RatesModel(_Strict):
-    """``usd_per_mtok``: USD per million tokens of each kind."""
+    """``usd_per_million``: USD per million tokens of each kind."""
 
     input: Usd | None = None
     cache_read: Usd | None = None
@@ -83,7 +86,7 @@ def _modifier_shorthand(value: object) -> object:
 class ModifierModel(_Strict):
     multiplier: Multiplier = Decimal(1)
     kinds: tuple[TokenKind, ...] | None = None
-    usd_per_mtok: RatesModel | None = None
+    usd_per_million: RatesModel | None = None
 
 
 class TierModel(_Strict):
@@ -98,7 +101,7 @@ class EntryModel(_Strict):
     provider: Literal["openai", "anthropic"]
     mode: Literal["chat", "embedding"] = "chat"
     aliases: tuple[str, ...] = ()
-    usd_per_mtok: RatesModel
+    usd_per_million: RatesModel
     usd_per_1k_requests: dict[str, Usd] = Field(default_factory=dict)
     tiers: tuple[TierModel, ...] = ()
     modifiers: dict[str, Annotated[ModifierModel, BeforeValidator(_modifier_shorthand)]] = Field(
@@ -192,9 +195,19 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def build_table(files: Sequence[PriceFile],
-                base: Mapping[str, Mapping[str, Any]] | None = None) -> PriceTable:
-    """Merge ``files`` (in order) over ``base`` raw entries, validate all, and version the result."""
+@dataclass(frozen=True)
+class ValidTable:
+    """Validated entries, the merged raw entries they came from (to layer overrides on), and
+    the table version ("<latest as_of>.<hash of the entries>")."""
+
+    entries: Mapping[str, EntryModel]
+    raw: Mapping[str, Mapping[str, Any]]
+    version: str
+
+
+def build(files: Sequence[PriceFile], base: Mapping[str, Mapping[str, Any]] | None = None,
+          ) -> ValidTable:
+    """Merge ``files`` (in order) over ``base`` raw entries, validate all, version the result."""
     raw: dict[str, dict[str, Any]] = {model: dict(entry) for model, entry in (base or {}).items()}
     origin = dict.fromkeys(raw, "<base table>")
     for file in files:
@@ -214,11 +227,11 @@ def build_table(files: Sequence[PriceFile],
                 own = _merge(raw[model], own)
             raw[model] = own
             origin[model] = file.path
-    prices = {model: _validate(model, entry, origin[model]) for model, entry in raw.items()}
-    _check_aliases(prices, origin)
-    version = _version(raw, prices)
-    return PriceTable({m: replace(p, table_version=version) for m, p in prices.items()}, raw,
-                      version)
+    entries = {model: _validate(model, entry, origin[model]) for model, entry in raw.items()}
+    _check_aliases(entries, origin)
+    digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()
+    latest = max((entry.as_of for entry in entries.values()), default=date.min)
+    return ValidTable(entries, raw, f"{latest.isoformat()}.{digest[:8]}")
 
 
 def _release_alias(raw: dict[str, dict[str, Any]], origin: Mapping[str, str], model: str,
@@ -231,13 +244,7 @@ def _release_alias(raw: dict[str, dict[str, Any]], origin: Mapping[str, str], mo
             entry["aliases"] = [alias for alias in aliases if alias != model]
 
 
-def _version(raw: Mapping[str, Any], prices: Mapping[str, ModelPrice]) -> str:
-    digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()
-    latest = max((p.as_of for p in prices.values()), default=date.min)
-    return f"{latest.isoformat()}.{digest[:8]}"
-
-
-def _validate(model: str, entry: Mapping[str, Any], path: str) -> ModelPrice:
+def _validate(model: str, entry: Mapping[str, Any], path: str) -> EntryModel:
     try:
         parsed = EntryModel.model_validate(entry)
     except ValidationError as exc:
@@ -254,9 +261,12 @@ def _validate(model: str, entry: Mapping[str, Any], path: str) -> ModelPrice:
         return PriceFileError(f"{path}: model {model!r}: {field}: {message}",
                               path=path, entry=model, field=field)
 
-    rates = parsed.usd_per_mtok.given()
+    rates = parsed.usd_per_million.given()
     ttls = CACHE_TTLS[parsed.provider]
     _check_rates(rates, parsed, ttls, fail)
+    for limit in ("context_window", "max_output_tokens"):
+        if parsed.mode == "chat" and getattr(parsed, limit) is None:
+            raise fail(limit, "required for a chat model (the worst case of a call depends on it)")
     if parsed.context_window is not None:
         for name in ("max_input_tokens", "max_output_tokens"):
             limit = getattr(parsed, name)
@@ -270,49 +280,21 @@ def _validate(model: str, entry: Mapping[str, Any], path: str) -> ModelPrice:
             raise fail(name, "names are lower_snake_case, e.g. speed_fast or web_search")
     if model in parsed.aliases or len(set(parsed.aliases)) != len(parsed.aliases):
         raise fail("aliases", "aliases must be unique and differ from the model id")
-    return ModelPrice(
-        model=model,
-        provider=parsed.provider,
-        mode=parsed.mode,
-        input_usd_per_mtok=rates["input"],
-        output_usd_per_mtok=rates.get("output"),
-        cache_read_usd_per_mtok=rates.get("cache_read"),
-        cache_write_usd_per_mtok={ttl: rates[f"cache_write_{ttl}"] for ttl in ttls
-                                  if f"cache_write_{ttl}" in rates},
-        tool_usd_per_1k_requests=dict(parsed.usd_per_1k_requests),
-        tiers=tuple(LongContextTier(t.above_input_tokens, t.input_multiplier, t.output_multiplier)
-                    for t in parsed.tiers),
-        modifiers={name: PriceModifier(
-            name=name,
-            multiplier=mod.multiplier,
-            kinds=frozenset(mod.kinds) if mod.kinds is not None else None,
-            usd_per_mtok=mod.usd_per_mtok.given() if mod.usd_per_mtok else {},
-        ) for name, mod in parsed.modifiers.items()},
-        context_window=parsed.context_window,
-        max_input_tokens=parsed.max_input_tokens,
-        max_output_tokens=parsed.max_output_tokens,
-        max_output_tokens_batch=parsed.max_output_tokens_batch,
-        min_cacheable_tokens=parsed.min_cacheable_tokens,
-        aliases=parsed.aliases,
-        source=parsed.source,
-        as_of=parsed.as_of,
-        note=parsed.note,
-        table_version="",
-    )
+    return parsed
 
 
 def _check_rates(rates: Mapping[str, Decimal], parsed: EntryModel, ttls: tuple[str, ...],
                  fail: Any) -> None:
     if not rates.get("input"):
-        raise fail("usd_per_mtok.input", "required and greater than 0 (USD per million tokens)")
+        raise fail("usd_per_million.input", "required and greater than 0 (USD per million tokens)")
     if parsed.mode == "chat" and not rates.get("output"):
-        raise fail("usd_per_mtok.output", "required and greater than 0 for a chat model")
+        raise fail("usd_per_million.output", "required and greater than 0 for a chat model")
     if rates.get("cache_read", Decimal(0)) > rates["input"]:
-        raise fail("usd_per_mtok.cache_read", "cached input cannot cost more than uncached input")
+        raise fail("usd_per_million.cache_read", "cached input cannot cost more than input")
     allowed = {f"cache_write_{ttl}" for ttl in ttls}
-    for mapping, prefix in [(rates, "usd_per_mtok")] + [
-            (mod.usd_per_mtok.given(), f"modifiers.{name}.usd_per_mtok")
-            for name, mod in parsed.modifiers.items() if mod.usd_per_mtok]:
+    for mapping, prefix in [(rates, "usd_per_million")] + [
+            (mod.usd_per_million.given(), f"modifiers.{name}.usd_per_million")
+            for name, mod in parsed.modifiers.items() if mod.usd_per_million]:
         for kind in mapping:
             if kind.startswith("cache_write_") and kind not in allowed:
                 raise fail(f"{prefix}.{kind}",
@@ -320,14 +302,14 @@ def _check_rates(rates: Mapping[str, Decimal], parsed: EntryModel, ttls: tuple[s
     if parsed.provider == "anthropic":
         for kind in ("cache_read", *sorted(allowed)):
             if kind not in rates:
-                raise fail(f"usd_per_mtok.{kind}", "required for an Anthropic model")
+                raise fail(f"usd_per_million.{kind}", "required for an Anthropic model")
 
 
-def _check_aliases(prices: Mapping[str, ModelPrice], origin: Mapping[str, str]) -> None:
+def _check_aliases(entries: Mapping[str, EntryModel], origin: Mapping[str, str]) -> None:
     owner: dict[str, str] = {}
-    for model, entry in prices.items():
+    for model, entry in entries.items():
         for alias in entry.aliases:
-            other = alias if alias in prices else owner.get(alias)
+            other = alias if alias in entries else owner.get(alias)
             if other is not None and other != model:
                 raise PriceFileError(
                     f"{origin[model]}: model {model!r}: aliases: {alias!r} already names "

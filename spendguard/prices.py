@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
+from spendguard import price_schema
 from spendguard.errors import PriceFileError, UnknownModelError
+from spendguard.price_schema import CACHE_TTLS, EntryModel, PriceSource, ValidTable
 
 __all__ = [
     "PRICES_ENV",
@@ -37,14 +38,11 @@ PRICES_ENV = "SPENDGUARD_PRICES"
 """Environment variable naming extra price files (``os.pathsep``-separated), layered on the
 bundled table when :func:`default_table` is first built."""
 
-PriceSource = str | os.PathLike[str] | Mapping[str, Any]
-"""A price file path, or a mapping in the same shape as a parsed file."""
-
 HOW_TO_ADD = (
     "Add a price without editing spendguard: write a TOML file such as\n"
     '    [models."{model}"]\n'
     '    provider = "openai"            # or "anthropic"\n'
-    "    usd_per_mtok = {{ input = 1.25, cache_read = 0.125, output = 10 }}\n"
+    "    usd_per_million = {{ input = 1.25, cache_read = 0.125, output = 10 }}\n"
     '    source = "https://..."         # where the price comes from\n'
     "    as_of = 2026-11-30\n"
     "and point SPENDGUARD_PRICES at it, or call spendguard.register_prices(path_or_mapping), "
@@ -77,27 +75,28 @@ class LongContextTier:
 class PriceModifier:
     """A named price change: batch, a service tier, fast speed, a data-residency region.
 
-    ``usd_per_mtok`` replaces the base rate of the kinds it names (for providers that publish
+    ``usd_per_million`` replaces the base rate of the kinds it names (for providers that publish
     rounded rates); ``multiplier`` then scales the kinds in ``kinds`` (``None``: every kind).
     """
 
     name: str
     multiplier: Decimal = Decimal(1)
     kinds: frozenset[str] | None = None
-    usd_per_mtok: Mapping[str, Decimal] = field(default_factory=dict)
+    usd_per_million: Mapping[str, Decimal] = field(default_factory=dict)
 
     def applies_to(self, kind: str) -> bool:
         """Whether the multiplier scales this token kind."""
         if self.kinds is None:
             return True
-        return kind in self.kinds or (kind.startswith("cache_write_") and "cache_write" in self.kinds)
+        return kind in self.kinds or (kind.startswith("cache_write_")
+                                      and "cache_write" in self.kinds)
 
 
 @dataclass(frozen=True)
 class ModelPrice:
     """What one model's tokens cost: Decimal USD per million tokens of each kind.
 
-    ``cache_write_usd_per_mtok`` is keyed by TTL ("5m", "1h", "30m", "12h");
+    ``cache_write_usd_per_million`` is keyed by TTL ("5m", "1h", "30m", "12h");
     ``tool_usd_per_1k_requests`` by server tool ("web_search", ...). ``table_version`` names the
     price table this entry came from, so every cost can say what priced it.
     """
@@ -105,10 +104,10 @@ class ModelPrice:
     model: str
     provider: str
     mode: str
-    input_usd_per_mtok: Decimal
-    output_usd_per_mtok: Decimal | None
-    cache_read_usd_per_mtok: Decimal | None
-    cache_write_usd_per_mtok: Mapping[str, Decimal]
+    input_usd_per_million: Decimal
+    output_usd_per_million: Decimal | None
+    cache_read_usd_per_million: Decimal | None
+    cache_write_usd_per_million: Mapping[str, Decimal]
     tool_usd_per_1k_requests: Mapping[str, Decimal]
     tiers: tuple[LongContextTier, ...]
     modifiers: Mapping[str, PriceModifier]
@@ -132,20 +131,20 @@ class ModelPrice:
         TTLs but not this one raises, as does output on an embedding model.
         """
         if kind == "input":
-            return self.input_usd_per_mtok
+            return self.input_usd_per_million
         if kind == "cache_read":
-            return self.cache_read_usd_per_mtok or self.input_usd_per_mtok
-        if kind == "output" and self.output_usd_per_mtok is not None:
-            return self.output_usd_per_mtok
+            return self.cache_read_usd_per_million or self.input_usd_per_million
+        if kind == "output" and self.output_usd_per_million is not None:
+            return self.output_usd_per_million
         if kind.startswith("cache_write_"):
             ttl = kind.removeprefix("cache_write_")
-            if ttl in self.cache_write_usd_per_mtok:
-                return self.cache_write_usd_per_mtok[ttl]
-            if not self.cache_write_usd_per_mtok:
-                return self.input_usd_per_mtok
+            if ttl in self.cache_write_usd_per_million:
+                return self.cache_write_usd_per_million[ttl]
+            if not self.cache_write_usd_per_million:
+                return self.input_usd_per_million
         raise UnknownModelError(
             f"{self.model}: the price table has no rate for {kind} tokens "
-            f"(table {self.table_version}); add usd_per_mtok.{kind} to the model's entry. "
+            f"(table {self.table_version}); add usd_per_million.{kind} to the model's entry. "
             + HOW_TO_ADD.format(model=self.model),
             name=f"{self.model}:{kind}",
             kind="token kind",
@@ -179,8 +178,9 @@ class ModelPrice:
         except KeyError:
             raise UnknownModelError(
                 f"{self.model}: no price for {name!r} (a batch / service-tier / speed / region "
-                f"modifier; table {self.table_version}). Known: {', '.join(sorted(self.modifiers))}."
-                f" Add modifiers = {{ {name} = <multiplier> }} to the model's entry. "
+                f"modifier; table {self.table_version}). "
+                f"Known: {', '.join(sorted(self.modifiers))}. "
+                f"Add modifiers = {{ {name} = <multiplier> }} to the model's entry. "
                 + HOW_TO_ADD.format(model=self.model),
                 name=f"{self.model}:{name}",
                 kind="price modifier",
@@ -195,22 +195,19 @@ class PriceTable:
     ``version`` ("<latest as_of>.<content hash>") changes whenever any price changes.
     """
 
-    def __init__(self, entries: Mapping[str, ModelPrice], raw: Mapping[str, Mapping[str, Any]],
-                 version: str) -> None:
-        self._entries = dict(entries)
-        self._raw = dict(raw)
-        self.version = version
-        self._aliases = {alias: entry.model for entry in self._entries.values()
+    def __init__(self, valid: ValidTable) -> None:
+        self._valid = valid
+        self.version = valid.version
+        self._entries = {model: _model_price(model, entry, valid.version)
+                         for model, entry in valid.entries.items()}
+        self._aliases = {alias: model for model, entry in self._entries.items()
                          for alias in entry.aliases}
 
     @classmethod
     def bundled(cls) -> PriceTable:
         """The price files shipped with spendguard, without user overrides."""
-        from spendguard import price_schema
-
-        return price_schema.build_table(
-            [price_schema.read_price_file(path) for path in price_schema.bundled_files()]
-        )
+        files = [price_schema.read_price_file(path) for path in price_schema.bundled_files()]
+        return cls(price_schema.build(files))
 
     def get(self, model: str) -> ModelPrice:
         """The price of ``model`` (exact id, else declared alias); raises UnknownModelError."""
@@ -235,10 +232,8 @@ class PriceTable:
         An override entry for a known id replaces the fields it names and keeps the others
         (aliases included); it must carry its own ``source`` and ``as_of``.
         """
-        from spendguard import price_schema
-
         files = [price_schema.read_price_source(source) for source in sources]
-        return price_schema.build_table(files, base=self._raw)
+        return PriceTable(price_schema.build(files, base=self._valid.raw))
 
     def __repr__(self) -> str:
         return f"<PriceTable {self.version}: {len(self._entries)} models>"
@@ -255,8 +250,11 @@ def _unknown_model(model: str, known: list[str], version: str) -> UnknownModelEr
     )
 
 
-_default_lock = threading.Lock()
-_default: PriceTable | None = None
+class _Default:
+    """The process-wide table, built lazily (tests reset it with ``_reset_default_table``)."""
+
+    lock = threading.Lock()
+    table: PriceTable | None = None
 
 
 def default_table() -> PriceTable:
@@ -264,9 +262,8 @@ def default_table() -> PriceTable:
 
     Built on first use (the environment is read then, never at import) and cached.
     """
-    global _default
-    with _default_lock:
-        if _default is None:
+    with _Default.lock:
+        if _Default.table is None:
             table = PriceTable.bundled()
             env_files = [p for p in os.environ.get(PRICES_ENV, "").split(os.pathsep) if p.strip()]
             for path in env_files:
@@ -276,24 +273,25 @@ def default_table() -> PriceTable:
                         f"set {PRICES_ENV} to the path of a price TOML/JSON file or unset it",
                         path=path,
                     )
-            _default = table.with_overrides(*env_files) if env_files else table
-        return _default
+            _Default.table = table.with_overrides(*env_files) if env_files else table
+        return _Default.table
 
 
 def register_prices(source: PriceSource) -> PriceTable:
-    """Layer a price file or mapping onto the process-wide default table; returns the new table."""
-    global _default
+    """Layer a price file or mapping onto the process-wide default table; returns the new table.
+
+    Costs computed afterwards name the new table's version.
+    """
     table = default_table().with_overrides(source)
-    with _default_lock:
-        _default = table
+    with _Default.lock:
+        _Default.table = table
     return table
 
 
 def _reset_default_table() -> None:
     """Forget the cached default table (tests; a changed ``$SPENDGUARD_PRICES``)."""
-    global _default
-    with _default_lock:
-        _default = None
+    with _Default.lock:
+        _Default.table = None
 
 
 def price(model: str) -> ModelPrice:
@@ -303,6 +301,38 @@ def price(model: str) -> ModelPrice:
 
 def load_price_file(path: str | os.PathLike[str]) -> PriceTable:
     """A table holding only the models of one price file (TOML, or JSON of the same shape)."""
-    from spendguard import price_schema
+    return PriceTable(price_schema.build([price_schema.read_price_file(Path(path))]))
 
-    return price_schema.build_table([price_schema.read_price_file(Path(path))])
+
+def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
+    rates = entry.usd_per_million.given()
+    return ModelPrice(
+        model=model,
+        provider=entry.provider,
+        mode=entry.mode,
+        input_usd_per_million=rates["input"],
+        output_usd_per_million=rates.get("output"),
+        cache_read_usd_per_million=rates.get("cache_read"),
+        cache_write_usd_per_million={ttl: rates[f"cache_write_{ttl}"]
+                                     for ttl in CACHE_TTLS[entry.provider]
+                                     if f"cache_write_{ttl}" in rates},
+        tool_usd_per_1k_requests=dict(entry.usd_per_1k_requests),
+        tiers=tuple(LongContextTier(t.above_input_tokens, t.input_multiplier, t.output_multiplier)
+                    for t in entry.tiers),
+        modifiers={name: PriceModifier(
+            name=name,
+            multiplier=mod.multiplier,
+            kinds=frozenset(mod.kinds) if mod.kinds is not None else None,
+            usd_per_million=mod.usd_per_million.given() if mod.usd_per_million else {},
+        ) for name, mod in entry.modifiers.items()},
+        context_window=entry.context_window,
+        max_input_tokens=entry.max_input_tokens,
+        max_output_tokens=entry.max_output_tokens,
+        max_output_tokens_batch=entry.max_output_tokens_batch,
+        min_cacheable_tokens=entry.min_cacheable_tokens,
+        aliases=entry.aliases,
+        source=entry.source,
+        as_of=entry.as_of,
+        note=entry.note,
+        table_version=version,
+    )

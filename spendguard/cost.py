@@ -1,0 +1,155 @@
+"""What a request cost: :class:`~spendguard.usage.Usage` x :class:`~spendguard.prices.ModelPrice`.
+
+Pure Decimal arithmetic, no rounding (format for people with :func:`spendguard.money.format_usd`).
+Each token bucket is priced at one rate:
+
+    rate = base rate (or a modifier's published absolute rate)
+           x long-context tier multiplier, when the request's total input is above a threshold
+           x every applicable modifier (batch, service tier, fast speed, data-residency region)
+
+Which modifiers apply is read from the usage first: the provider's reported ``service_tier``
+wins over the ``service_tier`` argument (the provider bills the tier it actually served; OpenAI
+reports "priority" for a "fast" request, and may serve "default" when "flex" was asked for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from typing import Any
+
+from spendguard.money import MILLION, ZERO, format_usd
+from spendguard.prices import LongContextTier, ModelPrice, PriceModifier, PriceTable, default_table
+from spendguard.usage import Usage, usage_from
+
+__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "cost"]
+
+STANDARD_TIERS = frozenset({"default", "auto", "standard", "standard_only"})
+"""Service-tier names that mean Standard pricing (no modifier)."""
+
+_THOUSAND = Decimal(1000)
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One priced bucket: ``tokens`` at ``usd_per_million`` came to ``usd``.
+
+    ``kind`` is ``input``, ``cache_read``, ``cache_write_<ttl>``, ``output`` or ``tool:<name>``;
+    for a tool line ``tokens`` counts requests and ``usd_per_million`` is per million requests.
+    """
+
+    kind: str
+    tokens: int
+    usd_per_million: Decimal
+    usd: Decimal
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The price of one request in USD, with the lines, tier and modifiers that made it."""
+
+    model: str
+    total: Decimal
+    lines: tuple[CostLine, ...]
+    table_version: str
+    tier: LongContextTier | None
+    modifiers: tuple[str, ...]
+    usage: Usage
+
+    @property
+    def estimated(self) -> bool:
+        """True when the usage priced here was estimated rather than reported."""
+        return self.usage.estimated
+
+    def line(self, kind: str) -> CostLine | None:
+        """The line of one kind (``"output"``, ``"cache_write_5m"``, ...), if billed."""
+        return next((line for line in self.lines if line.kind == kind), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; amounts are exact decimal strings."""
+        return {
+            "model": self.model,
+            "total_usd": str(self.total),
+            "table_version": self.table_version,
+            "tier": str(self.tier) if self.tier else None,
+            "modifiers": list(self.modifiers),
+            "estimated": self.estimated,
+            "lines": [{"kind": line.kind, "tokens": line.tokens,
+                       "usd_per_million": str(line.usd_per_million), "usd": str(line.usd)}
+                      for line in self.lines],
+            "usage": self.usage.as_dict(),
+        }
+
+    def __str__(self) -> str:
+        extras = [str(self.tier)] if self.tier else []
+        extras += list(self.modifiers)
+        suffix = f", {', '.join(extras)}" if extras else ""
+        usd = format_usd(self.total, places=6)
+        return f"{usd} ({self.model}{suffix}; prices {self.table_version})"
+
+
+def cost(model: str, usage: Usage | object, *, batch: bool = False,
+         service_tier: str | None = None, table: PriceTable | None = None) -> Cost:
+    """The cost of one request of ``model`` that used ``usage``.
+
+    ``usage`` is a :class:`Usage`, or a provider response / usage dict / SDK object read with
+    the model's provider. ``batch`` prices at Batch API rates (also implied by a reported
+    ``service_tier`` of "batch"); ``service_tier`` applies when the usage reports none.
+    Raises :class:`~spendguard.errors.UnknownModelError` when the model, a token kind, a tool
+    or a modifier has no price: never a silent $0.
+    """
+    model_price = (table or default_table()).get(model)
+    record = usage if isinstance(usage, Usage) else usage_from(model_price.provider, usage)
+    names = _modifier_names(record, batch=batch, service_tier=service_tier)
+    modifiers = [model_price.modifier(name) for name in names]
+    tier = model_price.tier_for(record.total_input_tokens)
+    lines: list[CostLine] = []
+    with localcontext() as context:
+        context.prec = 40  # exact for any realistic token count x rate
+        for kind, tokens in _buckets(record, model_price):
+            rate = _rate(model_price, kind, tier, modifiers)
+            lines.append(CostLine(kind, tokens, rate, tokens * rate / MILLION))
+        for tool, count in record.tool_requests.items():
+            per_1k = model_price.tool_rate_per_1k(tool)
+            lines.append(CostLine(f"tool:{tool}", count, per_1k * _THOUSAND,
+                                  count * per_1k / _THOUSAND))
+        total = sum((line.usd for line in lines), ZERO)
+    return Cost(model_price.model, total, tuple(lines), model_price.table_version, tier,
+                tuple(names), record)
+
+
+def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None) -> list[str]:
+    tier = usage.service_tier if usage.service_tier is not None else service_tier
+    names = []
+    if batch or tier == "batch":
+        names.append("batch")
+    if tier is not None and tier not in STANDARD_TIERS and tier != "batch":
+        names.append(tier)
+    if usage.speed not in (None, "standard"):
+        names.append(f"speed_{usage.speed}")
+    if usage.inference_geo not in (None, "global"):
+        names.append(f"inference_geo_{usage.inference_geo}")
+    return names
+
+
+def _buckets(usage: Usage, model_price: ModelPrice) -> list[tuple[str, int]]:
+    buckets = [("input", usage.input_tokens)]
+    if usage.cache_read_tokens:
+        buckets.append(("cache_read", usage.cache_read_tokens))
+    buckets += [(f"cache_write_{ttl}", n) for ttl, n in usage.cache_write_tokens.items()]
+    if usage.output_tokens or model_price.output_usd_per_million is not None:
+        buckets.append(("output", usage.output_tokens))
+    return buckets
+
+
+def _rate(model_price: ModelPrice, kind: str, tier: LongContextTier | None,
+          modifiers: Sequence[PriceModifier]) -> Decimal:
+    published = [m.usd_per_million[kind] for m in modifiers if kind in m.usd_per_million]
+    rate = published[-1] if published else model_price.base_rate(kind)
+    if tier is not None:
+        rate *= tier.multiplier_for(kind)
+    for modifier in modifiers:
+        if modifier.applies_to(kind):
+            rate *= modifier.multiplier
+    return rate
