@@ -37,6 +37,10 @@ _LAZY: dict[str, str] = {
     "price": "spendguard.prices",
     "register_prices": "spendguard.prices",
     "usage_from": "spendguard.usage",
+    # issue 2: offline token counting
+    "TokenCount": "spendguard.tokens",
+    "count_tokens": "spendguard.tokens",
+    "count_tokens_exact": "spendguard.tokens",
     # issue 3: budgets, scopes and the ledger
     "Budget": "spendguard.budget",
     "BudgetWarning": "spendguard.errors",
@@ -116,6 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         stop_when_stalled,
         stop_when_unaffordable,
     )
+    from spendguard.tokens import TokenCount, count_tokens, count_tokens_exact
     from spendguard.usage import Usage, usage_from
 
 __all__ = [
