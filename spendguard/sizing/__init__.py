@@ -1,0 +1,34 @@
+"""GPU sizing and self-hosting break-even: pure arithmetic over two data tables.
+
+Spec mode implements the sizing formulas F1-F8 exactly (GB = 1e9 bytes); calibrated mode models
+what vLLM really allocates. See docs/sizing.md.
+"""
+
+from __future__ import annotations
+
+from spendguard.sizing.arch import ModelArch, ModelCatalogue, default_models, load_models
+from spendguard.sizing.hardware import Gpu, GpuCatalogue, default_gpus, load_gpus
+from spendguard.sizing.hf_config import read_hf_config
+from spendguard.sizing.rent import BreakEven, MonthlyRent, breakeven, monthly_rent
+from spendguard.sizing.result import CostEstimate, GpuOption, SizingResult
+from spendguard.sizing.sizer import size_model
+
+__all__ = [
+    "BreakEven",
+    "CostEstimate",
+    "Gpu",
+    "GpuCatalogue",
+    "GpuOption",
+    "ModelArch",
+    "ModelCatalogue",
+    "MonthlyRent",
+    "SizingResult",
+    "breakeven",
+    "default_gpus",
+    "default_models",
+    "load_gpus",
+    "load_models",
+    "monthly_rent",
+    "read_hf_config",
+    "size_model",
+]
