@@ -11,7 +11,9 @@ from typing import Any
 import click
 
 # command name -> "module:attribute" of a click command or group
-_COMMANDS: dict[str, str] = {}
+_COMMANDS: dict[str, str] = {
+    "prices": "spendguard.cli.prices:prices",
+}
 
 
 class _LazyGroup(click.Group):
