@@ -28,6 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spendguard.cascading import CascadeAttempt
 
 __all__ = [
     "BudgetConfigError",
@@ -144,13 +148,13 @@ class BudgetExceeded(SpendguardError):
 class CascadeFailed(SpendguardError):
     """Every tier of a cascade failed its check, or the money ran out; names each attempt."""
 
-    def __init__(self, message: str, *, reason: str, attempts: Sequence[object],
+    def __init__(self, message: str, *, reason: str, attempts: Sequence[CascadeAttempt],
                  cost_usd: Decimal) -> None:
         super().__init__(message)
         self.reason = reason
         """``"all_failed"`` or ``"budget"``."""
         self.attempts = tuple(attempts)
-        """The cascade's trace: ``spendguard.cascading.Attempt`` records, in order."""
+        """The cascade's trace, in order."""
         self.cost_usd = cost_usd
 
 
