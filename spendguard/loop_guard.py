@@ -1,0 +1,236 @@
+"""The loop guard: caps an agent loop on dollars, steps and time, and stops it when it stalls.
+
+::
+
+    guard = spendguard.loop(max_usd="2.00", max_steps=30, patience=3, budget=budget)
+    for step in guard:
+        reply = client.chat.completions.create(...)
+        step.record(reply)                 # its text (for repeats) and, without a budget, its cost
+        step.found(new_urls)               # what this step discovered, if anything
+    print(guard.stop_reason, guard.stop_detail)
+
+Before each step the guard projects the step's cost from the last ones and stops if that would
+not fit. The stop conditions are :mod:`spendguard.stops` policies; ``stop=`` adds your own.
+This module is not named ``loop.py``: ``spendguard.loop`` is the function below, and a submodule
+of that name would replace it on the package once imported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from spendguard import replies
+from spendguard.errors import ConfigError
+from spendguard.money import ZERO, parse_usd
+from spendguard.novelty import Progress
+from spendguard.stops import (
+    LoopState,
+    Stop,
+    StopLike,
+    StopReason,
+    as_stop,
+    project_next_usd,
+    stop_after_seconds,
+    stop_after_steps,
+    stop_after_usd,
+    stop_when_stalled,
+    stop_when_unaffordable,
+)
+
+__all__ = ["LoopGuard", "Step", "loop"]
+
+
+class Step:
+    """One pass of a guarded loop: report what it spent, found and said."""
+
+    def __init__(self, guard: LoopGuard, index: int) -> None:
+        self.guard = guard
+        self.index = index
+        """0 for the first step."""
+
+    def spend(self, usd: object) -> None:
+        """Charge money the guard cannot see by itself (a paid tool call, an unguarded client)."""
+        self.guard._charge(parse_usd(usd, field="usd"))
+
+    def found(self, items: Iterable[Any]) -> int:
+        """Report what this step discovered; returns how many were new. ``[]`` is a report."""
+        return self.guard._progress.found(items)
+
+    def observe(self, output: str) -> bool:
+        """Report this step's output; False when it repeats a recent one (near-identical)."""
+        return self.guard._progress.observe(output)
+
+    def record(self, response: Any, *, model: str | None = None) -> Decimal:
+        """Report an SDK reply: its text is observed and its cost (USD) returned.
+
+        The cost is charged to the loop only when the guard has no budget attached: with one,
+        the guarded client already charged it to the budget, which the guard reads. ``model``
+        prices it (default: the model the reply names).
+        """
+        provider, endpoint = replies.reply_kind(response)
+        self.observe(replies.reply_text(endpoint, response))
+        usage = replies.reply_usage(provider, response)
+        usd = replies.cost_usd(model or str(response.model), usage)
+        if self.guard.budget is None:
+            self.guard._charge(usd)
+        return usd
+
+
+class LoopGuard:
+    """Iterate it to run a guarded loop; ``stop_reason`` says why it ended (None: you broke)."""
+
+    def __init__(self, stop: StopLike = None, *, max_steps: int | None = None,
+                 max_usd: object | None = None, max_seconds: float | None = None,
+                 patience: int | None = None, budget: object | None = None,
+                 first_step_usd: object = ZERO, similarity: float = 0.9,
+                 clock: Callable[[], float] = time.monotonic,
+                 parent: LoopGuard | None = None) -> None:
+        policy = as_stop(stop)
+        if max_steps is not None:
+            policy = policy | stop_after_steps(max_steps)
+        self.max_usd = None if max_usd is None else parse_usd(max_usd, field="max_usd")
+        if self.max_usd is not None:
+            policy = policy | stop_after_usd(self.max_usd)
+        self.max_seconds = max_seconds
+        if max_seconds is not None:
+            policy = policy | stop_after_seconds(max_seconds)
+        if patience is not None:
+            policy = policy | stop_when_stalled(patience)
+        if budget is not None:
+            replies.remaining_usd(budget)  # fail now, not at the first step, on a wrong object
+            policy = policy | stop_when_unaffordable()
+        self.policy = policy
+        self.budget = budget
+        self.first_step_usd = parse_usd(first_step_usd, field="first_step_usd")
+        self.clock = clock
+        self.parent = parent
+        self._progress = Progress(similarity=similarity)
+        self.step_costs_usd: list[Decimal] = []
+        self.stopped: Stop | None = None
+        self._started: float | None = None
+        self._step_extra_usd = ZERO
+        self._step_budget_start: Decimal | None = None
+        self._in_step = False
+
+    # --- what callers read ----------------------------------------------------------------
+
+    @property
+    def steps(self) -> int:
+        """Steps finished."""
+        return len(self.step_costs_usd)
+
+    @property
+    def spent_usd(self) -> Decimal:
+        """USD spent by finished steps (and by the step running now, as far as charged)."""
+        return sum(self.step_costs_usd, ZERO) + self._step_extra_usd
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since the loop started (0 before the first step)."""
+        return 0.0 if self._started is None else self.clock() - self._started
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        """Why the loop stopped, or None while it runs or when the caller broke out."""
+        return None if self.stopped is None else self.stopped.reason
+
+    @property
+    def stop_detail(self) -> str:
+        """The stop in a sentence ("" while running)."""
+        return "" if self.stopped is None else self.stopped.detail
+
+    def left_usd(self) -> Decimal | None:
+        """What this loop may still spend: its cap and its budget, whichever is less."""
+        limits = [] if self.max_usd is None else [max(self.max_usd - self.spent_usd, ZERO)]
+        if self.budget is not None:
+            limits.append(max(replies.remaining_usd(self.budget), ZERO))
+        return min(limits) if limits else None
+
+    def state(self) -> LoopState:
+        """The loop as stop policies see it."""
+        budget_left = None if self.budget is None else replies.remaining_usd(self.budget)
+        return LoopState(self.steps, self.spent_usd, tuple(self.step_costs_usd),
+                         project_next_usd(self.step_costs_usd, self.first_step_usd),
+                         self.elapsed_s, self._progress.stalled_steps, budget_left)
+
+    # --- running --------------------------------------------------------------------------
+
+    def should_stop(self) -> Stop | None:
+        """Ask the policies now (for hand-written loops); remembers and returns the Stop."""
+        if self._started is None:
+            self._started = self.clock()
+        if self.stopped is None:
+            self.stopped = self.policy(self.state())
+        return self.stopped
+
+    def __iter__(self) -> Iterator[Step]:
+        while self.should_stop() is None:
+            step = self._begin()
+            try:
+                yield step
+            finally:
+                self._end()
+
+    def _begin(self) -> Step:
+        self._in_step = True
+        self._step_extra_usd = ZERO
+        self._step_budget_start = (None if self.budget is None
+                                   else replies.remaining_usd(self.budget))
+        self._progress.begin_step()
+        return Step(self, self.steps)
+
+    def _end(self) -> None:
+        cost = self._step_extra_usd
+        if self._step_budget_start is not None:
+            # Whatever the guarded client charged the budget during the step; never negative
+            # (a released reservation can give money back).
+            cost += max(self._step_budget_start - replies.remaining_usd(self.budget), ZERO)
+        self._step_extra_usd = ZERO
+        self._in_step = False
+        self.step_costs_usd.append(cost)
+        self._progress.end_step()
+
+    def _charge(self, usd: Decimal) -> None:
+        if self._in_step:
+            self._step_extra_usd += usd
+        else:
+            self.step_costs_usd.append(usd)  # spent outside a step: counts as its own
+        if self.parent is not None:
+            self.parent._charge(usd)
+
+    def share(self, fraction: float | Decimal | str, *, stop: StopLike = None,
+              max_steps: int | None = None, patience: int | None = None) -> LoopGuard:
+        """A child guard for a sub-agent, capped at ``fraction`` of what this loop has left.
+
+        The child inherits the budget, the clock and the time left; money it is charged (by
+        ``spend``/``record``) is charged to this loop too.
+        """
+        share = Decimal(str(fraction)) if isinstance(fraction, float) else Decimal(fraction)
+        if not ZERO < share <= 1:
+            raise ConfigError(f"fraction: expected a share in (0, 1], got {fraction!r}")
+        left = self.left_usd()
+        seconds = None if self.max_seconds is None else max(self.max_seconds - self.elapsed_s,
+                                                            0.0)
+        return LoopGuard(stop, max_steps=max_steps, patience=patience,
+                         max_usd=None if left is None else left * share,
+                         max_seconds=seconds, budget=self.budget, clock=self.clock,
+                         similarity=self._progress.similarity, parent=self)
+
+
+def loop(stop: StopLike = None, *, max_steps: int | None = None, max_usd: object | None = None,
+         max_seconds: float | None = None, patience: int | None = None,
+         budget: object | None = None, first_step_usd: object = ZERO, similarity: float = 0.9,
+         clock: Callable[[], float] = time.monotonic) -> LoopGuard:
+    """A guard for an agent loop: ``for step in spendguard.loop(max_usd="1", patience=3): ...``.
+
+    Caps: ``max_steps``; ``max_usd`` (stops before a step projected to overrun it);
+    ``max_seconds`` of wall time on ``clock``; ``patience`` steps without progress; and, with
+    a ``budget``, whatever it has left. ``stop`` adds any policy from :mod:`spendguard.stops`.
+    """
+    return LoopGuard(stop, max_steps=max_steps, max_usd=max_usd, max_seconds=max_seconds,
+                     patience=patience, budget=budget, first_step_usd=first_step_usd,
+                     similarity=similarity, clock=clock)
+
