@@ -209,13 +209,17 @@ def _differ(model: str, kind: str, ours: Decimal | None, theirs: Any,
               help="Also compare with a LiteLLM model_prices_and_context_window.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @click.option("--provider", type=_PROVIDERS, help="Only this provider's models.")
-def check(litellm_file: Path | None, as_json: bool, provider: str | None) -> None:
+@click.option("--date", "on_date", type=click.DateTime(["%Y-%m-%d"]),
+              help="Compare with genai-prices' rates on this date (default: today).")
+def check(litellm_file: Path | None, as_json: bool, provider: str | None,
+          on_date: datetime | None) -> None:
     """Compare the price table with genai-prices (and a LiteLLM file); exit 1 on disagreement.
 
     Models the other table lacks are listed, not counted as disagreements.
     """
     table = default_table()
-    found, missing = compare_genai_prices(table, datetime.now(UTC), provider)
+    when = on_date.replace(tzinfo=UTC) if on_date else datetime.now(UTC)
+    found, missing = compare_genai_prices(table, when, provider)
     gaps = {"genai-prices": missing}
     if litellm_file is not None:
         more, gaps["litellm"] = compare_litellm(table, litellm_file, provider)
