@@ -30,34 +30,42 @@ class TokenCount(int):
     margin: Decimal
     method: str
 
-    def __new__(cls, value: int, *, exact: bool, method: str,
-                margin: Decimal = _ZERO) -> TokenCount:
+    def __new__(cls, value: int, *, exact: bool, method: str, margin: Decimal = _ZERO,
+                expected: int | None = None) -> TokenCount:
         if value < 0:
             raise ValueError(f"a token count cannot be negative, got {value}")
         if margin < 0 or (exact and margin != 0):
             raise ValueError(f"margin must be 0 when exact and >= 0 otherwise, got {margin}")
+        if expected is None:
+            expected = value if not margin else math.ceil(Decimal(value) / (1 + margin))
+        if not 0 <= expected <= value:
+            raise ValueError(f"expected must be between 0 and the count, got {expected}")
         self = super().__new__(cls, value)
         object.__setattr__(self, "exact", exact)
         object.__setattr__(self, "margin", Decimal(margin))
         object.__setattr__(self, "method", method)
+        object.__setattr__(self, "_expected", expected)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TokenCount is immutable")
 
-    def __getnewargs_ex__(self) -> tuple[tuple[int], dict[str, Any]]:  # pickling, copying
-        return (int(self),), {"exact": self.exact, "method": self.method, "margin": self.margin}
+    def __reduce_ex__(self, protocol: Any) -> Any:  # pickling and copying
+        # int's own reduce would rebuild from the int alone and then set attributes
+        return (_rebuild, (int(self), self.exact, self.method, self.margin, self.expected))
 
     @property
     def expected(self) -> int:
         """The central estimate (tokens): the value without its headroom."""
-        if not self.margin:
-            return int(self)
-        return math.ceil(Decimal(int(self)) / (1 + self.margin))
+        return int(self.__dict__["_expected"])
 
     def __repr__(self) -> str:
         extra = "" if self.exact else f", margin=Decimal('{self.margin}')"
         return f"TokenCount({int(self)}, exact={self.exact}{extra}, method={self.method!r})"
+
+
+def _rebuild(value: int, exact: bool, method: str, margin: Decimal, expected: int) -> TokenCount:
+    return TokenCount(value, exact=exact, method=method, margin=margin, expected=expected)
 
 
 def _percent(margin: Decimal) -> str:
@@ -120,4 +128,5 @@ class Tally:
             method = f"{method} (estimate)" if method else "estimate"
         if self._uncounted:
             method += f"; not counted: {', '.join(self._uncounted)}"
-        return TokenCount(value, exact=False, margin=margin, method=method)
+        return TokenCount(value, exact=False, margin=margin, method=method,
+                          expected=min(value, math.ceil(central)))

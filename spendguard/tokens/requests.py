@@ -9,7 +9,7 @@ Repeated strings (a shared system prompt or document) are encoded once (``bpe.co
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from spendguard.errors import ConfigError
 from spendguard.tokens.anthropic import count_messages
@@ -74,9 +74,10 @@ def count_request_tokens(provider: str, endpoint: str, body: Mapping[str, Any]) 
 
     ``provider`` is ``"openai"`` or ``"anthropic"``. Never raises on the body's shape.
     """
-    key = provider.lower() if isinstance(provider, str) else provider
-    if key not in _HANDLERS:
+    lowered = provider.lower() if isinstance(provider, str) else provider
+    if lowered not in _HANDLERS:
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    key: Literal["openai", "anthropic"] = "openai" if lowered == "openai" else "anthropic"
     model = body.get("model") if isinstance(body, Mapping) else None
     profile = profile_for(model) if isinstance(model, str) else None
     if profile is None:
