@@ -36,7 +36,7 @@ def _wait_for_interrupt() -> None:
               help="Fraction of generation requests answered 429 or 500 (seeded).")
 @click.option("--allow-remote", is_flag=True, help="Allow binding a non-loopback address.")
 @click.option("--json", "as_json", is_flag=True, help="Print the base URLs as one JSON line.")
-def emulate(port: int, host: str, latency_ms: float, seed: int, reply_tokens: int | None,
+def emulate(*, port: int, host: str, latency_ms: float, seed: int, reply_tokens: int | None,
             batch_completion_s: float, error_rate: float, allow_remote: bool,
             as_json: bool) -> None:
     """Run the OpenAI / Anthropic emulator over HTTP until interrupted (Ctrl+C).
@@ -49,7 +49,7 @@ def emulate(port: int, host: str, latency_ms: float, seed: int, reply_tokens: in
     try:
         server = serve(emulator, host, port, allow_remote=allow_remote)
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise click.UsageError(f"{exc} (on the command line: --allow-remote)") from exc
     try:
         if as_json:
             click.echo(json.dumps({"emulator": "spendguard", "real_provider": False,
