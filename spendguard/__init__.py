@@ -81,7 +81,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from spendguard.budget import Budget
+    from spendguard.budget import Budget as Budget
     from spendguard.cascade_learning import Learning, MemoryStats
     from spendguard.cascading import (
         AttemptOutcome,
@@ -103,11 +103,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         check_with,
     )
     from spendguard.cost import Cost, cost
-    from spendguard.errors import BudgetWarning, CascadeFailed
-    from spendguard.ledger import SpendRecord, open_ledger
+    from spendguard.errors import BudgetWarning as BudgetWarning
+    from spendguard.errors import CascadeFailed
+    from spendguard.ledger import SpendRecord as SpendRecord
+    from spendguard.ledger import open_ledger as open_ledger
     from spendguard.loop_guard import LoopGuard, loop
     from spendguard.prices import ModelPrice, PriceTable, price, register_prices
-    from spendguard.scopes import tags
+    from spendguard.scopes import tags as tags
     from spendguard.stops import (
         StopReason,
         stop_after_seconds,
