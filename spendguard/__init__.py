@@ -78,6 +78,12 @@ _LAZY: dict[str, str] = {
     "stop_when": "spendguard.stops",
     "stop_when_stalled": "spendguard.stops",
     "stop_when_unaffordable": "spendguard.stops",
+    # issue 5: GPU sizing and self-hosting break-even
+    "size_model": "spendguard.sizing",
+    "breakeven": "spendguard.sizing",
+    "SizingResult": "spendguard.sizing",
+    "GpuOption": "spendguard.sizing",
+    "BreakEven": "spendguard.sizing",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -110,6 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.loop_guard import LoopGuard, loop
     from spendguard.prices import ModelPrice, PriceTable, price, register_prices
     from spendguard.scopes import tags as tags
+    from spendguard.sizing import BreakEven, GpuOption, SizingResult, breakeven, size_model
     from spendguard.stops import (
         StopReason,
         stop_after_seconds,

@@ -14,6 +14,8 @@ import click
 _COMMANDS: dict[str, str] = {
     "emulate": "spendguard.cli.emulate:emulate",
     "prices": "spendguard.cli.prices:prices",
+    "size": "spendguard.cli.size:size",
+    "breakeven": "spendguard.cli.breakeven:breakeven",
 }
 
 
