@@ -17,6 +17,7 @@ from tests.tokens_helpers import (
     COOKBOOK_TOOLS,
     b64,
     data_url,
+    pdf,
     png,
 )
 
@@ -234,3 +235,50 @@ def test_a_shared_prefix_is_counted_once_across_many_requests() -> None:
     # only the 1999 new questions were encoded; the 110 kB document never again
     assert after.misses - before.misses <= len(bodies) - 1
     assert all(abs(count - first) <= 2 for count in counts)
+
+
+def test_anthropic_references_and_opaque_blocks_are_reported_not_counted() -> None:
+    body = {"model": "claude-opus-4-7", "max_tokens": 10, "messages": [
+        {"role": "user", "content": [
+            {"type": "document", "source": {"type": "url", "url": "https://x/y.pdf"}},
+            {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
+            {"type": "search_result", "title": "T", "source": "https://s",
+             "content": [{"type": "text", "text": "snippet"}]},
+            {"type": "document", "title": "Notes", "source": {"type": "content", "content": [
+                {"type": "text", "text": "inline"}]}}]},
+        {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "opaque"}]}],
+        "tools": [{"type": "bash_20250124", "name": "bash"},
+                  {"type": "computer_20250124", "name": "computer", "display_width_px": 1024}],
+        "output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}}}
+    count = count_request_tokens("anthropic", "/v1/messages", body)
+    assert "not counted: files by reference, redacted thinking" in count.method
+    assert count.expected > 4784 // 2  # the image by reference is bounded, not zero
+    assert count.expected > (245 + 1234) * 1.5 / 1.2  # bash and computer tool prompts
+
+
+def test_inline_files_are_estimated_from_their_content() -> None:
+    text_file = data_url(b"plain text notes " * 50, "text/plain")
+    pdf_file = data_url(pdf(2), "application/pdf")
+    small = count_request_tokens("openai", "/v1/responses", {"model": "gpt-4.1", "input": [
+        {"role": "user", "content": [{"type": "input_file", "filename": "a.txt",
+                                      "file_data": text_file}]}]})
+    large = count_request_tokens("openai", "/v1/chat/completions", {"model": "gpt-4.1",
+                                 "messages": [{"role": "user", "content": [
+                                     {"type": "file", "file": {"filename": "a.pdf",
+                                                               "file_data": pdf_file}}]}]})
+    assert 100 < small.expected < 300
+    assert large.expected >= 2 * 1500
+
+
+def test_a_walker_failure_falls_back_to_the_json_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spendguard.tokens import requests
+
+    def broken(*args: Any) -> None:
+        raise TypeError("a shape nobody foresaw")
+
+    handlers = dict(requests._HANDLERS)
+    handlers["openai"] = (("/chat/completions", broken),)
+    monkeypatch.setattr(requests, "_HANDLERS", handlers)
+    count = count_request_tokens("openai", "/v1/chat/completions",
+                                 {"model": "gpt-4o", "messages": []})
+    assert "JSON estimate" in count.method
