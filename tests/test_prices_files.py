@@ -19,15 +19,16 @@ source = "https://example.com/pricing"
 as_of = 2026-11-01
 """
 
-GOOD_ANTHROPIC = """
-[models."c"]
-provider = "anthropic"
-usd_per_million = { input = 3, cache_read = 0.3, cache_write_5m = 3.75, cache_write_1h = 6, output = 15 }
-context_window = 200000
-max_output_tokens = 64000
-source = "https://example.com/pricing"
-as_of = 2026-11-01
-"""
+GOOD_ANTHROPIC = (
+    '[models."c"]\n'
+    'provider = "anthropic"\n'
+    "usd_per_million = { input = 3, cache_read = 0.3, cache_write_5m = 3.75, "
+    "cache_write_1h = 6, output = 15 }\n"
+    "context_window = 200000\n"
+    "max_output_tokens = 64000\n"
+    'source = "https://example.com/pricing"\n'
+    "as_of = 2026-11-01\n"
+)
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -146,6 +146,7 @@ def compare_genai_prices(table: PriceTable, when: datetime,
             "output": price.output_mtok,
         }
         for kind, value in theirs.items():
+            base = value
             if isinstance(value, TieredPrices):
                 for tier in value.tiers:  # compare the long-context rate too
                     ours_tier = entry.tier_for(tier.start + 1)
@@ -153,8 +154,8 @@ def compare_genai_prices(table: PriceTable, when: datetime,
                     if ours is not None and ours_tier is not None:
                         ours *= ours_tier.multiplier_for(kind)
                     found += _differ(model, f"{kind} >{tier.start}", ours, tier.price, other)
-                value = value.base
-            found += _differ(model, kind, _rate(entry, kind), value, other)
+                base = value.base
+            found += _differ(model, kind, _rate(entry, kind), base, other)
     return found, missing
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from spendguard.errors import ProviderResponseError
+from spendguard.errors import ConfigError, ProviderResponseError
 from spendguard.providers import endpoint_kind, read_count, read_table, to_plain
 from spendguard.usage import Usage
 
@@ -25,6 +25,8 @@ PROVIDER = "anthropic"
 def usage_from_anthropic(payload: object, *, endpoint: str | None = None) -> Usage:
     """Usage from a Message, a ``message_start`` / ``message_delta`` event, a batch result line,
     or a bare usage object."""
+    if endpoint_kind(endpoint) not in (None, "messages"):
+        raise ConfigError(f"endpoint: {endpoint!r} is not an Anthropic endpoint; use messages")
     data = to_plain(payload, provider=PROVIDER)
     if "custom_id" in data and "result" in data:
         return _batch_result(data)
