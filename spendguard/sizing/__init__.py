@@ -7,28 +7,43 @@ what vLLM really allocates. See docs/sizing.md.
 from __future__ import annotations
 
 from spendguard.sizing.arch import ModelArch, ModelCatalogue, default_models, load_models
+from spendguard.sizing.capacity import Capacity, serving_capacity
 from spendguard.sizing.hardware import Gpu, GpuCatalogue, default_gpus, load_gpus
 from spendguard.sizing.hf_config import read_hf_config
+from spendguard.sizing.ledger_compare import (
+    LedgerSpend,
+    SelfHostComparison,
+    compare_with_ledger,
+    ledger_spend,
+    spend_from_ledger,
+)
 from spendguard.sizing.rent import BreakEven, MonthlyRent, breakeven, monthly_rent
 from spendguard.sizing.result import CostEstimate, GpuOption, SizingResult
 from spendguard.sizing.sizer import size_model
 
 __all__ = [
     "BreakEven",
+    "Capacity",
     "CostEstimate",
     "Gpu",
     "GpuCatalogue",
     "GpuOption",
+    "LedgerSpend",
     "ModelArch",
     "ModelCatalogue",
     "MonthlyRent",
+    "SelfHostComparison",
     "SizingResult",
     "breakeven",
+    "compare_with_ledger",
     "default_gpus",
     "default_models",
+    "ledger_spend",
     "load_gpus",
     "load_models",
     "monthly_rent",
     "read_hf_config",
+    "serving_capacity",
     "size_model",
+    "spend_from_ledger",
 ]

@@ -121,8 +121,8 @@ class GpuCatalogue:
         key = self._index.get(normalise(name))
         if key is None:
             raise unknown("gpu", name, self._index,
-                          "Run `spendguard size --help` for the list, or load your own "
-                          "file with spendguard.sizing.load_gpus(path).")
+                          "`spendguard size --list` shows them all; a GPU of your own "
+                          "can be loaded with spendguard.sizing.load_gpus(path).")
         return self._gpus[key]
 
 

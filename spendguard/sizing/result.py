@@ -22,6 +22,7 @@ class Inputs:
     model_name: str
     params: int
     active_params: int
+    expert_params: int
     precision: str
     kv_precision: str
     task: str

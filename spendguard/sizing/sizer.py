@@ -42,14 +42,17 @@ from spendguard.sizing.speed import (
     training_time,
 )
 
-__all__ = ["Mode", "size_model"]
+__all__ = ["Mode", "resolve_model", "size_model"]
 
 Mode = Literal["spec", "calibrated"]
 _QUANTISED_BASES = frozenset({"int8", "int4", "int2", "mxfp4", "nvfp4"})
 
 
-def _resolve(model: str | Path | ModelArch | None, params: int | None,
-             active_params: int | None, models: ModelCatalogue) -> ModelArch:
+def resolve_model(model: str | Path | ModelArch | None, params: int | None = None,
+                  active_params: int | None = None,
+                  models: ModelCatalogue | None = None) -> ModelArch:
+    """A catalogue name or alias, a config.json path or folder, or None with ``params``."""
+    models = models or default_models()
     if isinstance(model, ModelArch):
         return model.with_params(params, active_params)
     if model is None or str(model).strip().lower() == "custom":
@@ -108,7 +111,7 @@ def size_model(
     ``context`` is the sequence length and ``concurrency`` the micro-batch.
     """
     gpus = gpus or default_gpus()
-    arch = _resolve(model, params, active_params, models or default_models())
+    arch = resolve_model(model, params, active_params, models)
     native = precision.strip().lower() in ("native", "checkpoint")
     chosen = parse_precision(arch.native_precision if native else precision)
     _check_task(task, mode, chosen)
@@ -180,7 +183,8 @@ def size_model(
         trained = training_time(arch, task, train_tokens, best, compute)
     return SizingResult(
         inputs=Inputs(model=arch.id, model_name=arch.name, params=arch.params,
-                      active_params=arch.active_params, precision=str(chosen),
+                      active_params=arch.active_params, expert_params=arch.expert_params,
+                      precision=str(chosen),
                       kv_precision=kv_format, task=task, mode=mode, context=context,
                       concurrency=concurrency, memory_fraction=memory_fraction,
                       utilisation=utilisation, estimated_shape=arch.estimated_shape,

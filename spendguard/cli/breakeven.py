@@ -1,0 +1,101 @@
+"""``spendguard breakeven``: renting GPUs against a hosted API's price for the same tokens."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from spendguard.cli.size import Count, raise_as_click
+from spendguard.errors import ConfigError, UnknownModelError
+
+__all__ = ["breakeven"]
+
+
+@click.command()
+@click.option("--gpu", required=True, help="The GPU rented (e.g. h100).")
+@click.option("--count", required=True, type=Count(binary=False, example="8"),
+              help="How many GPUs are rented.")
+@click.option("--usd-per-gpu-hour", required=True, help="Rental rate, USD per GPU-hour.")
+@click.option("--hours-per-day", default="24", show_default=True,
+              help="Hours a day the GPUs are rented (idle hours still bill).")
+@click.option("--api-output-usd-per-million",
+              help="Hosted API price per million output tokens (not needed with --from-ledger).")
+@click.option("--capacity-tok-s", type=click.FloatRange(0, min_open=True),
+              help="Output tokens/s the GPUs sustain at full load (measured).")
+@click.option("--candidate", help="Open model to self-host: estimates the capacity instead.")
+@click.option("--precision", default="native", show_default=True,
+              help="The candidate's weight precision.")
+@click.option("--context", type=Count(binary=True, example="4k"), default="4096",
+              show_default=True, help="Tokens per sequence for the candidate's capacity.")
+@click.option("--from-ledger", is_flag=True,
+              help="Compare with the last 30 days of --model in the ledger.")
+@click.option("--model", help="With --from-ledger: the API model whose spend to read.")
+@click.option("--ledger", "ledger_url", help="Ledger URL (default: spendguard's own).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def breakeven(*, gpu: str, count: int, usd_per_gpu_hour: str, hours_per_day: str,
+              api_output_usd_per_million: str | None, capacity_tok_s: float | None,
+              candidate: str | None, precision: str, context: int, from_ledger: bool,
+              model: str | None, ledger_url: str | None, as_json: bool) -> None:
+    """Monthly rent vs the API: the output volume above which self-hosting pays.
+
+    Rent counts every rented hour, busy or idle (30-day month).
+    """
+    from spendguard.sizing import breakeven as compute  # noqa: PLC0415 - fast --help
+    from spendguard.sizing.capacity import serving_capacity  # noqa: PLC0415
+    from spendguard.sizing.report import render_breakeven  # noqa: PLC0415
+
+    if from_ledger and not model:
+        raise click.BadParameter("--from-ledger needs the API model to read, e.g. "
+                                 "--model gpt-4.1", param_hint="'--model'")
+    if not from_ledger and api_output_usd_per_million is None:
+        raise click.BadParameter("give the API's price per million output tokens, e.g. 15.00,"
+                                 " or use --from-ledger --model NAME",
+                                 param_hint="'--api-output-usd-per-million'")
+    if capacity_tok_s is not None and candidate is not None:
+        raise click.BadParameter("give --capacity-tok-s or --candidate, not both",
+                                 param_hint="'--candidate'")
+    data: dict[str, Any] = {}
+    try:
+        if candidate is not None:
+            capacity = serving_capacity(candidate, gpu=gpu, count=count, precision=precision,
+                                        context=context)
+            capacity_tok_s = capacity.tok_s
+            data["candidate"] = {"model": capacity.model, "batch": capacity.batch,
+                                 "tok_s": round(capacity.tok_s, 2), "estimate": True}
+        if from_ledger:
+            text = _from_ledger(data, ledger_url, model or "", gpu=gpu, count=count,
+                                usd_per_gpu_hour=usd_per_gpu_hour, hours_per_day=hours_per_day,
+                                capacity_tok_s=capacity_tok_s, candidate=candidate)
+        else:
+            result = compute(count=count, usd_per_gpu_hour=usd_per_gpu_hour,
+                             api_output_usd_per_million=api_output_usd_per_million or "",
+                             hours_per_day=hours_per_day, gpu=gpu, capacity_tok_s=capacity_tok_s)
+            data.update(result.to_dict())
+            text = render_breakeven(result)
+    except (ConfigError, UnknownModelError) as exc:
+        raise_as_click(exc)
+    click.echo(json.dumps(data, indent=2) if as_json else text)
+
+
+def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **rent: Any) -> str:
+    from spendguard.ledger import open_ledger  # noqa: PLC0415
+    from spendguard.sizing.ledger_compare import (  # noqa: PLC0415
+        compare_with_ledger,
+        spend_from_ledger,
+    )
+    from spendguard.sizing.report import render_breakeven  # noqa: PLC0415
+
+    spend = spend_from_ledger(open_ledger(ledger_url), model=model, now=datetime.now(UTC))
+    comparison = compare_with_ledger(spend, **rent)
+    data.update(comparison.breakeven.to_dict())
+    data["ledger"] = {
+        "model": spend.model, "since": spend.since.isoformat(), "until": spend.until.isoformat(),
+        "calls": spend.calls, "actual_usd": str(spend.actual_usd),
+        "input_tokens": spend.input_tokens, "output_tokens": spend.output_tokens,
+        "self_host_usd": str(comparison.self_host_usd), "saving_usd": str(comparison.saving_usd),
+        "utilisation": comparison.utilisation,
+    }
+    return f"{comparison.sentence()}\n{render_breakeven(comparison.breakeven)}"
