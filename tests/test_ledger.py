@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -244,7 +245,7 @@ def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
         ledger: Ledger, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
     fresh: Ledger = MemoryLedger()  # one ledger per example; `ledger` only picks the backend
     if isinstance(ledger, SqliteLedger):
-        fresh = SqliteLedger(ledger.path.with_name(f"h{id(steps)}-{len(steps)}.db"))
+        fresh = SqliteLedger(ledger.path.with_name(f"{uuid.uuid4().hex}.db"))
     limits = {"p": D("5"), "q": D("8"), "r": None}
     now = START
     open_ids: list[tuple[str, Decimal, set[str]]] = []

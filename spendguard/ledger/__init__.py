@@ -87,7 +87,7 @@ def open_ledger(url: str | os.PathLike[str] | None = None) -> Ledger:
 
     ``memory://`` is a new private ledger on every call; ``memory://name`` is shared by name.
     """
-    resolved = resolve_ledger_url(url)
+    resolved = _resolve_default() if url is None else resolve_ledger_url(url)
     if resolved == "memory://":
         return _create(resolved)
     if resolved.startswith("memory://"):
@@ -106,6 +106,18 @@ def open_ledger(url: str | os.PathLike[str] | None = None) -> Ledger:
         while len(_recent) > _RECENT_MAX:
             _recent.popitem(last=False)
     return ledger
+
+
+_default_urls: dict[tuple[str | None, str | None], str] = {}
+
+
+def _resolve_default() -> str:
+    """The default URL, resolved once per value of the environment (it is read every call)."""
+    key = (os.environ.get("SPENDGUARD_LEDGER"), os.environ.get("SPENDGUARD_HOME"))
+    resolved = _default_urls.get(key)
+    if resolved is None:
+        resolved = _default_urls[key] = resolve_ledger_url(None)
+    return resolved
 
 
 def _create(url: str) -> Ledger:

@@ -30,7 +30,7 @@ from spendguard.ledger.base import (
 )
 from spendguard.money import ZERO, format_usd
 
-__all__ = ["CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims"]
+__all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims"]
 
 OPEN = "open"
 _HOST = socket.gethostname()

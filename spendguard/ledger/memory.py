@@ -23,6 +23,7 @@ __all__ = ["MemoryLedger"]
 @dataclass
 class _Store:
     calls: dict[str, CallRow] = field(default_factory=dict)
+    open_calls: dict[str, CallRow] = field(default_factory=dict)  # so expiry needn't scan all
     events: list[Event] = field(default_factory=list)
     totals_by_key: dict[tuple[str, str], Totals] = field(default_factory=dict)
     crossings: set[tuple[str, str, Decimal]] = field(default_factory=set)
@@ -35,19 +36,23 @@ class _Store:
 
     def insert_call(self, row: CallRow) -> None:
         self.calls[row.record.id] = row
+        if row.state == OPEN:
+            self.open_calls[row.record.id] = row
 
     def get_call(self, call_id: str) -> CallRow | None:
         return self.calls.get(call_id)
 
     def update_call(self, row: CallRow) -> None:
         self.calls[row.record.id] = row
+        if row.state != OPEN:
+            self.open_calls.pop(row.record.id, None)
 
     def append_event(self, event: Event) -> None:
         self.events.append(event)
 
     def expired_open_calls(self, now: datetime) -> list[CallRow]:
-        return [row for row in self.calls.values()
-                if row.state == OPEN and row.expires_at is not None and row.expires_at <= now]
+        return [row for row in self.open_calls.values()
+                if row.expires_at is not None and row.expires_at <= now]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:

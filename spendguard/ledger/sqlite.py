@@ -22,7 +22,7 @@ from typing import Any
 
 from spendguard.errors import LedgerError
 from spendguard.ledger.base import ScopeClaim, SpendRecord, Totals
-from spendguard.ledger.engine import CallRow, Event, TransactionalLedger
+from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import parse_tag
 from spendguard.ledger.migrations import migrate
 from spendguard.periods import as_utc, utc_now
@@ -49,6 +49,9 @@ class SqliteLedger(TransactionalLedger):
         self._local = threading.local()
         self._generation = 0
         self._all: list[sqlite3.Connection] = []
+        # Reservations this instance made and has not closed: settling one then needs only
+        # its state from the file, not the whole row parsed back.
+        self._open_rows: dict[str, CallRow] = {}
         self._all_lock = threading.Lock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +85,7 @@ class SqliteLedger(TransactionalLedger):
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot lock the ledger at {self.path}: {exc}") from exc
         try:
-            yield _Tx(db)
+            yield _Tx(db, self._open_rows)
         except sqlite3.Error as exc:
             db.execute("ROLLBACK")
             raise LedgerError(f"cannot write the ledger at {self.path}: {exc}") from exc
@@ -96,7 +99,7 @@ class SqliteLedger(TransactionalLedger):
             raise LedgerError(f"cannot write the ledger at {self.path}: {exc}") from exc
 
     def totals(self, scope: str, period_key: str) -> Totals:
-        return _Tx(self._connection()).totals(scope, period_key)
+        return _Tx(self._connection(), {}).totals(scope, period_key)
 
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,
@@ -154,8 +157,9 @@ def open_sqlite(url: str) -> SqliteLedger:
 class _Tx:
     """The storage operations of :class:`~spendguard.ledger.engine.Tx` on one connection."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, CallRow]) -> None:
         self.db = db
+        self.open_rows = open_rows
 
     def totals(self, scope: str, period_key: str) -> Totals:
         row = self.db.execute("SELECT spent_usd, reserved_usd FROM totals "
@@ -168,12 +172,21 @@ class _Tx:
 
     def insert_call(self, row: CallRow) -> None:
         self.db.execute(_INSERT_CALL, _call_to_row(row))
+        if row.state == OPEN:
+            self.open_rows[row.record.id] = row
 
     def get_call(self, call_id: str) -> CallRow | None:
+        known = self.open_rows.get(call_id)
+        if known is not None:
+            state = self.db.execute("SELECT state FROM calls WHERE id = ?", (call_id,)).fetchone()
+            if state == (OPEN,):
+                return known
         row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
         return None if row is None else _row_to_call(row)
 
     def update_call(self, row: CallRow) -> None:
+        if row.state != OPEN:
+            self.open_rows.pop(row.record.id, None)
         r = row.record
         self.db.execute(
             "UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
