@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,7 @@ def test_check_compares_a_litellm_file(tmp_path: Path) -> None:
     }))
     found, missing = compare_litellm(PriceTable.bundled(), path)
     assert [(d.model, d.kind, d.theirs) for d in found] == [
-        ("claude-sonnet-4-5", "output", 16)]
+        ("claude-sonnet-4-5", "output", Decimal(16))]
     assert "gpt-4o" in missing and "gpt-5" not in missing
     result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30", "--json",
                                        "--litellm", str(path)])
