@@ -97,7 +97,7 @@ def test_anthropic_prefixes_below_the_models_minimum_are_not_cached() -> None:
     short = [{"type": "text", "text": "Short rules.", "cache_control": {"type": "ephemeral"}}]
     usage = _ask(client, "q", system=short)
     assert (usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (0, 0)
-    # about 3,000 tokens: enough for Sonnet 5 (1,024), not for Haiku 4.5 (4,096)
+    # LONG is over Sonnet 5's minimum (1,024 tokens), under Haiku 4.5's (4,096)
     assert _ask(client, "q", model="claude-haiku-4-5").cache_creation_input_tokens == 0
     assert _ask(client, "q", model=SONNET).cache_creation_input_tokens
 
