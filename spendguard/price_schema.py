@@ -252,8 +252,7 @@ def _validate(model: str, entry: Mapping[str, Any], path: str) -> EntryModel:
         field = ".".join(str(part) for part in error["loc"])
         hint = ""
         if error["type"] == "extra_forbidden":
-            parent = EntryModel if len(error["loc"]) == 1 else RatesModel
-            hint = f" (allowed here: {', '.join(parent.model_fields)})"
+            hint = f" (allowed here: {', '.join(_parent(error['loc']).model_fields)})"
         raise PriceFileError(f"{path}: model {model!r}: {field}: {error['msg']}{hint}",
                              path=path, entry=model, field=field) from exc
 
@@ -281,6 +280,17 @@ def _validate(model: str, entry: Mapping[str, Any], path: str) -> EntryModel:
     if model in parsed.aliases or len(set(parsed.aliases)) != len(parsed.aliases):
         raise fail("aliases", "aliases must be unique and differ from the model id")
     return parsed
+
+
+def _parent(loc: tuple[int | str, ...]) -> type[BaseModel]:
+    # The model an unknown key was found in, to list the keys allowed there.
+    if "usd_per_million" in loc[:-1]:
+        return RatesModel
+    if len(loc) > 1 and loc[0] == "tiers":
+        return TierModel
+    if len(loc) > 1 and loc[0] == "modifiers":
+        return ModifierModel
+    return EntryModel
 
 
 def _check_rates(rates: Mapping[str, Decimal], parsed: EntryModel, ttls: tuple[str, ...],

@@ -81,6 +81,12 @@ def test_unknown_keys_list_the_allowed_ones(tmp_path: Path) -> None:
         load_price_file(_write(tmp_path, GOOD_OPENAI.replace("cache_read", "cached_input")))
 
 
+def test_unknown_modifier_keys_list_the_modifier_fields(tmp_path: Path) -> None:
+    text = GOOD_OPENAI + "modifiers = { priority = { multiplier = 2, kind = ['input'] } }\n"
+    with pytest.raises(PriceFileError, match="allowed here: multiplier, kinds, usd_per_million"):
+        load_price_file(_write(tmp_path, text))
+
+
 def test_an_alias_may_name_one_price_only(tmp_path: Path) -> None:
     text = GOOD_OPENAI + 'aliases = ["x"]\n' + GOOD_OPENAI.replace('"m"', '"n"') + \
         'aliases = ["x"]\n'
