@@ -225,3 +225,20 @@ def test_bad_arguments_name_the_field(kwargs: dict[str, object], field: str) -> 
 def test_share_needs_a_fraction_between_zero_and_one() -> None:
     with pytest.raises(ConfigError, match="fraction"):
         spendguard.loop(max_usd="1").share(1.5)
+
+
+@respx.mock
+def test_a_guarded_clients_budget_meters_each_step_and_stops_the_loop() -> None:
+    script = Script({"gpt-4o": "still working on it, step"})
+    respx.post(OPENAI_CHAT).mock(side_effect=script.responder(OPENAI_CHAT))
+    one = cost("gpt-4o", Usage(input_tokens=20, output_tokens=5)).total
+    budget = spendguard.Budget(one * 3 + one / 2, ledger="memory://", warn_at=None)
+    client = spendguard.OpenAI(api_key="test", max_retries=0, budget=budget)
+    guard = spendguard.loop(budget=budget, max_steps=10)
+    for step in guard:
+        reply = client.chat.completions.create(
+            model="gpt-4o", max_tokens=5, messages=[{"role": "user", "content": "go on"}])
+        assert step.record(reply) == one  # priced, but charged through the budget only
+    assert guard.step_costs_usd == [one] * 3
+    assert guard.spent_usd == budget.spent
+    assert guard.stop_reason is StopReason.BUDGET
