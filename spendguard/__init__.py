@@ -56,6 +56,7 @@ _LAZY: dict[str, str] = {
     "CascadeFailed": "spendguard.errors",
     "Learning": "spendguard.cascade_learning",
     "MemoryStats": "spendguard.cascade_learning",
+    "LedgerStats": "spendguard.cascade_learning",
     "Candidate": "spendguard.checks",
     "Check": "spendguard.checks",
     "Verdict": "spendguard.checks",
@@ -88,7 +89,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.budget import Budget as Budget
-    from spendguard.cascade_learning import Learning, MemoryStats
+    from spendguard.cascade_learning import LedgerStats, Learning, MemoryStats
     from spendguard.cascading import (
         AttemptOutcome,
         CascadeAttempt,
