@@ -41,6 +41,12 @@ _LAZY: dict[str, str] = {
     "TokenCount": "spendguard.tokens",
     "count_tokens": "spendguard.tokens",
     "count_tokens_exact": "spendguard.tokens",
+    # issue 3: guarded clients
+    "OpenAI": "spendguard.clients",
+    "AsyncOpenAI": "spendguard.clients",
+    "Anthropic": "spendguard.clients",
+    "AsyncAnthropic": "spendguard.clients",
+    "wrap": "spendguard.clients",
     # issue 3: budgets, scopes and the ledger
     "Budget": "spendguard.budget",
     "BudgetWarning": "spendguard.errors",

@@ -1,0 +1,92 @@
+"""What a call can cost at most, before it is sent.
+
+Pure arithmetic over a :class:`~spendguard.calls.Call`: input tokens counted offline (exact for
+OpenAI models, a stated upper bound for Anthropic), output tokens from the request's cap (or the
+model's maximum when the request sets none), priced with the tables. The worst case is what the
+budget reserves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from spendguard.calls import Call, Endpoint
+from spendguard.cost import cost
+from spendguard.errors import ConfigError
+from spendguard.prices import ModelPrice, PriceTable, default_table
+from spendguard.tokens import TokenCount, count_request_tokens
+from spendguard.usage import Usage
+
+__all__ = ["ENDPOINT_PATHS", "Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
+
+ENDPOINT_PATHS = {
+    Endpoint.CHAT: "/v1/chat/completions",
+    Endpoint.RESPONSES: "/v1/responses",
+    Endpoint.EMBEDDINGS: "/v1/embeddings",
+    Endpoint.MESSAGES: "/v1/messages",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """The pre-flight numbers of one call: tokens and the worst-case cost in USD."""
+
+    model: str
+    input_tokens: TokenCount
+    output_tokens_worst: int
+    worst_usd: Decimal
+    table_version: str
+
+    @property
+    def exact_input(self) -> bool:
+        """True when the input was counted with the model's own tokenizer."""
+        return self.input_tokens.exact
+
+
+def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) -> int:
+    """The most output tokens the call can produce across all its choices."""
+    if call.endpoint is Endpoint.EMBEDDINGS:
+        return 0
+    ceiling = model_price.max_output_tokens or model_price.context_window
+    if ceiling is None:
+        raise ConfigError(
+            f"{call.model}: the price table knows no maximum output for this model and the "
+            "request sets no output cap; set max_tokens (or max_completion_tokens / "
+            "max_output_tokens), or add max_output_tokens to the model's price entry"
+        )
+    if model_price.context_window:
+        ceiling = min(ceiling, max(model_price.context_window - input_tokens, 0))
+    per_choice = ceiling if call.output_cap is None else min(call.output_cap, ceiling)
+    return per_choice * call.choices
+
+
+def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
+                   table: PriceTable | None = None) -> Decimal:
+    """The dearest way the provider could bill these tokens.
+
+    Input is priced at the highest rate it could land in: uncached, or written to a cache
+    (cache writes cost more than plain input) when the request may write one.
+    """
+    candidates = [Usage(input_tokens=input_tokens, output_tokens=output_tokens,
+                        speed=call.speed, inference_geo=call.inference_geo)]
+    model_price = (table or default_table()).get(call.model)
+    for ttl in call.cache_ttls:
+        if ttl in model_price.cache_write_usd_per_million:
+            candidates.append(Usage(cache_write_tokens={ttl: input_tokens},
+                                    output_tokens=output_tokens, speed=call.speed,
+                                    inference_geo=call.inference_geo))
+    tier = call.service_tier if call.service_tier not in (None, "auto", "default") else None
+    return max(cost(call.model, usage, service_tier=tier, table=table).total
+               for usage in candidates)
+
+
+def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
+    """The worst case of one call, ready to reserve."""
+    table = table or default_table()
+    model_price = table.get(call.model)
+    input_tokens = count_request_tokens(call.provider.value, ENDPOINT_PATHS[call.endpoint],
+                                        call.body)
+    output_tokens = max_output_tokens(call, model_price, int(input_tokens))
+    worst = worst_cost_usd(call, int(input_tokens), output_tokens, table)
+    return Estimate(call.model, input_tokens, output_tokens, worst, table.version)

@@ -1,0 +1,226 @@
+"""The choke point: httpx2 transports that wrap the SDK's own, sync and async twins.
+
+Both SDKs accept an ``http_client``; wrapping its transport (and proxy mounts) lets spendguard
+see every attempt — retries included — for every endpoint, without patching SDK methods. The
+twins share everything in :mod:`spendguard.metering`; each only moves bytes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx2
+
+from spendguard.errors import SpendguardError
+from spendguard.metering import Attempt, Guard, StreamMeter
+
+__all__ = ["AsyncGuardTransport", "GuardTransport", "install", "installed_guard"]
+
+# Errors raised before the request left: nothing reached the provider, nothing was billed.
+_NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout,
+             httpx2.UnsupportedProtocol, httpx2.ProxyError)
+
+
+def _is_event_stream(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").startswith("text/event-stream")
+
+
+def _response(inner: httpx2.Response, stream: httpx2.SyncByteStream | httpx2.AsyncByteStream,
+              ) -> httpx2.Response:
+    return httpx2.Response(inner.status_code, headers=inner.headers, stream=stream,
+                           extensions=inner.extensions)
+
+
+def _on_transport_error(attempt: Attempt, exc: BaseException) -> None:
+    if isinstance(exc, _NOT_SENT):
+        attempt.release(type(exc).__name__)
+    else:
+        # Sent, then lost (timeout, reset): the provider may have billed it.
+        attempt.settle_worst("error")
+
+
+class _MeteredStream(httpx2.SyncByteStream):
+    """Passes every chunk through unchanged while the meter reads usage from it."""
+
+    def __init__(self, inner: httpx2.SyncByteStream, meter: StreamMeter) -> None:
+        self._inner = inner
+        self._meter = meter
+        # A caller that drops the stream without closing it is still settled.
+        self._finalizer = weakref.finalize(self, meter.finish)
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._inner:
+                self._meter.feed(chunk)
+                yield chunk
+        except Exception as exc:
+            self._meter.finish(error=exc)
+            raise
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._meter.finish()
+            self._finalizer.detach()
+
+
+class _AsyncMeteredStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, meter: StreamMeter) -> None:
+        self._inner = inner
+        self._meter = meter
+        self._finalizer = weakref.finalize(self, meter.finish)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                self._meter.feed(chunk)
+                yield chunk
+        except Exception as exc:
+            self._meter.finish(error=exc)
+            raise
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._meter.finish()
+            self._finalizer.detach()
+
+
+def _as_sdk_error(exc: SpendguardError, sdk_error: type[Exception] | None) -> SpendguardError:
+    """Make a refusal also an instance of the SDK's base error, so the SDK neither wraps nor
+    retries it (the anthropic SDK wraps and retries anything else raised in a transport)."""
+    if sdk_error is None or isinstance(exc, sdk_error):
+        return exc
+    exc.__class__ = _sdk_subclass(type(exc), sdk_error)
+    return exc
+
+
+_SUBCLASSES: dict[tuple[type[Exception], type[Exception]], type[Any]] = {}
+
+
+def _sdk_subclass(cls: type[SpendguardError], sdk_error: type[Exception]) -> type[Any]:
+    key = (cls, sdk_error)
+    if key not in _SUBCLASSES:
+        _SUBCLASSES[key] = type(cls.__name__, (cls, sdk_error),
+                                {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return _SUBCLASSES[key]
+
+
+class GuardTransport(httpx2.BaseTransport):
+    """A sync transport that budgets every request before the wrapped transport sends it."""
+
+    def __init__(self, inner: httpx2.BaseTransport, guard: Guard,
+                 sdk_error: type[Exception] | None = None) -> None:
+        self.inner = inner
+        self.guard = guard
+        self._sdk_error = sdk_error
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            request, attempt = self.guard.begin(request, request.read())
+        except SpendguardError as exc:
+            _as_sdk_error(exc, self._sdk_error)
+            raise
+        if attempt is None:
+            return self.inner.handle_request(request)
+        try:
+            response = self.inner.handle_request(request)
+        except BaseException as exc:
+            _on_transport_error(attempt, exc)
+            raise
+        if _is_event_stream(response) and response.status_code < 400:
+            meter = attempt.stream_meter(response.headers)
+            assert isinstance(response.stream, httpx2.SyncByteStream)
+            return _response(response, _MeteredStream(response.stream, meter))
+        if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
+            attempt.settle_body(response.status_code, response.headers, response.content,
+                                decoded=True)
+            return response
+        try:
+            raw = b"".join(response.iter_raw())
+        except BaseException:
+            attempt.settle_worst("error")
+            raise
+        attempt.settle_body(response.status_code, response.headers, raw)
+        return _response(response, httpx2.ByteStream(raw))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class AsyncGuardTransport(httpx2.AsyncBaseTransport):
+    """The async twin of :class:`GuardTransport`."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, guard: Guard,
+                 sdk_error: type[Exception] | None = None) -> None:
+        self.inner = inner
+        self.guard = guard
+        self._sdk_error = sdk_error
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            request, attempt = self.guard.begin(request, await request.aread())
+        except SpendguardError as exc:
+            _as_sdk_error(exc, self._sdk_error)
+            raise
+        if attempt is None:
+            return await self.inner.handle_async_request(request)
+        try:
+            response = await self.inner.handle_async_request(request)
+        except BaseException as exc:
+            _on_transport_error(attempt, exc)
+            raise
+        if _is_event_stream(response) and response.status_code < 400:
+            meter = attempt.stream_meter(response.headers)
+            assert isinstance(response.stream, httpx2.AsyncByteStream)
+            return _response(response, _AsyncMeteredStream(response.stream, meter))
+        if response.is_stream_consumed:
+            attempt.settle_body(response.status_code, response.headers, response.content,
+                                decoded=True)
+            return response
+        try:
+            raw = b"".join([chunk async for chunk in response.aiter_raw()])
+        except BaseException:
+            attempt.settle_worst("error")
+            raise
+        attempt.settle_body(response.status_code, response.headers, raw)
+        return _response(response, httpx2.ByteStream(raw))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def installed_guard(http_client: httpx2.Client | httpx2.AsyncClient) -> Guard | None:
+    """The guard already wrapping this client's transport, if any."""
+    transport = getattr(http_client, "_transport", None)
+    if isinstance(transport, (GuardTransport, AsyncGuardTransport)):
+        return transport.guard
+    return None
+
+
+def install(http_client: httpx2.Client | httpx2.AsyncClient, guard: Guard,
+            sdk_error: type[Exception] | None) -> None:
+    """Wrap the client's transport and every proxy mount with the guard (idempotent)."""
+    existing = installed_guard(http_client)
+    if existing is not None:
+        existing.budget = guard.budget
+        existing.options = guard.options
+        return
+    # httpx2 keeps the default transport and proxy mounts on these attributes; the design is
+    # the same as httpx's, and wrapping them keeps the SDK's defaults (keep-alive, proxies).
+    if isinstance(http_client, httpx2.AsyncClient):
+        async_mounts = http_client._mounts
+        http_client._transport = AsyncGuardTransport(http_client._transport, guard, sdk_error)
+        for pattern, async_transport in list(async_mounts.items()):
+            if async_transport is not None:
+                async_mounts[pattern] = AsyncGuardTransport(async_transport, guard, sdk_error)
+    else:
+        mounts = http_client._mounts
+        http_client._transport = GuardTransport(http_client._transport, guard, sdk_error)
+        for pattern, transport in list(mounts.items()):
+            if transport is not None:
+                mounts[pattern] = GuardTransport(transport, guard, sdk_error)
