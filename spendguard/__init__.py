@@ -123,7 +123,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.loop_guard import LoopGuard, loop
     from spendguard.prices import ModelPrice, PriceTable, price, register_prices
     from spendguard.scopes import tags as tags
-    from spendguard.sizing import BreakEven, GpuOption, SizingResult, breakeven, size_model
+    from spendguard.sizing import BreakEven as BreakEven
+    from spendguard.sizing import GpuOption as GpuOption
+    from spendguard.sizing import SizingResult as SizingResult
+    from spendguard.sizing import breakeven as breakeven
+    from spendguard.sizing import size_model as size_model
     from spendguard.stops import (
         StopReason,
         stop_after_seconds,
