@@ -7,8 +7,9 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from spendguard.errors import ConfigError
 from spendguard.sizing._data import data_file, normalise, read_entries, unknown
 from spendguard.sizing.precision import parse_precision
 
@@ -179,17 +180,37 @@ class _ModelEntry(BaseModel):
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=7)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> _ModelEntry:
-        if self.active_params > self.params:
-            raise ValueError("active_params is larger than params")
-        if self.moe is not None and self.moe.expert_params >= self.params:
-            raise ValueError("moe.expert_params must be smaller than params")
-        a = self.attention
-        if a.sliding_layers + a.mla_layers + a.linear_layers > self.layers:
+    @field_validator("active_params")
+    @classmethod
+    def _active_within_total(cls, value: int, info: ValidationInfo) -> int:
+        if value > info.data.get("params", value):
+            raise ValueError("is larger than params")
+        return value
+
+    @field_validator("native_precision")
+    @classmethod
+    def _known_precision(cls, value: str) -> str:
+        try:
+            parse_precision(value, field="native_precision")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from exc
+        return value
+
+    @field_validator("moe")
+    @classmethod
+    def _experts_within_total(cls, value: _MoeEntry | None,
+                              info: ValidationInfo) -> _MoeEntry | None:
+        if value is not None and value.expert_params >= info.data.get("params", 0):
+            raise ValueError("expert_params must be smaller than params")
+        return value
+
+    @field_validator("attention")
+    @classmethod
+    def _layers_add_up(cls, value: _AttentionEntry, info: ValidationInfo) -> _AttentionEntry:
+        if value.sliding_layers + value.mla_layers + value.linear_layers > info.data.get(
+                "layers", 0):
             raise ValueError("sliding + MLA + linear layers exceed layers")
-        parse_precision(self.native_precision, field="native_precision")
-        return self
+        return value
 
 
 class ModelCatalogue:

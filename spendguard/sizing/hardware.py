@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from spendguard.sizing._data import data_file, normalise, read_entries, reject_float, unknown
 from spendguard.sizing.precision import ComputeFormat
@@ -90,21 +90,24 @@ class _GpuEntry(BaseModel):
     fp4_tflops: float | None = Field(default=None, gt=0)
     node_size: int = Field(default=8, ge=1)
     visible_gib: float | None = Field(default=None, gt=0)
-    usd_per_hour: tuple[Usd, Usd] | None = None
     source: str = Field(min_length=1)
     as_of: str = Field(min_length=7)
+    # Declared before usd_per_hour so that its validator can see them.
     price_source: str | None = None
     price_as_of: str | None = None
+    usd_per_hour: tuple[Usd, Usd] | None = None
 
-    @model_validator(mode="after")
-    def _price_has_provenance(self) -> _GpuEntry:
-        if self.usd_per_hour is not None:
-            low, high = self.usd_per_hour
+    @field_validator("usd_per_hour")
+    @classmethod
+    def _price_has_provenance(cls, value: tuple[Decimal, Decimal] | None,
+                              info: ValidationInfo) -> tuple[Decimal, Decimal] | None:
+        if value is not None:
+            low, high = value
             if not 0 < low <= high:
-                raise ValueError("usd_per_hour must be [low, high] with 0 < low <= high")
-            if not self.price_source or not self.price_as_of:
-                raise ValueError("a usd_per_hour range needs price_source and price_as_of")
-        return self
+                raise ValueError("must be [low, high] with 0 < low <= high")
+            if not info.data.get("price_source") or not info.data.get("price_as_of"):
+                raise ValueError("a price range needs price_source and price_as_of")
+        return value
 
 
 class GpuCatalogue:

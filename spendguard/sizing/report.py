@@ -51,7 +51,7 @@ def _memory_block(result: SizingResult) -> list[str]:
         kv_math = f"F2  {m.kv_bytes_per_token:,.0f} B/token × {i.context:,} × {i.concurrency}"
         if result.engine is not None:
             kv_math = (f"{result.engine.request_kv_bytes * result.engine.count / 1e6:,.1f} MB a"
-                       f" request (vLLM's windows) × {i.concurrency}")
+                       f" request × {i.concurrency}")
         elif m.kv_state_bytes_per_sequence:
             kv_math += f" + {m.kv_state_bytes_per_sequence / 1e6:,.0f} MB state each"
         lines.append(_row("KV cache", kv_math, _gb(m.kv_gb))
@@ -120,7 +120,7 @@ def _speed_lines(result: SizingResult) -> list[str]:
         f"Roofline on {best.count} × {best.gpu} at batch {r.batch}: decode {r.decode_bound}-bound"
         f" ({r.decode_memory_s * 1e3:,.2f} ms reading vs {r.decode_compute_s * 1e3:,.2f} ms"
         f" computing, ≤ {r.decode_tok_s:,.0f} tok/s); prefill of {r.context:,} tokens"
-        f" {r.prefill_bound}-bound ({r.prefill_compute_s * 1e3:,.1f} ms computing)",
+        f" {r.prefill_bound}-bound ({r.prefill_compute_s * 1e3:,.1f} ms computing at peak)",
     ]
     if result.costs:
         first, last = result.costs[0], result.costs[-1]
@@ -150,7 +150,9 @@ def render_size(result: SizingResult) -> str:
     ]
     body = [*head, *_memory_block(result), ""]
     body += _engine_block(result)
-    body += ["GPUs (F7: 90 % of memory; fewest, then least VRAM, then most bandwidth):"]
+    rule = ("F7: 90 % of memory" if i.mode == "spec"
+            else f"vLLM's budget at {i.memory_fraction:g} of memory")
+    body += [f"GPUs ({rule}; fewest, then least VRAM, then most bandwidth):"]
     body += _options_block(result)
     body += [_floor_line(result)]
     body += _speed_lines(result)
@@ -180,10 +182,11 @@ def render_breakeven(result: BreakEven) -> str:
     ]
     needed = result.utilisation_needed
     if needed is not None and result.capacity_output_tokens_per_month is not None:
-        verdict = ("it can never pay: the volume exceeds what the hardware can produce"
-                   if needed > 1 else "and the GPUs busy that share of the rented hours")
+        verdict = (f"that is {needed:.0%} of what they can produce: self-hosting can never pay"
+                   " at this price" if needed > 1 else
+                   f"it pays once the GPUs are busy more than {needed:.1%} of the rented hours"
+                   " (at the roofline; real engines deliver less, so budget for more)")
         lines.append(
             f"Capacity (estimate): {result.capacity_tok_s:,.0f} tok/s →"
-            f" {result.capacity_output_tokens_per_month:,} tokens a month; break-even needs"
-            f" {needed:.1%} utilisation, {verdict}.")
+            f" {result.capacity_output_tokens_per_month:,} output tokens a month; {verdict}.")
     return "\n".join(lines)

@@ -265,7 +265,18 @@ def markdown_table(outcomes: list[Outcome]) -> str:
         lines.append(f"| {c.id} | {c.what} | {c.quantity} | {_num(c.measured)} | {_num(o.spec)} "
                      f"| {_pct(o.spec_error_pct)} | {_num(o.calibrated)} "
                      f"| {_pct(o.calibrated_error_pct)} | {held} | {c.note} |")
+    lines.append("")
+    for quantity in dict.fromkeys(o.case.quantity for o in outcomes):
+        group = [o for o in outcomes if o.case.quantity == quantity]
+        lines.append(f"- {quantity}, {len(group)} cases: mean |error| spec "
+                     f"{_mean_abs([o.spec_error_pct for o in group])}, calibrated "
+                     f"{_mean_abs([o.calibrated_error_pct for o in group])}")
     return "\n".join(lines)
+
+
+def _mean_abs(errors: list[float | None]) -> str:
+    known = [abs(e) for e in errors if e is not None]
+    return f"{sum(known) / len(known):.1f} %" if known else "–"
 
 
 if __name__ == "__main__":  # pragma: no cover - prints the docs table
