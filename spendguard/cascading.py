@@ -1,9 +1,9 @@
 """The cascade: try the cheapest model first, check its reply, escalate only on failure.
 
-:func:`cascade` and :func:`acascade` are twin thin shells over :class:`_Run`, which decides
-everything without I/O: the order of the tiers, which to skip (learning), whether the money left
-covers the next attempt's worst case, and what each attempt cost. The shells only send requests
-and run checks.
+:func:`cascade` and :func:`acascade` are twin thin shells over :class:`_Run`, which makes
+every decision: the order of the tiers, which to skip (learning), whether the money left covers
+the next attempt's worst case, and what each attempt cost. The shells only send requests and
+run checks, the two steps that differ between sync and async.
 
 This module is not named ``cascade.py`` on purpose: ``spendguard.cascade`` is the function, and
 a submodule of the same name would replace it on the package once imported.
@@ -156,7 +156,6 @@ class _Run:
         self.accept_last = accept_last
         self.attempts: list[CascadeAttempt] = []
         self.done = False
-        self.last_response: Any = None
         self.passing: CascadeAttempt | None = None
         self._next = 0
         self._worst: Decimal | None = None
@@ -209,9 +208,9 @@ class _Run:
                 verdict: Verdict | None) -> CascadeAttempt:
         usage = replies.reply_usage(self.provider, response)
         return CascadeAttempt(model, outcome, reason, _billed_input(usage), usage.output_tokens,
-                       replies.cost_usd(model, usage),
-                       verdict.cost_usd if verdict is not None else ZERO,
-                       self._worst, verdict, usage, response)
+                              replies.cost_usd(model, usage),
+                              verdict.cost_usd if verdict is not None else ZERO,
+                              self._worst, verdict, usage, response)
 
     def settle(self, model: str, response: Any, verdict: Verdict) -> None:
         """Record a checked reply; the cascade ends when it passed."""
@@ -222,7 +221,6 @@ class _Run:
             reason = f"escalated: {reason}"
         attempt = self._called(model, response, outcome, reason, verdict)
         self.attempts.append(attempt)
-        self.last_response = response
         if self.learning is not None and self.task:
             self.learning.record_attempt(self.task, model, passed=verdict.passed,
                                          cost_usd=attempt.cost_usd)
@@ -238,7 +236,7 @@ class _Run:
                   f"{format_usd(exc.remaining_usd, places=6)} left")
         if response is None:
             self.attempts.append(CascadeAttempt(model, AttemptOutcome.REFUSED, reason,
-                                         worst_case_usd=self._worst))
+                                                worst_case_usd=self._worst))
         else:
             self.attempts.append(self._called(model, response, AttemptOutcome.REFUSED, reason,
                                               None))

@@ -114,6 +114,7 @@ class LoopGuard:
         self._step_extra_usd = ZERO
         self._step_budget_start: Decimal | None = None
         self._in_step = False
+        self._outside_steps_usd = ZERO
 
     # --- what callers read ----------------------------------------------------------------
 
@@ -124,8 +125,19 @@ class LoopGuard:
 
     @property
     def spent_usd(self) -> Decimal:
-        """USD spent by finished steps (and by the step running now, as far as charged)."""
-        return sum(self.step_costs_usd, ZERO) + self._step_extra_usd
+        """USD spent by finished steps, the step running now so far, and outside steps."""
+        return (sum(self.step_costs_usd, ZERO) + self._running_step_usd()
+                + self._outside_steps_usd)
+
+    def _running_step_usd(self) -> Decimal:
+        if not self._in_step:
+            return ZERO
+        cost = self._step_extra_usd
+        if self._step_budget_start is not None:
+            # What the guarded client charged the budget during the step; never negative
+            # (a released reservation can give money back).
+            cost += max(self._step_budget_start - replies.remaining_usd(self.budget), ZERO)
+        return cost
 
     @property
     def elapsed_s(self) -> float:
@@ -183,11 +195,7 @@ class LoopGuard:
         return Step(self, self.steps)
 
     def _end(self) -> None:
-        cost = self._step_extra_usd
-        if self._step_budget_start is not None:
-            # Whatever the guarded client charged the budget during the step; never negative
-            # (a released reservation can give money back).
-            cost += max(self._step_budget_start - replies.remaining_usd(self.budget), ZERO)
+        cost = self._running_step_usd()
         self._step_extra_usd = ZERO
         self._in_step = False
         self.step_costs_usd.append(cost)
@@ -197,7 +205,7 @@ class LoopGuard:
         if self._in_step:
             self._step_extra_usd += usd
         else:
-            self.step_costs_usd.append(usd)  # spent outside a step: counts as its own
+            self._outside_steps_usd += usd  # e.g. a sub-agent run between steps
         if self.parent is not None:
             self.parent._charge(usd)
 
@@ -205,8 +213,9 @@ class LoopGuard:
               max_steps: int | None = None, patience: int | None = None) -> LoopGuard:
         """A child guard for a sub-agent, capped at ``fraction`` of what this loop has left.
 
-        The child inherits the budget, the clock and the time left; money it is charged (by
-        ``spend``/``record``) is charged to this loop too.
+        Uncapped when this loop has no dollar limit. The child inherits the budget, the clock
+        and the time left; money it is charged (by ``spend``/``record``) is charged to this
+        loop too.
         """
         share = Decimal(str(fraction)) if isinstance(fraction, float) else Decimal(fraction)
         if not ZERO < share <= 1:

@@ -242,3 +242,25 @@ def test_a_guarded_clients_budget_meters_each_step_and_stops_the_loop() -> None:
     assert guard.step_costs_usd == [one] * 3
     assert guard.spent_usd == budget.spent
     assert guard.stop_reason is StopReason.BUDGET
+
+
+def test_money_charged_between_steps_counts_but_is_not_a_step() -> None:
+    parent = spendguard.loop(max_usd="1.00", max_steps=1)
+    run(parent, ["0.10"])
+    child = parent.share(1)
+    assert child.max_usd == Decimal("0.90")
+    for sub in child:
+        sub.spend("0.30")
+        break
+    assert parent.steps == 1
+    assert parent.spent_usd == Decimal("0.40")
+
+
+def test_a_share_taken_mid_step_sees_the_budget_spent_so_far() -> None:
+    budget = DrainingBudget("1.00")
+    guard = spendguard.loop(budget=budget, max_usd="0.50")
+    for _ in guard:
+        budget.remaining -= Decimal("0.20")
+        assert guard.spent_usd == Decimal("0.20")
+        assert guard.share(0.5).max_usd == Decimal("0.15")
+        break
