@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import anthropic
 import httpx2
@@ -11,10 +12,10 @@ import openai
 import pytest
 
 from spendguard.errors import ConfigError
-from spendguard.testing import Emulator, EmulatedError, ManualClock, Prompt, Reply, ToolCall
+from spendguard.testing import EmulatedError, Emulator, ManualClock, Prompt, Reply, ToolCall
 from spendguard.tokens import count_request_tokens
 
-USER = [{"role": "user", "content": "What does a token cost?"}]
+USER: Any = [{"role": "user", "content": "What does a token cost?"}]
 
 
 def test_chat_completion_is_labelled_echoes_the_model_and_counts_usage() -> None:
@@ -23,7 +24,7 @@ def test_chat_completion_is_labelled_echoes_the_model_and_counts_usage() -> None
 
     assert completion.model == "gpt-5.5"
     assert completion.id.startswith("chatcmpl-emu-")
-    assert completion.choices[0].message.content.startswith("[spendguard emulator]")
+    assert (completion.choices[0].message.content or "").startswith("[spendguard emulator]")
     assert completion.choices[0].finish_reason == "stop"
     usage = completion.usage
     assert usage is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Final
 
 import anthropic
 import httpx2
@@ -13,7 +13,7 @@ import pytest
 
 from spendguard.testing import BatchLimits, EmulatedError, Emulator, ManualClock, Prompt
 
-CHAT = "/v1/chat/completions"
+CHAT: Final = "/v1/chat/completions"
 
 
 def _line(custom_id: str, *, url: str = CHAT, **body: Any) -> dict[str, Any]:
@@ -25,6 +25,10 @@ def _line(custom_id: str, *, url: str = CHAT, **body: Any) -> dict[str, Any]:
 def _upload(client: openai.OpenAI, lines: list[dict[str, Any]]) -> str:
     data = "\n".join(json.dumps(line) for line in lines).encode()
     return client.files.create(file=("batch.jsonl", data), purpose="batch").id
+
+
+def _pairs(*pairs: tuple[str, str]) -> Any:
+    return pairs  # endpoints as plain strings; the SDK types them as a Literal
 
 
 def _results(client: openai.OpenAI, file_id: str | None) -> dict[str, dict[str, Any]]:
@@ -66,8 +70,8 @@ def test_openai_batches_run_responses_and_embeddings_lines() -> None:
                                    "body": {"model": "text-embedding-3-small", "input": "hi"}}])
     done = [client.batches.retrieve(client.batches.create(
         input_file_id=file_id, endpoint=endpoint, completion_window="24h").id)
-        for file_id, endpoint in ((responses, "/v1/responses"),
-                                  (embeddings, "/v1/embeddings"))]
+        for file_id, endpoint in _pairs((responses, "/v1/responses"),
+                                        (embeddings, "/v1/embeddings"))]
     assert [b.status for b in done] == ["completed", "completed"]
     assert _results(client, done[0].output_file_id)["r"]["response"]["body"]["usage"]
     body = _results(client, done[1].output_file_id)["e"]["response"]["body"]
@@ -219,7 +223,7 @@ def test_anthropic_batch_reports_errored_requests() -> None:
     assert (batch.request_counts.succeeded, batch.request_counts.errored) == (1, 1)
     results = {r.custom_id: r.result for r in client.messages.batches.results(batch.id)}
     assert results["broken"].type == "errored"
-    assert results["broken"].error.error.type == "invalid_request_error"  # type: ignore[union-attr]
+    assert results["broken"].error.error.type == "invalid_request_error"
 
 
 def test_anthropic_cancel_ends_the_batch_with_canceled_requests() -> None:
@@ -307,8 +311,8 @@ def test_async_batch_lifecycles_match_sync_ones() -> None:
         message_batch = await anthropic_client.messages.batches.create(
             requests=[_request("a")])  # type: ignore[list-item]
         clock.advance(10)
-        status = (await openai_client.batches.retrieve(batch.id)).status
-        results = [r.result.type async for r in
+        status: str = (await openai_client.batches.retrieve(batch.id)).status
+        results: list[str] = [r.result.type async for r in
                    await anthropic_client.messages.batches.results(message_batch.id)]
         return status, results
 

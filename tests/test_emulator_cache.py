@@ -14,7 +14,7 @@ LONG = " ".join(f"Clause {i}: the supplier delivers item {i} on time." for i in 
 SONNET = "claude-sonnet-5"
 
 
-def _system(ttl: str | None = "5m") -> list[dict[str, Any]]:
+def _system(ttl: str | None = "5m") -> Any:
     block: dict[str, Any] = {"type": "text", "text": LONG}
     if ttl:
         block["cache_control"] = {"type": "ephemeral", "ttl": ttl}
@@ -23,9 +23,10 @@ def _system(ttl: str | None = "5m") -> list[dict[str, Any]]:
 
 def _ask(client: anthropic.Anthropic, question: str, *, model: str = SONNET,
          system: Any = None, **extra: Any) -> anthropic.types.Usage:
-    return client.messages.create(
+    message: anthropic.types.Message = client.messages.create(
         model=model, max_tokens=20, system=system if system is not None else _system(),
-        messages=[{"role": "user", "content": question}], **extra).usage
+        messages=[{"role": "user", "content": question}], **extra)
+    return message.usage
 
 
 def _total(usage: anthropic.types.Usage) -> int:
@@ -104,11 +105,11 @@ def test_anthropic_prefixes_below_the_models_minimum_are_not_cached() -> None:
 
 def test_automatic_caching_follows_a_growing_conversation() -> None:
     client = Emulator(clock=ManualClock()).anthropic_client()
-    turns: list[dict[str, Any]] = [{"role": "user", "content": LONG}]
-    first = client.messages.create(model=SONNET, max_tokens=20, messages=turns,  # type: ignore[arg-type]
+    turns: Any = [{"role": "user", "content": LONG}]
+    first = client.messages.create(model=SONNET, max_tokens=20, messages=turns,
                                    cache_control={"type": "ephemeral"})
     turns += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "More?"}]
-    second = client.messages.create(model=SONNET, max_tokens=20, messages=turns,  # type: ignore[arg-type]
+    second = client.messages.create(model=SONNET, max_tokens=20, messages=turns,
                                     cache_control={"type": "ephemeral"})
     assert first.usage.cache_creation_input_tokens
     assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from typing import Any
 
 import anthropic
 import openai
@@ -11,7 +13,7 @@ import pytest
 from spendguard.errors import ConfigError
 from spendguard.testing import Emulator, ManualClock
 
-USER = [{"role": "user", "content": "hi"}]
+USER: Any = [{"role": "user", "content": "hi"}]
 
 
 def test_sdk_retries_through_injected_rate_limits() -> None:
@@ -102,10 +104,8 @@ def test_random_errors_are_seeded_and_repeatable() -> None:
         emulator = Emulator(seed=seed, error_rate=0.5, error_statuses=(429, 500))
         client = emulator.openai_client(max_retries=0)
         for _ in range(12):
-            try:
+            with contextlib.suppress(openai.APIStatusError):
                 client.chat.completions.create(model="gpt-5.5", messages=USER)
-            except openai.APIStatusError:
-                pass
         return [r.status for r in emulator.requests]
 
     first = statuses(7)

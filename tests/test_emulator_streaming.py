@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import anthropic
 import httpx2
@@ -11,7 +12,7 @@ import pytest
 
 from spendguard.testing import Emulator, Reply, ToolCall
 
-USER = [{"role": "user", "content": "Stream me something."}]
+USER: Any = [{"role": "user", "content": "Stream me something."}]
 
 
 def test_chat_stream_helper_gets_the_same_usage_as_a_plain_call() -> None:
@@ -44,8 +45,8 @@ def test_chat_stream_helper_accumulates_scripted_tool_calls() -> None:
                                                           messages=USER) as stream:
         final = stream.get_final_completion()
     call = final.choices[0].message.tool_calls[0]  # type: ignore[index]
-    assert call.function.name == "get_weather"  # type: ignore[union-attr]
-    assert call.function.arguments == '{"city": "Lima", "unit": "celsius"}'  # type: ignore[union-attr]
+    assert call.function.name == "get_weather"
+    assert call.function.arguments == '{"city": "Lima", "unit": "celsius"}'
 
 
 def test_responses_stream_helper_ends_with_completed_and_usage() -> None:
@@ -82,8 +83,8 @@ def test_capped_responses_stream_ends_incomplete() -> None:
         model="gpt-5.5", input="hi", max_output_tokens=5, stream=True)
     last = list(stream)[-1]
     assert last.type == "response.incomplete"
-    assert last.response.usage is not None  # type: ignore[union-attr]
-    assert last.response.usage.output_tokens == 5  # type: ignore[union-attr]
+    assert last.response.usage is not None
+    assert last.response.usage.output_tokens == 5
 
 
 def test_anthropic_stream_helper_merges_start_and_delta_usage() -> None:

@@ -125,8 +125,9 @@ class EmulatorServer:
 
     def __init__(self, server: _Server) -> None:
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="spendguard-emulator",
-                                        daemon=True)
+        # a short poll keeps close() quick; the loop is idle otherwise
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,),
+                                        name="spendguard-emulator", daemon=True)
         self._thread.start()
         host, port = server.server_address[:2]
         self.host: str = str(host)
