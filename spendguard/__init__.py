@@ -42,10 +42,10 @@ _LAZY: dict[str, str] = {
     "count_tokens": "spendguard.tokens",
     "count_tokens_exact": "spendguard.tokens",
     # issue 3: guarded clients
-    "OpenAI": "spendguard.clients",
-    "AsyncOpenAI": "spendguard.clients",
-    "Anthropic": "spendguard.clients",
-    "AsyncAnthropic": "spendguard.clients",
+    "OpenAI": "spendguard.openai_clients",
+    "AsyncOpenAI": "spendguard.openai_clients",
+    "Anthropic": "spendguard.anthropic_clients",
+    "AsyncAnthropic": "spendguard.anthropic_clients",
     "wrap": "spendguard.clients",
     # issue 3: budgets, scopes and the ledger
     "Budget": "spendguard.budget",

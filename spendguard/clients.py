@@ -1,16 +1,15 @@
-"""Drop-in guarded clients: the official SDK classes with ``budget=`` added.
+"""Guarding a client: wrap its HTTP transport with spendguard's choke point.
 
-Importing this module imports both SDKs; ``spendguard/__init__`` loads it only when a client
-name is first used, so ``import spendguard`` stays fast.
+The drop-in classes live in :mod:`spendguard.openai_clients` and
+:mod:`spendguard.anthropic_clients`, so building an OpenAI client never imports the anthropic
+SDK (each takes a second or more to import) and vice versa.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import anthropic
 import httpx2
-import openai
 
 from spendguard.budget import Budget
 from spendguard.calls import Provider
@@ -19,14 +18,15 @@ from spendguard.metering import Guard, GuardOptions
 from spendguard.prices import PriceTable
 from spendguard.transport import install, installed_guard
 
-__all__ = ["Anthropic", "AsyncAnthropic", "AsyncOpenAI", "OpenAI", "wrap"]
+__all__ = ["UNSET", "guard_client", "wrap"]
 
-_UNSET: Any = object()
+UNSET: Any = object()
 
 
-def _guard(client: Any, provider: Provider, sdk_error: type[Exception], budget: Any,
-           cap_output: bool, allow_unpriced: bool, store_prompts: bool,
-           prices: PriceTable | None) -> None:
+def guard_client(client: Any, provider: Provider, sdk_error: type[Exception], budget: Any, *,
+                 cap_output: bool, allow_unpriced: bool, store_prompts: bool,
+                 prices: PriceTable | None) -> None:
+    """Install the guard on ``client``'s httpx2 client (a copy keeps its parent's guard)."""
     http_client = client._client
     if not isinstance(http_client, (httpx2.Client, httpx2.AsyncClient)):
         raise ConfigError(
@@ -35,67 +35,17 @@ def _guard(client: Any, provider: Provider, sdk_error: type[Exception], budget: 
             "DefaultHttpxClient) instead of a legacy httpx client."
         )
     existing = installed_guard(http_client)
-    if existing is not None and budget is _UNSET:
+    if existing is not None and budget is UNSET:
         return  # a copy (client.with_options) shares its parent's guard
-    if budget is not _UNSET and budget is not None and not isinstance(budget, Budget):
+    if budget is not UNSET and budget is not None and not isinstance(budget, Budget):
         raise ConfigError(
             f"budget: expected a spendguard.Budget, got {type(budget).__name__}; "
             "write budget=spendguard.Budget(\"10.00\")"
         )
     options = GuardOptions(cap_output=cap_output, allow_unpriced=allow_unpriced,
                            store_prompts=store_prompts, prices=prices)
-    install(http_client, Guard(provider, None if budget is _UNSET else budget, options),
+    install(http_client, Guard(provider, None if budget is UNSET else budget, options),
             sdk_error)
-
-
-class OpenAI(openai.OpenAI):
-    """``openai.OpenAI`` whose every request is budgeted before it is sent.
-
-    Takes the official constructor's arguments plus ``budget``, ``cap_output`` (shrink the
-    output cap to fit what is left instead of refusing), ``allow_unpriced`` (let requests the
-    guard cannot price through, uncounted), ``store_prompts`` (keep request text in the
-    ledger; a hash otherwise) and ``prices`` (a custom price table).
-    """
-
-    def __init__(self, *args: Any, budget: Budget | None = _UNSET, cap_output: bool = False,
-                 allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _guard(self, Provider.OPENAI, openai.OpenAIError, budget, cap_output, allow_unpriced,
-               store_prompts, prices)
-
-
-class AsyncOpenAI(openai.AsyncOpenAI):
-    """``openai.AsyncOpenAI`` whose every request is budgeted; arguments as :class:`OpenAI`."""
-
-    def __init__(self, *args: Any, budget: Budget | None = _UNSET, cap_output: bool = False,
-                 allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _guard(self, Provider.OPENAI, openai.OpenAIError, budget, cap_output, allow_unpriced,
-               store_prompts, prices)
-
-
-class Anthropic(anthropic.Anthropic):
-    """``anthropic.Anthropic`` whose every request is budgeted; arguments as :class:`OpenAI`."""
-
-    def __init__(self, *args: Any, budget: Budget | None = _UNSET, cap_output: bool = False,
-                 allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _guard(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget, cap_output,
-               allow_unpriced, store_prompts, prices)
-
-
-class AsyncAnthropic(anthropic.AsyncAnthropic):
-    """``anthropic.AsyncAnthropic``, budgeted; arguments as :class:`OpenAI`."""
-
-    def __init__(self, *args: Any, budget: Budget | None = _UNSET, cap_output: bool = False,
-                 allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _guard(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget, cap_output,
-               allow_unpriced, store_prompts, prices)
 
 
 def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
@@ -105,16 +55,29 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
 
     The client's HTTP transport is wrapped in place and the same object is returned.
     """
+    package = type(client).__module__.partition(".")[0]
     sdk_error: type[Exception]
-    if isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
+    if package == "openai" or _is_instance(client, "openai", ("OpenAI", "AsyncOpenAI")):
+        import openai  # noqa: PLC0415 - only the SDK in use is imported
+
         provider, sdk_error = Provider.OPENAI, openai.OpenAIError
-    elif isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
+    elif package == "anthropic" or _is_instance(client, "anthropic",
+                                                ("Anthropic", "AsyncAnthropic")):
+        import anthropic  # noqa: PLC0415 - only the SDK in use is imported
+
         provider, sdk_error = Provider.ANTHROPIC, anthropic.AnthropicError
     else:
         raise ConfigError(
             f"client: spendguard.wrap() takes an openai or anthropic client, got "
             f"{type(client).__name__}"
         )
-    _guard(client, provider, sdk_error, budget, cap_output, allow_unpriced, store_prompts,
-           prices)
+    guard_client(client, provider, sdk_error, budget, cap_output=cap_output,
+                 allow_unpriced=allow_unpriced, store_prompts=store_prompts, prices=prices)
     return client
+
+
+def _is_instance(client: Any, package: str, names: tuple[str, ...]) -> bool:
+    import sys  # noqa: PLC0415
+
+    module = sys.modules.get(package)
+    return module is not None and isinstance(client, tuple(getattr(module, n) for n in names))

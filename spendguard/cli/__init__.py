@@ -12,6 +12,7 @@ import click
 
 # command name -> "module:attribute" of a click command or group
 _COMMANDS: dict[str, str] = {
+    "demo": "spendguard.cli.demo:demo",
     "emulate": "spendguard.cli.emulate:emulate",
     "prices": "spendguard.cli.prices:prices",
     "size": "spendguard.cli.size:size",

@@ -1,0 +1,38 @@
+"""Drop-in guarded Anthropic clients: the official classes with ``budget=`` added."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from spendguard.budget import Budget
+from spendguard.calls import Provider
+from spendguard.clients import UNSET, guard_client
+from spendguard.prices import PriceTable
+
+__all__ = ["Anthropic", "AsyncAnthropic"]
+
+
+class Anthropic(anthropic.Anthropic):
+    """``anthropic.Anthropic`` whose every request is budgeted; arguments as :class:`OpenAI`."""
+
+    def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
+                 allow_unpriced: bool = False, store_prompts: bool = False,
+                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        guard_client(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget,
+                     cap_output=cap_output, allow_unpriced=allow_unpriced,
+                     store_prompts=store_prompts, prices=prices)
+
+
+class AsyncAnthropic(anthropic.AsyncAnthropic):
+    """``anthropic.AsyncAnthropic``, budgeted; arguments as :class:`OpenAI`."""
+
+    def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
+                 allow_unpriced: bool = False, store_prompts: bool = False,
+                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        guard_client(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget,
+                     cap_output=cap_output, allow_unpriced=allow_unpriced,
+                     store_prompts=store_prompts, prices=prices)
