@@ -95,32 +95,31 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.budget import Budget as Budget
-    from spendguard.cascade_learning import LedgerStats, Learning, MemoryStats
-    from spendguard.cascading import (
-        AttemptOutcome,
-        CascadeAttempt,
-        CascadeResult,
-        acascade,
-        cascade,
-    )
-    from spendguard.checks import (
-        Candidate,
-        Check,
-        Verdict,
-        always_pass,
-        check_all,
-        check_any,
-        check_judge,
-        check_matches,
-        check_parses,
-        check_with,
-    )
+    from spendguard.cascade_learning import Learning as Learning
+    from spendguard.cascade_learning import LedgerStats as LedgerStats
+    from spendguard.cascade_learning import MemoryStats as MemoryStats
+    from spendguard.cascading import AttemptOutcome as AttemptOutcome
+    from spendguard.cascading import CascadeAttempt as CascadeAttempt
+    from spendguard.cascading import CascadeResult as CascadeResult
+    from spendguard.cascading import acascade as acascade
+    from spendguard.cascading import cascade as cascade
+    from spendguard.checks import Candidate as Candidate
+    from spendguard.checks import Check as Check
+    from spendguard.checks import Verdict as Verdict
+    from spendguard.checks import always_pass as always_pass
+    from spendguard.checks import check_all as check_all
+    from spendguard.checks import check_any as check_any
+    from spendguard.checks import check_judge as check_judge
+    from spendguard.checks import check_matches as check_matches
+    from spendguard.checks import check_parses as check_parses
+    from spendguard.checks import check_with as check_with
     from spendguard.cost import Cost, cost
     from spendguard.errors import BudgetWarning as BudgetWarning
-    from spendguard.errors import CascadeFailed
+    from spendguard.errors import CascadeFailed as CascadeFailed
     from spendguard.ledger import SpendRecord as SpendRecord
     from spendguard.ledger import open_ledger as open_ledger
-    from spendguard.loop_guard import LoopGuard, loop
+    from spendguard.loop_guard import LoopGuard as LoopGuard
+    from spendguard.loop_guard import loop as loop
     from spendguard.prices import ModelPrice, PriceTable, price, register_prices
     from spendguard.scopes import tags as tags
     from spendguard.sizing import BreakEven as BreakEven
@@ -128,18 +127,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.sizing import SizingResult as SizingResult
     from spendguard.sizing import breakeven as breakeven
     from spendguard.sizing import size_model as size_model
-    from spendguard.stops import (
-        StopReason,
-        stop_after_seconds,
-        stop_after_steps,
-        stop_after_usd,
-        stop_all,
-        stop_any,
-        stop_never,
-        stop_when,
-        stop_when_stalled,
-        stop_when_unaffordable,
-    )
+    from spendguard.stops import StopReason as StopReason
+    from spendguard.stops import stop_after_seconds as stop_after_seconds
+    from spendguard.stops import stop_after_steps as stop_after_steps
+    from spendguard.stops import stop_after_usd as stop_after_usd
+    from spendguard.stops import stop_all as stop_all
+    from spendguard.stops import stop_any as stop_any
+    from spendguard.stops import stop_never as stop_never
+    from spendguard.stops import stop_when as stop_when
+    from spendguard.stops import stop_when_stalled as stop_when_stalled
+    from spendguard.stops import stop_when_unaffordable as stop_when_unaffordable
     from spendguard.tokens import TokenCount, count_tokens, count_tokens_exact
     from spendguard.usage import Usage, usage_from
 
