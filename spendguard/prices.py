@@ -253,7 +253,7 @@ def _unknown_model(model: str, known: list[str], version: str) -> UnknownModelEr
 class _Default:
     """The process-wide table, built lazily (tests reset it with ``_reset_default_table``)."""
 
-    lock = threading.Lock()
+    lock = threading.RLock()  # register_prices holds it while default_table builds
     table: PriceTable | None = None
 
 
@@ -282,10 +282,9 @@ def register_prices(source: PriceSource) -> PriceTable:
 
     Costs computed afterwards name the new table's version.
     """
-    table = default_table().with_overrides(source)
-    with _Default.lock:
-        _Default.table = table
-    return table
+    with _Default.lock:  # two registrations at once must not lose one
+        _Default.table = default_table().with_overrides(source)
+        return _Default.table
 
 
 def _reset_default_table() -> None:
