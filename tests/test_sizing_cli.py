@@ -168,3 +168,19 @@ def test_breakeven_from_the_ledger_compares_real_spend() -> None:
     assert "The last 30 days on gpt-x cost $3,000.00" in out
     assert "would cost $1,800.00" in out
     assert "60,000,000 output tokens" in out  # 1,800 USD at 30 USD per million
+
+
+def test_size_text_for_training_shows_f4_f6_and_the_time_estimate() -> None:
+    code, out = _run("size", "--model", "llama-3.1-8b", "--precision", "int8", "--task", "lora",
+                     "--context", "4096", "--concurrency", "2", "--train-tokens", "1B",
+                     "--gpu", "h100")
+    assert code == 0, out
+    assert "0.005 × params × 16 B adapters" in out and "F6  s=4,096 b=2" in out
+    assert "Training (estimate)" in out and "1,000,000,000 tokens" in out
+
+
+def test_size_text_says_when_nothing_fits() -> None:
+    code, out = _run("size", "--model", "llama-3.1-405b", "--precision", "bf16", "--context",
+                     "4096", "--concurrency", "1", "--gpu", "rtx-4090")
+    assert code == 0, out
+    assert "nothing fits" in out and "rtx-4090 ×" in out

@@ -194,3 +194,8 @@ def test_full_attention_kv_is_linear_in_context_and_concurrency(context: int,
     result = size_model("qwen3-8b", precision="bf16", context=context, concurrency=concurrency)
     assert math.isclose(result.kv_gb, 36 * 2 * 8 * 128 * 2 * context * concurrency / GB,
                         rel_tol=1e-12)
+
+
+def test_downloading_the_mxfp4_kimi_k3_at_1_gb_s_takes_about_25_minutes() -> None:
+    result = size_model("kimi-k3", precision="mxfp4", params=K3_PARAMS)
+    assert round(result.download_min()) == 25  # 1.5 TB at 1 GB/s, seed 003

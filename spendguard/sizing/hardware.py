@@ -61,9 +61,10 @@ class Gpu:
         return self.bandwidth_tb_s * 1e12
 
     def peak_flops(self, compute: ComputeFormat) -> float:
-        """Dense peak FLOP/s at a compute format, falling back to the next wider format it has."""
+        """Dense peak FLOP/s at a compute format, falling back to a format the GPU has."""
         tflops = {
-            "fp4": self.fp4_tflops or self.fp8_tflops or self.bf16_tflops,
+            # Without FP4 tensor cores, 4-bit weights are unpacked and multiplied in 16-bit.
+            "fp4": self.fp4_tflops or self.bf16_tflops,
             "fp8": self.fp8_tflops or self.bf16_tflops,
             "int8": self.int8_tflops or self.fp8_tflops or self.bf16_tflops,
             "bf16": self.bf16_tflops,

@@ -155,6 +155,8 @@ def render_size(result: SizingResult) -> str:
     body += [f"GPUs ({rule}; fewest, then least VRAM, then most bandwidth):"]
     body += _options_block(result)
     body += [_floor_line(result)]
+    body.append(f"Download (estimate): {_gb(result.memory.weights_gb)} at 1 GB/s ≈"
+                f" {result.download_min():,.0f} min of billed time before the first token")
     body += _speed_lines(result)
     if result.training is not None:
         t = result.training

@@ -100,6 +100,10 @@ class SizingResult:
         """Total memory, GB."""
         return self.memory.total_gb
 
+    def download_min(self, gb_s: float = 1.0) -> float:
+        """Minutes to fetch the weights at ``gb_s`` GB/s: billed time before the first token."""
+        return self.memory.weights_gb / gb_s / 60
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view: the issue's keys at the top level, details below them."""
         m = self.memory
@@ -116,6 +120,7 @@ class SizingResult:
             "overhead_gb": _r(m.overhead_gb),
             "total_gb": _r(m.total_gb),
             "active_weights_gb": _r(self.active_weights_gb),
+            "download_min_at_1_gb_s": _r(self.download_min()),
             "options": [
                 {k: (_r(v) if isinstance(v, float) else v) for k, v in vars(o).items()}
                 for o in self.options

@@ -127,8 +127,10 @@ def size_model(
                  else spec_kv_format(chosen) if mode == "spec" else engine_kv_format(chosen))
 
     formula = weight_bytes(arch, chosen)
-    use_checkpoint = native and arch.checkpoint_bytes is not None and task == "serve"
-    weights = float(arch.checkpoint_bytes) if use_checkpoint and arch.checkpoint_bytes else formula
+    # The skill prefers the real size on disk to the formula when the checkpoint is known.
+    checkpoint = arch.checkpoint_bytes if native and task == "serve" else None
+    use_checkpoint = checkpoint is not None
+    weights = float(checkpoint) if checkpoint is not None else formula
     scale = weights / formula
     active_bytes = active_weight_bytes(arch, chosen) * scale
     expert_bytes = arch.expert_params * format_bytes(chosen.expert_format) * scale
