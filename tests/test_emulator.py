@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anthropic
@@ -267,3 +268,24 @@ def test_bad_settings_are_config_errors_naming_the_field() -> None:
     with pytest.raises(ConfigError, match="respond"):
         Emulator(respond=lambda prompt: 42).openai_client(  # type: ignore[arg-type,return-value]
             max_retries=0).chat.completions.create(model="gpt-5.5", messages=USER)
+
+
+def test_concurrent_requests_from_many_threads_are_all_answered_and_logged() -> None:
+    emulator = Emulator()
+    client = emulator.openai_client()
+
+    def call(index: int) -> str:
+        return client.chat.completions.create(
+            model="gpt-5.5", messages=[{"role": "user", "content": f"q{index}"}]).id
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = list(pool.map(call, range(40)))
+    assert len(set(ids)) == 40
+    assert len(emulator.requests) == 40
+
+
+def test_the_public_names_all_resolve() -> None:
+    from spendguard import testing
+
+    assert all(getattr(testing, name) is not None for name in testing.__all__)
+    assert {"Emulator", "ManualClock", "serve", "Reply", "EmulatedError"} <= set(testing.__all__)
