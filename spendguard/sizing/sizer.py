@@ -141,19 +141,17 @@ def size_model(
     spec = spec_memory(arch, chosen, kv_format, task=task, context=context,
                        concurrency=concurrency, weights=weights)
     fits: dict[str, EngineFit] = {}
-    counts: list[GpuCount] = []
-    for candidate in candidates:
-        if mode == "calibrated":
+    if mode == "calibrated":
+        for candidate in candidates:
             fit = smallest_engine_fit(arch, weights_bytes=weights, kv_format=kv_format,
                                       gpu=candidate, context=context, concurrency=concurrency,
                                       memory_fraction=memory_fraction)
             if fit is not None:
                 fits[candidate.id] = fit
-                counts.append(GpuCount(candidate, fit.count))
-        else:
-            count = gpus_needed(spec.total_gb, candidate)
-            if count is not None:
-                counts.append(GpuCount(candidate, count))
+        counts = [GpuCount(fit.gpu, fit.count) for fit in fits.values()]
+    else:
+        counts = [GpuCount(c, n) for c in candidates
+                  if (n := gpus_needed(spec.total_gb, c)) is not None]
     ranked = rank(counts)
     best = ranked[0] if ranked else None
     memory = spec
