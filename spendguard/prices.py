@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 
 from spendguard import price_schema
 from spendguard.errors import PriceFileError, UnknownModelError
@@ -312,18 +313,19 @@ def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
         input_usd_per_million=rates["input"],
         output_usd_per_million=rates.get("output"),
         cache_read_usd_per_million=rates.get("cache_read"),
-        cache_write_usd_per_million={ttl: rates[f"cache_write_{ttl}"]
-                                     for ttl in CACHE_TTLS[entry.provider]
-                                     if f"cache_write_{ttl}" in rates},
-        tool_usd_per_1k_requests=dict(entry.usd_per_1k_requests),
+        cache_write_usd_per_million=MappingProxyType({
+            ttl: rates[f"cache_write_{ttl}"] for ttl in CACHE_TTLS[entry.provider]
+            if f"cache_write_{ttl}" in rates}),
+        tool_usd_per_1k_requests=MappingProxyType(dict(entry.usd_per_1k_requests)),
         tiers=tuple(LongContextTier(t.above_input_tokens, t.input_multiplier, t.output_multiplier)
                     for t in entry.tiers),
-        modifiers={name: PriceModifier(
+        modifiers=MappingProxyType({name: PriceModifier(
             name=name,
             multiplier=mod.multiplier,
             kinds=frozenset(mod.kinds) if mod.kinds is not None else None,
-            usd_per_million=mod.usd_per_million.given() if mod.usd_per_million else {},
-        ) for name, mod in entry.modifiers.items()},
+            usd_per_million=MappingProxyType(
+                mod.usd_per_million.given() if mod.usd_per_million else {}),
+        ) for name, mod in entry.modifiers.items()}),
         context_window=entry.context_window,
         max_input_tokens=entry.max_input_tokens,
         max_output_tokens=entry.max_output_tokens,
