@@ -15,6 +15,7 @@ from spendguard.errors import ConfigError
 
 __all__ = [
     "BYTES_PER_VALUE",
+    "ComputeFormat",
     "Precision",
     "compute_format",
     "engine_kv_format",
