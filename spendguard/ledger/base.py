@@ -104,7 +104,9 @@ class SpendRecord:
     ``"stream_abandoned"``, ``"usage_unreadable"``, ...); ``"released"`` for an attempt that was
     not billed; ``"recovered"`` for a reservation whose process vanished, charged at its worst
     case; ``"adjustment"`` for a correction (its ``actual_usd`` may be negative). There is no
-    field for credentials: API keys never reach the ledger.
+    field for credentials: API keys never reach the ledger. ``scopes``, ``period_keys`` and
+    ``limits_usd`` are parallel: the call's budgets, the period each was charged in, and each
+    one's limit then (None: unlimited).
     """
 
     id: str
@@ -130,6 +132,7 @@ class SpendRecord:
     input_exact: bool | None = None
     note: str | None = None
     period_keys: tuple[str, ...] = field(default=())
+    limits_usd: tuple[Decimal | None, ...] = field(default=())
 
 
 @runtime_checkable
@@ -153,8 +156,13 @@ class Ledger(Protocol):
         ...
 
     def adjust(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, *, time: datetime,
-               note: str, tags: Mapping[str, str] | None = None) -> str:
-        """Record a correction of ``amount_usd`` (may be negative) against the claims' scopes."""
+               note: str, tags: Mapping[str, str] | None = None, provider: str = "",
+               model: str = "") -> str:
+        """Record a correction of ``amount_usd`` (may be negative) against the claims' scopes.
+
+        ``provider`` and ``model`` say whose charge it corrects, when it corrects one (a
+        reconciliation with a provider's report): reports and filters then count it there.
+        """
         ...
 
     def totals(self, scope: str, period_key: str) -> Totals:

@@ -149,6 +149,7 @@ class TransactionalLedger(ABC):
                 estimated_output_tokens=call.estimated_output_tokens,
                 input_exact=call.input_exact,
                 period_keys=tuple(c.period_key for c in merged),
+                limits_usd=tuple(c.limit_usd for c in merged),
             ),
             claims=merged, state=OPEN, expires_at=expires_at, owner_pid=os.getpid(),
             owner_host=_HOST,
@@ -206,15 +207,17 @@ class TransactionalLedger(ABC):
             return True
 
     def adjust(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, *, time: datetime,
-               note: str, tags: Mapping[str, str] | None = None) -> str:
+               note: str, tags: Mapping[str, str] | None = None, provider: str = "",
+               model: str = "") -> str:
         merged = merge_claims(claims)
         call_id = uuid.uuid4().hex
         record = SpendRecord(
             id=call_id, time=time, scopes=tuple(c.scope for c in merged), tags=dict(tags or {}),
-            provider="", model="", endpoint="", tokens={}, estimated_usd=ZERO,
+            provider=provider, model=model, endpoint="", tokens={}, estimated_usd=ZERO,
             actual_usd=amount_usd, usage_estimated=False, table_version="", latency_s=None,
             request_id=None, attempt=0, status="adjustment", note=note,
-            period_keys=tuple(c.period_key for c in merged))
+            period_keys=tuple(c.period_key for c in merged),
+            limits_usd=tuple(c.limit_usd for c in merged))
         with self._transaction() as tx:
             self._insert_adjustment(tx, CallRow(record, merged, "adjustment"), time)
         return call_id

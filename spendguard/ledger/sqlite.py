@@ -258,6 +258,7 @@ def _row_to_call(row: tuple[Any, ...]) -> CallRow:
      provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, est_in, est_out,
      input_exact, estimated, actual, tokens, usage_estimated, table_version, latency_s, status,
      note) = row
+    claim_rows = json.loads(claims)
     record = SpendRecord(
         id=call_id, time=datetime.fromisoformat(time), scopes=tuple(json.loads(scopes)),
         tags=json.loads(tags), provider=provider, model=model, endpoint=endpoint,
@@ -267,11 +268,12 @@ def _row_to_call(row: tuple[Any, ...]) -> CallRow:
         prompt_text=prompt_text, estimated_input_tokens=est_in, estimated_output_tokens=est_out,
         input_exact=None if input_exact is None else bool(input_exact), note=note,
         period_keys=tuple(json.loads(period_keys)),
+        limits_usd=tuple(_optional_decimal(limit) for _, _, limit, _ in claim_rows),
     )
     return CallRow(
         record=record,
         claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn))
-                     for scope, key, limit, warn in json.loads(claims)),
+                     for scope, key, limit, warn in claim_rows),
         state=state, expires_at=None if expires_at is None else datetime.fromisoformat(expires_at),
         owner_pid=owner_pid, owner_host=owner_host,
     )
