@@ -113,14 +113,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.checks import check_matches as check_matches
     from spendguard.checks import check_parses as check_parses
     from spendguard.checks import check_with as check_with
-    from spendguard.cost import Cost, cost
+    from spendguard.cost import Cost as Cost
+    from spendguard.cost import cost as cost
     from spendguard.errors import BudgetWarning as BudgetWarning
     from spendguard.errors import CascadeFailed as CascadeFailed
     from spendguard.ledger import SpendRecord as SpendRecord
     from spendguard.ledger import open_ledger as open_ledger
     from spendguard.loop_guard import LoopGuard as LoopGuard
     from spendguard.loop_guard import loop as loop
-    from spendguard.prices import ModelPrice, PriceTable, price, register_prices
+    from spendguard.prices import ModelPrice as ModelPrice
+    from spendguard.prices import PriceTable as PriceTable
+    from spendguard.prices import price as price
+    from spendguard.prices import register_prices as register_prices
     from spendguard.scopes import tags as tags
     from spendguard.sizing import BreakEven as BreakEven
     from spendguard.sizing import GpuOption as GpuOption
@@ -138,7 +142,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.stops import stop_when_stalled as stop_when_stalled
     from spendguard.stops import stop_when_unaffordable as stop_when_unaffordable
     from spendguard.tokens import TokenCount, count_tokens, count_tokens_exact
-    from spendguard.usage import Usage, usage_from
+    from spendguard.usage import Usage as Usage
+    from spendguard.usage import usage_from as usage_from
 
 __all__ = [
     "BudgetConfigError",
