@@ -2,20 +2,20 @@
 
 ::
 
-    SpendguardError                      base of everything below; catch this for "any spendguard refusal"
-    ├── ConfigError (also ValueError)    bad input from the user: a budget, a price file, a CLI argument
-    │   ├── PriceFileError               a price / hardware / model data file failed validation
-    │   └── BudgetConfigError            a limit, threshold, scope or period that makes no sense
-    ├── UnknownModelError (also KeyError)  no price / architecture / GPU for that name; says how to add one
-    ├── UnsupportedEndpointError         a request the guard cannot price, refused before it is sent
-    ├── ProviderResponseError            a provider body or stream that cannot be read (usage missing, bad JSON)
-    ├── TokenizerError                   the offline tokenizer data is missing or corrupt
-    ├── LedgerError                      the ledger cannot be opened, migrated or written
-    │   └── LedgerUnavailable            a shared ledger (Redis) cannot be reached; fails closed
-    ├── BudgetExceeded                   a call refused because it could overspend a scope
-    └── CascadeFailed                    every cascade tier failed its check, or the money ran out
+    SpendguardError                 base of everything below: "spendguard refused"
+    ├── ConfigError (ValueError)    bad user input: a budget, a price file, a CLI argument
+    │   ├── PriceFileError          a price / GPU / model data file failed validation
+    │   └── BudgetConfigError       a limit, threshold, scope or period that makes no sense
+    ├── UnknownModelError (KeyError)  no price / architecture / GPU of that name; says how to add
+    ├── UnsupportedEndpointError    a request the guard cannot price, refused before sending
+    ├── ProviderResponseError       a provider body or stream that cannot be read
+    ├── TokenizerError              the offline tokenizer data is missing or corrupt
+    ├── LedgerError                 the ledger cannot be opened, migrated or written
+    │   └── LedgerUnavailable       a shared ledger (Redis) cannot be reached; fails closed
+    ├── BudgetExceeded              a call refused because it could overspend a scope
+    └── CascadeFailed               every cascade tier failed its check, or the money ran out
 
-    BudgetWarning (UserWarning)          not an error: a scope's spend reached its warn_at level
+    BudgetWarning (UserWarning)     not an error: a scope's spend reached its warn_at level
 
 Errors carry structured fields so callers can act on them without parsing messages.
 ``BudgetExceeded`` raised inside the HTTP transport is re-raised by the provider adapters as a

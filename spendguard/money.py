@@ -6,7 +6,7 @@ from decimal import Decimal, InvalidOperation
 
 from spendguard.errors import ConfigError
 
-__all__ = ["ZERO", "MILLION", "format_usd", "parse_usd"]
+__all__ = ["MILLION", "ZERO", "format_usd", "parse_usd"]
 
 ZERO = Decimal(0)
 MILLION = Decimal(1_000_000)

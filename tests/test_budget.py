@@ -7,12 +7,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from ledger_helpers import FakeClock, call_info, settle, spend
 
 import spendguard
 from spendguard.budget import Budget, remaining_for_call, reserve_call
 from spendguard.errors import BudgetConfigError, BudgetExceeded, LedgerError
 from spendguard.ledger import open_ledger
+from tests.ledger_helpers import FakeClock, call_info, settle, spend
 
 D = Decimal
 

@@ -14,10 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
-from ledger_helpers import call_info, settle, worker
-
 from spendguard.budget import Budget, reserve_call
 from spendguard.errors import BudgetExceeded
+from tests.ledger_helpers import call_info, settle, worker
 
 D = Decimal
 WORST, ACTUAL = D("0.5"), D("0.3")

@@ -11,7 +11,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from ledger_helpers import FakeClock, call_info, settle, spend
 
 import spendguard
 from spendguard.budget import Budget, reserve_call
@@ -19,6 +18,7 @@ from spendguard.errors import BudgetExceeded, BudgetWarning, ConfigError
 from spendguard.ledger import open_ledger
 from spendguard.periods import period_key
 from spendguard.thresholds import ThresholdCrossed
+from tests.ledger_helpers import FakeClock, call_info, settle, spend
 
 D = Decimal
 

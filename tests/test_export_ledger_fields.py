@@ -8,11 +8,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from ledger_helpers import START, call_info
 
 from spendguard.ledger import Ledger, ScopeClaim, Settlement, open_ledger
 from spendguard.ledger.memory import MemoryLedger
 from spendguard.ledger.sqlite import SqliteLedger
+from tests.ledger_helpers import START, call_info
 
 D = Decimal
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ledger_helpers import START, call_info
 
 from spendguard.errors import BudgetExceeded, ConfigError, LedgerError
 from spendguard.ledger import Ledger, ScopeClaim, Settlement
 from spendguard.ledger.memory import MemoryLedger
 from spendguard.ledger.sqlite import SqliteLedger
+from tests.ledger_helpers import START, call_info
 
 D = Decimal
 LATER = START + timedelta(minutes=1)

@@ -11,7 +11,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from ledger_helpers import FakeClock, call_info, spend, worker
 
 import spendguard
 from spendguard.budget import Budget, reserve_call
@@ -20,6 +19,7 @@ from spendguard.ledger import SpendRecord, default_ledger_path, open_ledger
 from spendguard.ledger import migrations as migrations_module
 from spendguard.ledger.migrations import migrate
 from spendguard.ledger.sqlite import SqliteLedger
+from tests.ledger_helpers import FakeClock, call_info, spend, worker
 
 D = Decimal
 

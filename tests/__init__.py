@@ -1,0 +1,1 @@
+"""spendguard's test suite (a package so helpers import as ``tests.<name>``)."""
