@@ -263,6 +263,10 @@ def test_bad_settings_are_config_errors_naming_the_field() -> None:
         Emulator(latency_s=-1)
     with pytest.raises(ConfigError, match="error_rate"):
         Emulator(error_rate=2)
+    with pytest.raises(ConfigError, match="batch_error_rate"):
+        Emulator(batch_error_rate=-0.1)
+    with pytest.raises(ConfigError, match="reply_tokens"):
+        Emulator(reply_tokens=-1)
     with pytest.raises(ConfigError, match="advance"):
         ManualClock().advance(-1)
     with pytest.raises(ConfigError, match="respond"):

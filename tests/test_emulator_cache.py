@@ -204,3 +204,12 @@ def test_reset_cache_forgets_every_entry() -> None:
     _ask(client, "q1")
     emulator.reset_cache()
     assert _ask(client, "q2").cache_read_input_tokens == 0
+
+
+def test_minimum_cacheable_lengths_follow_dated_ids_and_overrides() -> None:
+    client = Emulator(clock=ManualClock()).anthropic_client()
+    assert _ask(client, "q", model="claude-haiku-4-5-20251001").cache_creation_input_tokens == 0
+    lowered = Emulator(clock=ManualClock(),
+                       anthropic_min_cacheable_tokens={"claude-haiku-4-5": 100})
+    assert _ask(lowered.anthropic_client(), "q",
+                model="claude-haiku-4-5").cache_creation_input_tokens

@@ -162,3 +162,13 @@ def test_emulate_command_refuses_a_public_host() -> None:
     result = CliRunner().invoke(main, ["emulate", "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "--allow-remote" in result.output
+
+
+def test_a_responder_bug_is_answered_with_a_500_not_a_hang() -> None:
+    def broken(prompt: object) -> str:
+        raise RuntimeError("bug in the test's responder")
+
+    with serve(Emulator(respond=broken)) as running, openai.OpenAI(
+            api_key="k", base_url=running.openai_base_url, max_retries=0) as client, \
+            pytest.raises(openai.InternalServerError, match="bug in the test"):
+        client.chat.completions.create(model="gpt-5.5", messages=USER)

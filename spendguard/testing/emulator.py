@@ -22,7 +22,13 @@ from spendguard.testing.clock import ManualClock
 from spendguard.testing.faults import Fault, FaultQueue
 from spendguard.testing.replies import Responder
 from spendguard.testing.routes import dispatch
-from spendguard.testing.state import BatchLimits, Ctx, EmulatorConfig, State
+from spendguard.testing.state import (
+    ANTHROPIC_MIN_CACHEABLE_TOKENS,
+    BatchLimits,
+    Ctx,
+    EmulatorConfig,
+    State,
+)
 from spendguard.testing.transport import EmulatorTransport
 from spendguard.testing.wire import (
     EmulatedError,
@@ -100,13 +106,11 @@ class Emulator:
         config = EmulatorConfig(
             seed=seed, latency_s=latency_s, stream_interval_s=stream_interval_s,
             respond=respond, reply_tokens=reply_tokens, openai_cache_ttl_s=openai_cache_ttl_s,
+            anthropic_min_cacheable_tokens={**ANTHROPIC_MIN_CACHEABLE_TOKENS,
+                                            **(anthropic_min_cacheable_tokens or {})},
             default_min_cacheable_tokens=default_min_cacheable_tokens,
             batch_completion_s=batch_completion_s, batch_cancel_s=batch_cancel_s,
             batch_error_rate=batch_error_rate, batch_limits=batch_limits or BatchLimits())
-        if anthropic_min_cacheable_tokens is not None:
-            merged = {**config.anthropic_min_cacheable_tokens, **anthropic_min_cacheable_tokens}
-            config = EmulatorConfig(**{**_fields(config),
-                                       "anthropic_min_cacheable_tokens": merged})
         self.clock: Callable[[], float] = clock or time.time
         manual = clock if isinstance(clock, ManualClock) else None
         self.sleep: Callable[[float], None] = sleep or (manual.sleep if manual else time.sleep)
@@ -237,10 +241,6 @@ class Emulator:
         options.setdefault("http_client", httpx2.AsyncClient(transport=self.transport()))
         return anthropic.AsyncAnthropic(**{"api_key": "emulated",
                                            "base_url": ANTHROPIC_BASE_URL, **options})
-
-
-def _fields(config: EmulatorConfig) -> dict[str, Any]:
-    return {name: getattr(config, name) for name in EmulatorConfig.__dataclass_fields__}
 
 
 def _redact(headers: Mapping[str, str]) -> dict[str, str]:

@@ -60,10 +60,6 @@ class FaultQueue:
     def clear(self) -> None:
         self._pending.clear()
 
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
     def take_request_fault(self, path: str) -> Fault | None:
         """The fault that replaces this request's response, if any (used up)."""
         for index, fault in enumerate(self._pending):

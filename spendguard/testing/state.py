@@ -6,7 +6,7 @@ holds its lock while one runs, so state here needs no locking of its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,5 +97,3 @@ class Ctx:
     def config(self) -> EmulatorConfig:
         return self.state.config
 
-
-Handler = Callable[[Ctx, dict[str, str]], Any]

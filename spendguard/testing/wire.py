@@ -20,11 +20,13 @@ __all__ = [
     "Provider",
     "WireRequest",
     "WireResponse",
+    "default_error",
     "error_response",
     "json_response",
     "normalise_path",
     "provider_for",
     "sse_frame",
+    "sse_response",
 ]
 
 Provider = Literal["openai", "anthropic"]
