@@ -94,6 +94,8 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from spendguard.anthropic_clients import Anthropic as Anthropic
+    from spendguard.anthropic_clients import AsyncAnthropic as AsyncAnthropic
     from spendguard.budget import Budget as Budget
     from spendguard.cascade_learning import Learning as Learning
     from spendguard.cascade_learning import LedgerStats as LedgerStats
@@ -113,6 +115,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.checks import check_matches as check_matches
     from spendguard.checks import check_parses as check_parses
     from spendguard.checks import check_with as check_with
+    from spendguard.clients import wrap as wrap
     from spendguard.cost import Cost as Cost
     from spendguard.cost import cost as cost
     from spendguard.errors import BudgetWarning as BudgetWarning
@@ -121,6 +124,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.ledger import open_ledger as open_ledger
     from spendguard.loop_guard import LoopGuard as LoopGuard
     from spendguard.loop_guard import loop as loop
+    from spendguard.openai_clients import AsyncOpenAI as AsyncOpenAI
+    from spendguard.openai_clients import OpenAI as OpenAI
     from spendguard.prices import ModelPrice as ModelPrice
     from spendguard.prices import PriceTable as PriceTable
     from spendguard.prices import price as price
@@ -141,24 +146,82 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.stops import stop_when as stop_when
     from spendguard.stops import stop_when_stalled as stop_when_stalled
     from spendguard.stops import stop_when_unaffordable as stop_when_unaffordable
-    from spendguard.tokens import TokenCount, count_tokens, count_tokens_exact
+    from spendguard.tokens import TokenCount as TokenCount
+    from spendguard.tokens import count_tokens as count_tokens
+    from spendguard.tokens import count_tokens_exact as count_tokens_exact
     from spendguard.usage import Usage as Usage
     from spendguard.usage import usage_from as usage_from
 
 __all__ = [
+    "Anthropic",
+    "AsyncAnthropic",
+    "AsyncOpenAI",
+    "AttemptOutcome",
+    "BreakEven",
+    "Budget",
     "BudgetConfigError",
     "BudgetExceeded",
+    "BudgetWarning",
+    "Candidate",
+    "CascadeAttempt",
+    "CascadeFailed",
+    "CascadeResult",
+    "Check",
     "ConfigError",
+    "Cost",
+    "GpuOption",
+    "Learning",
     "LedgerError",
+    "LedgerStats",
     "LedgerUnavailable",
+    "LoopGuard",
+    "MemoryStats",
+    "ModelPrice",
+    "OpenAI",
     "PriceFileError",
+    "PriceTable",
     "ProviderResponseError",
+    "SizingResult",
+    "SpendRecord",
     "SpendguardError",
+    "StopReason",
+    "TokenCount",
     "TokenizerError",
     "UnknownModelError",
     "UnsupportedEndpointError",
+    "Usage",
+    "Verdict",
     "__version__",
-    *sorted(_LAZY),
+    "acascade",
+    "always_pass",
+    "breakeven",
+    "cascade",
+    "check_all",
+    "check_any",
+    "check_judge",
+    "check_matches",
+    "check_parses",
+    "check_with",
+    "cost",
+    "count_tokens",
+    "count_tokens_exact",
+    "loop",
+    "open_ledger",
+    "price",
+    "register_prices",
+    "size_model",
+    "stop_after_seconds",
+    "stop_after_steps",
+    "stop_after_usd",
+    "stop_all",
+    "stop_any",
+    "stop_never",
+    "stop_when",
+    "stop_when_stalled",
+    "stop_when_unaffordable",
+    "tags",
+    "usage_from",
+    "wrap",
 ]
 
 

@@ -1,0 +1,55 @@
+"""The public API: flat, lazy, and cheap to import."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import spendguard
+
+INIT = Path(spendguard.__file__)
+
+
+def test_every_public_name_resolves() -> None:
+    for name in spendguard.__all__:
+        assert getattr(spendguard, name) is not None, name
+
+
+def test_all_is_a_sorted_literal_that_matches_the_lazy_table() -> None:
+    lazy = set(spendguard._LAZY)
+    assert lazy <= set(spendguard.__all__)
+    assert list(spendguard.__all__) == sorted(spendguard.__all__)
+
+
+def test_type_checkers_see_every_lazy_name() -> None:
+    tree = ast.parse(INIT.read_text())
+    seen: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            seen.update(alias.asname or alias.name for alias in node.names)
+    assert set(spendguard._LAZY) <= seen
+
+
+def test_importing_spendguard_loads_no_sdk_and_no_tokenizer() -> None:
+    code = ("import sys, spendguard; heavy = [m for m in ('openai', 'anthropic', 'tiktoken', "
+            "'httpx2', 'pydantic') if m in sys.modules]; print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == ""
+
+
+def test_building_an_openai_client_does_not_import_anthropic() -> None:
+    code = ("import sys, spendguard; spendguard.OpenAI(api_key='k'); "
+            "print('anthropic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"
+
+
+def test_a_budget_guards_an_agent_loop(tmp_path: Path) -> None:
+    budget = spendguard.Budget("1", ledger=f"sqlite:///{tmp_path / 'l.db'}")
+    guard = budget.loop(max_steps=2)
+    assert [step.index for step in guard] == [0, 1]
+    assert guard.stop_reason == spendguard.StopReason.STEPS
