@@ -126,6 +126,12 @@ class Attempt:
         decoder = ContentDecoder(None if decoded else headers.get("content-encoding"))
         try:
             body = json.loads(decoder.decode(raw) + decoder.flush())
+            if (self.call.endpoint is Endpoint.RESPONSES and isinstance(body, dict)
+                    and body.get("status") in ("queued", "in_progress")
+                    and body.get("usage") is None):
+                # background=True: billed later, out of our sight; count the worst case now.
+                self.settle_worst("background")
+                return
             usage = usage_from(self.call.provider.value, body, endpoint=self.call.endpoint.value)
         except (ValueError, SpendguardError) as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the

@@ -342,3 +342,18 @@ def test_crossing_the_warning_threshold_warns_once(ledger_url: str) -> None:
     with pytest.raises(spendguard.BudgetExceeded):
         client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, max_tokens=1000)
     assert route.call_count == 3
+
+
+@respx.mock
+def test_a_background_response_is_recorded_at_its_worst_case(ledger_url: str) -> None:
+    respx.post("https://api.openai.com/v1/responses").respond(200, json={
+        "id": "resp_1", "object": "response", "created_at": 1800000000, "status": "queued",
+        "model": "gpt-4o-mini", "output": [], "parallel_tool_calls": True,
+        "tool_choice": "auto", "tools": [], "usage": None})
+    b = budget("1", ledger_url)
+    spendguard.OpenAI(api_key="k", budget=b).responses.create(
+        model="gpt-4o-mini", input="Write a long essay", background=True,
+        max_output_tokens=1000)
+    [record] = spendguard.open_ledger(ledger_url).records()
+    assert record.status == "background"
+    assert record.actual_usd == record.estimated_usd == b.spent
