@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -54,3 +55,38 @@ def test_four_processes_on_one_budget_never_exceed_it(tmp_path: Path) -> None:
     assert shared.reserved == 0
     assert 0 < sum(sent) < 40
     assert len(list(spendguard.open_ledger(url).records())) == sum(sent)
+
+
+KILLED_MID_CALL = textwrap.dedent("""
+    import os, signal, sys
+    import httpx2
+    import spendguard
+
+    def handler(request):
+        os.kill(os.getpid(), signal.SIGKILL)  # the process dies while the call is in flight
+
+    client = spendguard.OpenAI(
+        api_key="sk-test", max_retries=0,
+        budget=spendguard.Budget("1", ledger=sys.argv[1], scope="shared"),
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    client.chat.completions.create(model="gpt-4o-mini", max_tokens=50,
+                                   messages=[{"role": "user", "content": "Say hi"}])
+""")
+
+
+def test_a_call_in_flight_when_its_process_is_killed_is_recovered(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    worker = subprocess.run([sys.executable, "-c", KILLED_MID_CALL, url], check=False,
+                            cwd=Path(__file__).parents[1])
+    assert worker.returncode == -9
+    shared = spendguard.Budget("1", ledger=url, scope="shared")
+    held = shared.reserved
+    assert held > 0 and shared.spent == 0  # still counted while it may yet be settled
+    ledger = spendguard.open_ledger(url)
+    [recovered] = ledger.recover_expired(datetime.now(UTC) + timedelta(days=1))
+    [record] = ledger.records()
+    assert record.id == recovered and record.status == "recovered"
+    assert record.actual_usd == held == shared.spent
+    assert shared.reserved == 0
+    assert ledger.verify() == []
