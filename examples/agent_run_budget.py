@@ -1,0 +1,45 @@
+"""An agent loop capped by a per-run budget: it warns at 80 % and stops at 100 %.
+
+Each run gets its own child budget under the project's monthly one; the refused call is never
+sent. ``budget.loop()`` also stops the loop when it finds nothing new.
+
+    .venv/bin/python examples/agent_run_budget.py
+"""
+
+from __future__ import annotations
+
+import _client
+
+import spendguard
+
+
+def main() -> None:
+    print(f"calls go to: {_client.where()}")
+    project = spendguard.Budget("5", scope="project:research", period="monthly",
+                                ledger=_client.ledger_url())
+    run = project.child("run:2026-11-30-a", limit_usd="0.05",
+                        on_warn=lambda event: print(f"  WARNING {event.message()}"))
+    client = _client.openai_client(budget=project)
+    history = [{"role": "system", "content": "You are a research agent."}]
+    with run:
+        guard = run.loop(max_steps=50)
+        for step in guard:
+            history.append({"role": "user", "content": f"Step {step.index}: go on."})
+            try:
+                reply = client.chat.completions.create(model="gpt-4o", messages=history,
+                                                       max_tokens=400)
+            except spendguard.BudgetExceeded as refused:
+                print(f"step {step.index}: refused before sending "
+                      f"(worst case ${refused.estimate_usd:.4f}, "
+                      f"${refused.remaining_usd:.4f} left in {refused.scope})")
+                break
+            text = reply.choices[0].message.content or ""
+            history.append({"role": "assistant", "content": text})
+            print(f"step {step.index}: run spent ${run.spent:.4f} of $0.05")
+        if guard.stop_reason is not None:
+            print(f"loop guard stopped the run: {guard.stop_detail}")
+    print(f"run total ${run.spent:.4f}; project total ${project.spent:.4f}")
+
+
+if __name__ == "__main__":
+    main()
