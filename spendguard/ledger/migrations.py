@@ -112,3 +112,55 @@ def m001_initial(db: sqlite3.Connection) -> None:
             time TEXT NOT NULL,
             PRIMARY KEY (scope, period_key, warn_usd)
         ) WITHOUT ROWID""")
+
+
+@migration
+def m002_batch_jobs(db: sqlite3.Connection) -> None:
+    # Batch jobs outlive the process that submitted them (up to the providers' 24 hours), so
+    # the job and each request's state live here: a restarted process resumes polling, settles
+    # each request's reservation once and hands each result over once. Request bodies and
+    # results are kept only while they are needed (until final / until delivered).
+    db.execute("""
+        CREATE TABLE batch_jobs (
+            id TEXT PRIMARY KEY,
+            provider TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            request_count INTEGER NOT NULL,
+            worst_usd TEXT NOT NULL,
+            provider_batch_id TEXT,
+            provider_status TEXT,
+            input_file_id TEXT,
+            submitted_at TEXT,
+            ended_at TEXT,
+            deadline TEXT,
+            fallback INTEGER NOT NULL,
+            fallback_lead_s REAL NOT NULL,
+            cancel_requested INTEGER NOT NULL,
+            counts TEXT NOT NULL,
+            note TEXT,
+            owner_pid INTEGER,
+            owner_host TEXT
+        )""")
+    db.execute("CREATE INDEX batch_jobs_created ON batch_jobs (created_at)")
+    db.execute("""
+        CREATE TABLE batch_items (
+            job_id TEXT NOT NULL,
+            custom_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            worst_usd TEXT NOT NULL,
+            holds TEXT NOT NULL,
+            hold TEXT NOT NULL,
+            state TEXT NOT NULL,
+            route TEXT NOT NULL,
+            body TEXT,
+            result TEXT,
+            usage TEXT,
+            actual_usd TEXT,
+            note TEXT,
+            delivered INTEGER NOT NULL,
+            PRIMARY KEY (job_id, custom_id)
+        ) WITHOUT ROWID""")
