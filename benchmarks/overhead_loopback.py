@@ -1,0 +1,196 @@
+"""Per-call cost over real loopback HTTP: the raw SDK, spendguard and LiteLLM's budget path.
+
+Usage (``run_all.py`` picks the peers' Python when it exists)::
+
+    /tmp/bench-venv/bin/python benchmarks/overhead_loopback.py [--rounds 300] [--quick]
+
+LiteLLM reaches OpenAI through its own client, so every variant here talks to the same
+loopback server: spendguard's emulator in a child process (``loopback.py``), answering a
+20-token reply. Variants, interleaved round-robin: the raw ``openai`` SDK; ``spendguard.OpenAI``
+with a SQLite budget; ``litellm.completion`` alone; and ``litellm.completion`` with its SDK
+budget features on, as its docs show them (``litellm.max_budget`` set, and a
+``BudgetManager`` checked before and updated after each call). Without LiteLLM in this Python,
+its rows say n/a. Non-streaming calls are timed whole; streams to the first chunk (TTFC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import openai
+from corpus import chat_messages
+from harness import (
+    add_quick,
+    fmt_ratio,
+    fmt_us,
+    markdown_table,
+    paired_overhead_s,
+    round_robin,
+    summarize,
+)
+from loopback import server_process
+from peers import NOT_INSTALLED, load_litellm
+
+import spendguard
+
+MODEL = "gpt-4o-mini"
+MAX_TOKENS = 64
+RAW = "raw openai SDK"
+Send = Callable[[list[dict[str, Any]], bool], None]
+
+
+def raw_sender(base_url: str) -> Send:
+    client = openai.OpenAI(api_key="k", base_url=base_url, max_retries=0)
+    return _sdk_sender(client)
+
+
+def spendguard_sender(base_url: str, ledger_url: str) -> Send:
+    client = spendguard.OpenAI(api_key="k", base_url=base_url, max_retries=0,
+                               budget=spendguard.Budget("1000000", ledger=ledger_url))
+    return _sdk_sender(client)
+
+
+def _sdk_sender(client: openai.OpenAI) -> Send:
+    def send(messages: list[dict[str, Any]], stream: bool) -> None:
+        sent: Any = messages  # the SDK's message TypedDicts; these are plain dicts
+        if not stream:
+            client.chat.completions.create(model=MODEL, messages=sent, max_tokens=MAX_TOKENS)
+            return
+        chunks = client.chat.completions.create(
+            model=MODEL, messages=sent, max_tokens=MAX_TOKENS, stream=True,
+            stream_options={"include_usage": True})
+        next(iter(chunks))
+        _FIRST.append(time.perf_counter())
+        for _ in chunks:
+            pass
+    return send
+
+
+_FIRST: list[float] = []  # when the current stream yielded its first chunk
+
+
+def litellm_sender(litellm: Any, base_url: str, *, budgeted: bool) -> Send:
+    manager = None
+    if budgeted:
+        manager = litellm.BudgetManager(project_name="spendguard-bench")
+        manager.create_budget(total_budget=1_000_000.0, user="bench")
+
+    def send(messages: list[dict[str, Any]], stream: bool) -> None:
+        # max_budget is a module global: each variant sets its own before its call.
+        litellm.max_budget = 1_000_000.0 if budgeted else 0.0
+        if manager is not None and manager.get_current_cost("bench") > \
+                manager.get_total_budget("bench"):
+            raise RuntimeError("over budget")  # never: the budget is huge
+        options: dict[str, Any] = {"model": f"openai/{MODEL}", "api_base": base_url,
+                                   "api_key": "k", "messages": messages,
+                                   "max_tokens": MAX_TOKENS, "num_retries": 0}
+        if not stream:
+            reply = litellm.completion(**options)
+        else:
+            chunks = litellm.completion(**options, stream=True,
+                                        stream_options={"include_usage": True})
+            iterator = iter(chunks)
+            next(iterator)
+            _FIRST.append(time.perf_counter())
+            for _ in iterator:
+                pass
+            reply = litellm.stream_chunk_builder(chunks.chunks, messages=messages)
+        if manager is not None:
+            manager.update_cost(completion_obj=reply, user="bench")
+    return send
+
+
+class Rounds:
+    """Every variant sends the same request in a round; a new one each round."""
+
+    def __init__(self, variants: int) -> None:
+        self.variants = variants
+        self.calls = 0
+        self.index = 0
+
+    def messages(self) -> list[dict[str, Any]]:
+        self.calls += 1
+        if self.calls > self.variants:
+            self.calls, self.index = 1, self.index + 1
+        return chat_messages(self.index, user_words=40)
+
+
+def timed(send: Send, rounds: Rounds, *, stream: bool) -> Callable[[], float]:
+    def one() -> float:
+        messages = rounds.messages()
+        start = time.perf_counter()
+        send(messages, stream)
+        return (_FIRST.pop() if stream else time.perf_counter()) - start
+    return one
+
+
+def table_rows(scenario: str, samples: dict[str, list[float]]) -> list[list[str]]:
+    raw = samples[RAW]
+    raw_median = summarize(raw).median_s
+    rows = []
+    for name, values in samples.items():
+        summary = summarize(values)
+        added = "—" if name == RAW else fmt_us(paired_overhead_s(values, raw))
+        rows.append([scenario, name, fmt_us(summary.median_s), fmt_us(summary.p99_s), added,
+                     fmt_ratio(summary.median_s / raw_median)])
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=20)
+    add_quick(parser)
+    args = parser.parse_args(argv)
+    rounds, warmup = (5, 2) if args.quick else (args.rounds, args.warmup)
+    litellm = load_litellm()
+    rows: list[list[str]] = []
+    with tempfile.TemporaryDirectory(prefix="spendguard-bench-") as folder, \
+            server_process(reply_tokens=20) as base_url:
+        previous = os.getcwd()
+        os.chdir(folder)  # BudgetManager writes user_cost.json into the working directory
+        try:
+            senders: dict[str, Send] = {
+                RAW: raw_sender(base_url),
+                "spendguard, SQLite ledger": spendguard_sender(
+                    base_url, f"sqlite:///{Path(folder) / 'ledger.db'}"),
+            }
+            if litellm is not None:
+                senders["litellm.completion"] = litellm_sender(litellm, base_url,
+                                                               budgeted=False)
+                senders["litellm + max_budget + BudgetManager"] = litellm_sender(
+                    litellm, base_url, budgeted=True)
+            for scenario, stream in (("non-streaming", False), ("stream: first chunk", True)):
+                state = Rounds(len(senders))
+                samples = round_robin({name: timed(send, state, stream=stream)
+                                       for name, send in senders.items()},
+                                      rounds=rounds, warmup=warmup)
+                rows += table_rows(scenario, samples)
+                if litellm is None:
+                    rows += [[scenario, name, NOT_INSTALLED, "", "", ""]
+                             for name in ("litellm.completion",
+                                          "litellm + max_budget + BudgetManager")]
+        finally:
+            os.chdir(previous)
+    version = "" if litellm is None else f", litellm {_version('litellm')}"
+    print(f"Per-call time over loopback HTTP to the emulator ({MODEL}, 20-token replies, "
+          f"{rounds} rounds after {warmup} warm-up, round-robin{version})\n")
+    print(markdown_table(["scenario", "client", "median", "p99", "added (paired median)",
+                          "median ratio"], rows))
+    return 0
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
