@@ -13,6 +13,7 @@
     ├── LedgerError                 the ledger cannot be opened, migrated or written
     │   └── LedgerUnavailable       a shared ledger (Redis) cannot be reached; fails closed
     ├── BudgetExceeded              a call refused because it could overspend a scope
+    ├── BatchRequestFailed          a deferred (batch) request errored, expired or was refused
     └── CascadeFailed               every cascade tier failed its check, or the money ran out
 
     BudgetWarning (UserWarning)     not an error: a scope's spend reached its warn_at level
@@ -26,14 +27,15 @@ retrying it. We never subclass the HTTP library's exceptions: the SDKs retry tho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from spendguard.cascading import CascadeAttempt
 
 __all__ = [
+    "BatchRequestFailed",
     "BudgetConfigError",
     "BudgetExceeded",
     "BudgetWarning",
@@ -143,6 +145,21 @@ class BudgetExceeded(SpendguardError):
     def remaining_usd(self) -> Decimal:
         """What the scope had left when the call was refused (USD)."""
         return self.limit_usd - self.spent_usd - self.reserved_usd
+
+
+class BatchRequestFailed(SpendguardError):
+    """A deferred request got no response: it errored, expired, was cancelled, or was refused."""
+
+    def __init__(self, message: str, *, custom_id: str, status: str, route: str,
+                 error: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.custom_id = custom_id
+        self.status = status
+        """``"errored"``, ``"expired"``, ``"cancelled"`` or ``"refused"`` (by the budget)."""
+        self.route = route
+        """``"batch"`` or ``"fallback"`` (an ordinary call made after the batch ran late)."""
+        self.error = error
+        """The provider's error body, when it sent one."""
 
 
 class CascadeFailed(SpendguardError):
