@@ -45,6 +45,7 @@ __all__ = [
 _BACKENDS: dict[str, str] = {
     "sqlite": "spendguard.ledger.sqlite:open_sqlite",
     "memory": "spendguard.ledger.memory:MemoryLedger",
+    "redis": "spendguard.ledger.redis:open_redis", "rediss": "spendguard.ledger.redis:open_redis",
 }
 _RECENT_MAX = 8
 

@@ -1,0 +1,118 @@
+"""A Redis ledger's connection: runs its scripts, with bounded timeouts, and names failures.
+
+redis-py is imported here, when a ``redis://`` ledger is first opened, never before. Every
+failure to reach the server — refused, timed out, reset, read-only after a failover — becomes
+:class:`LedgerUnavailable` naming the URL with its password masked; anything else Redis
+answers with becomes :class:`LedgerError`. A dropped connection is retried once at once
+(a server restart leaves stale pooled connections); a timeout is not retried, so one operation
+waits at most about twice the URL's ``timeout``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from spendguard.errors import ConfigError, LedgerError, LedgerUnavailable
+from spendguard.ledger import redis_scripts
+from spendguard.ledger.redis_options import RedisOptions
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["SCHEMA", "RedisSession"]
+
+SCHEMA = "1"
+_SCRIPTS = {"reserve": redis_scripts.RESERVE, "settle": redis_scripts.SETTLE,
+            "release": redis_scripts.RELEASE, "adjust": redis_scripts.ADJUST,
+            "recover": redis_scripts.RECOVER, "import": redis_scripts.IMPORT}
+T = TypeVar("T")
+
+
+class RedisSession:
+    """The client, scripts and health of one Redis ledger in this process."""
+
+    def __init__(self, options: RedisOptions) -> None:
+        try:
+            import redis  # noqa: PLC0415 - optional dependency, loaded on first use
+            from redis.backoff import NoBackoff  # noqa: PLC0415
+            from redis.retry import Retry  # noqa: PLC0415
+        except ImportError:
+            raise ConfigError(f"ledger: {options.url!r} needs the redis package; install it "
+                              f"with pip install 'spendguard-llm[redis]'") from None
+        self.options = options
+        self.prefix = options.prefix
+        self._redis = redis
+        self.client: redis.Redis = redis.Redis(
+            host=options.host, port=options.port, db=options.db, username=options.username,
+            password=options.password, ssl=options.tls,
+            socket_connect_timeout=options.connect_timeout_s,
+            socket_timeout=options.reply_timeout_s, decode_responses=True,
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+            client_name="spendguard")
+        self._scripts = {name: self.client.register_script(source)
+                         for name, source in _SCRIPTS.items()}
+        self._schema_checked = False
+        self._lock = threading.Lock()
+        self._rest_until = 0.0
+
+    def run(self, name: str, args: list[str]) -> list[str]:
+        """Run script ``name`` with the prefix and ``args``; its reply as a list of strings."""
+        reply = self.read(lambda client: self._scripts[name](args=[self.prefix, *args],
+                                                             client=client))
+        return [str(part) for part in reply]
+
+    def read(self, operation: Callable[[redis.Redis], T]) -> T:
+        """Run ``operation`` on the client, failures mapped to spendguard's errors."""
+        redis = self._redis
+        try:
+            if not self._schema_checked:
+                self._check_schema()
+            result = operation(self.client)
+        except redis.AuthenticationError as exc:
+            raise LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
+                              f"{self._clean(exc)}; check the user and password in the "
+                              f"URL") from exc
+        except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError) as exc:
+            self._rest()
+            raise LedgerUnavailable(
+                f"Redis ledger {self.options.url} is unreachable ({type(exc).__name__}: "
+                f"{self._clean(exc)}); spendguard fails closed and refuses calls it cannot "
+                f"record. Start or fix Redis, or opt into fail-open with "
+                f"'?fail_open=1&local_cap_usd=N' in the URL", url=self.options.url) from exc
+        except redis.RedisError as exc:
+            raise LedgerError(f"Redis ledger {self.options.url} failed: "
+                              f"{self._clean(exc)}") from exc
+        self._rest_until = 0.0
+        return result
+
+    def resting(self) -> bool:
+        """In fail-open mode: whether Redis failed less than ``retry_s`` ago (don't wait on it)."""
+        return self.options.fail_open and time.monotonic() < self._rest_until
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _rest(self) -> None:
+        if self.options.fail_open:
+            self._rest_until = time.monotonic() + self.options.retry_s
+
+    def _check_schema(self) -> None:
+        key = f"{self.prefix}meta"
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hsetnx(key, "schema", SCHEMA)
+        pipe.hget(key, "schema")
+        found: Any = pipe.execute()[1]
+        if found != SCHEMA:
+            raise LedgerError(f"Redis ledger {self.options.url} (prefix {self.prefix!r}) has "
+                              f"schema {found!r}, written by another spendguard version; this "
+                              f"one reads schema {SCHEMA}")
+        self._schema_checked = True
+
+    def _clean(self, exc: BaseException) -> str:
+        text = str(exc)
+        if self.options.password:
+            text = text.replace(self.options.password, "***")
+        return text

@@ -1,0 +1,187 @@
+"""Helpers for the Redis ledger tests: the shared server, throwaway servers, worker processes.
+
+Tests use the Redis server on 127.0.0.1:6379 (CI starts one) under a prefix of their own,
+deleted afterwards; without a server they are skipped, saying how to start one. A test that
+kills Redis never touches that server: it starts its own on a free port.
+
+Run as a script, this file is a worker process sharing a Redis ledger with the tests:
+``spend URL SCOPE LIMIT WORST ACTUAL CALLS THREADS`` prints ``ready``, waits for a line on
+stdin, then makes CALLS calls in each of THREADS threads (reserve WORST, check that the scope
+never holds more than LIMIT, settle ACTUAL) and prints a JSON summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_HOST, SHARED_PORT = "127.0.0.1", 6379
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+requires_redis = pytest.mark.skipif(
+    not _reachable(SHARED_HOST, SHARED_PORT),
+    reason="no Redis server on 127.0.0.1:6379; start one with `redis-server --daemonize yes "
+           "--bind 127.0.0.1 --port 6379 --save '' --appendonly no` (CI starts one)")
+requires_redis_server_binary = pytest.mark.skipif(
+    shutil.which("redis-server") is None,
+    reason="redis-server is not installed; these tests start and kill a Redis of their own")
+
+
+def drop_prefix(prefix: str, port: int = SHARED_PORT) -> None:
+    """Delete every key under ``prefix`` (a test's own namespace)."""
+    import redis
+
+    client = redis.Redis(host=SHARED_HOST, port=port, socket_timeout=5)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+def ledger_url(prefix: str, port: int = SHARED_PORT, **options: str) -> str:
+    query = "&".join(f"{key}={value}" for key, value in {"prefix": prefix, **options}.items())
+    return f"redis://{SHARED_HOST}:{port}/0?{query}"
+
+
+# Fixtures, named apart from their functions so a test module can import them (pytest finds
+# them there) and still name the fixture as a parameter.
+@pytest.fixture(name="redis_prefix")
+def fixture_redis_prefix() -> Iterator[str]:
+    """A key prefix of this test's own on the shared server, deleted afterwards."""
+    prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    drop_prefix(prefix)
+
+
+@pytest.fixture(name="redis_url")
+def fixture_redis_url(redis_prefix: str) -> str:
+    """A Redis ledger URL under this test's own prefix on the shared server."""
+    return ledger_url(redis_prefix, timeout="2")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((SHARED_HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class ThrowawayRedis:
+    """A Redis server of this test's own, on a free port, that the test may kill and restart."""
+
+    def __init__(self, directory: Path, *, persistent: bool = False) -> None:
+        self.port = free_port()
+        self.directory = directory
+        self.persistent = persistent
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        storage = (["--appendonly", "yes", "--appendfsync", "always"] if self.persistent
+                   else ["--appendonly", "no"])
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", SHARED_HOST, "--save", "",
+             *storage, "--dir", str(self.directory)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self._wait_for("Ready to accept connections")
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye to the clients, as when a machine dies."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=10)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+        self.process = None
+
+    def _wait_for(self, line: str, within_s: float = 10.0) -> None:
+        # Read the server's log until it says it is ready: an event, not a guessed delay.
+        assert self.process is not None and self.process.stdout is not None
+        deadline = time.monotonic() + within_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            seen = []
+            while time.monotonic() < deadline:
+                if not selector.select(timeout=deadline - time.monotonic()):
+                    break
+                text = self.process.stdout.readline()
+                if not text:
+                    break
+                seen.append(text)
+                if line in text:
+                    return
+        raise AssertionError(f"redis-server on port {self.port} did not start:\n"
+                             + "".join(seen))
+
+
+def redis_worker(*args: str) -> subprocess.Popen[str]:
+    """Start this file as a worker process with ``args`` in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.Popen([sys.executable, __file__, *args], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def _spend(url: str, scope: str, limit: str, worst: str, actual: str, calls: str,
+           threads: str) -> None:
+    from spendguard.budget import Budget, CallInfo, reserve_call
+    from spendguard.errors import BudgetExceeded
+
+    info = CallInfo(provider="openai", model="gpt-test", endpoint="chat")
+    budget = Budget(limit, scope=scope, ledger=url, warn_at=None)
+    counts = {"granted": 0, "refused": 0, "violations": 0}
+    lock = threading.Lock()
+
+    def run() -> None:
+        for _ in range(int(calls)):
+            try:
+                reservation = reserve_call(budget, Decimal(worst), call=info)
+            except BudgetExceeded:
+                with lock:
+                    counts["refused"] += 1
+                continue
+            over = budget.totals().committed_usd > budget.limit_usd
+            reservation.settle(actual_usd=Decimal(actual), tokens={"output": 1},
+                               usage_estimated=False, table_version="t", latency_s=0.0)
+            with lock:
+                counts["granted"] += 1
+                counts["violations"] += over
+
+    print("ready", flush=True)
+    sys.stdin.readline()
+    pool = [threading.Thread(target=run) for _ in range(int(threads))]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    print(json.dumps(counts), flush=True)
+
+
+if __name__ == "__main__":
+    mode, *arguments = sys.argv[1:]
+    if mode != "spend":
+        raise SystemExit(f"unknown mode {mode!r}")
+    _spend(*arguments)
