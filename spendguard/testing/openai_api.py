@@ -1,7 +1,8 @@
 """OpenAI Chat Completions and Embeddings, as the ``openai`` SDK expects them on the wire.
 
 ``prompt_tokens`` includes ``cached_tokens`` (OpenAI's convention); ``completion_tokens``
-includes reasoning tokens. Caching is automatic for prompts of 1,024 tokens or more.
+includes reasoning tokens. Caching is automatic for prompts of 1,024 tokens or more; a cached
+prefix may end after any content part, not only after a whole message.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from typing import Any
 from spendguard.testing.counting import input_tokens
 from spendguard.testing.generation import Generation, generate, output_cap, require_model
 from spendguard.testing.openai_stream import chat_frames
-from spendguard.testing.prompt_cache import CacheUse, openai_cached_tokens
+from spendguard.testing.prompt_cache import (
+    CacheUse,
+    cut_messages,
+    message_segments,
+    openai_cached_tokens,
+)
 from spendguard.testing.state import Ctx, State
 from spendguard.testing.wire import EmulatedError, WireResponse, json_response, sse_response
 
@@ -83,12 +89,15 @@ def run_chat(state: State, body: dict[str, Any], now_s: float) -> Generation:
         raise EmulatedError(400, "Missing required parameter: 'messages'.", param="messages",
                             code="missing_required_parameter")
     tools = list(body.get("tools") or [])
-    segments = [*tools, *messages]
+    pieces, spots = message_segments(messages)
+    segments = [*tools, *pieces]
 
     def prefix_body(position: int) -> dict[str, Any]:
         cut = position + 1
-        return {"model": model, "tools": tools[:cut],
-                "messages": messages[:max(cut - len(tools), 0)]}
+        if cut <= len(tools):
+            return {"model": model, "tools": tools[:cut], "messages": []}
+        return {"model": model, "tools": tools,
+                "messages": cut_messages(messages, spots[cut - len(tools) - 1])}
 
     n = body.get("n") or 1
     if not isinstance(n, int) or n < 1:

@@ -13,6 +13,7 @@ from spendguard.testing.counting import input_tokens
 from spendguard.testing.generation import Generation, generate, output_cap, require_model
 from spendguard.testing.openai_api import openai_cache, service_tier
 from spendguard.testing.openai_stream import responses_frames
+from spendguard.testing.prompt_cache import cut_messages, message_segments
 from spendguard.testing.state import Ctx, State
 from spendguard.testing.wire import EmulatedError, WireResponse, json_response, sse_response
 
@@ -35,7 +36,7 @@ def _input_items(state: State, body: dict[str, Any]) -> list[Any]:
 
 
 def _prompt(state: State, body: dict[str, Any]) -> tuple[str, dict[str, Any], list[Any]]:
-    """The model, the prompt as the model sees it, and its cacheable segments in order."""
+    """The model, the prompt as the model sees it, and its head (tools, instructions)."""
     model = require_model(body)
     items = _input_items(state, body)
     counted = {"model": model, "input": items}
@@ -44,18 +45,21 @@ def _prompt(state: State, body: dict[str, Any]) -> tuple[str, dict[str, Any], li
             counted[name] = body[name]
     tools = list(body.get("tools") or [])
     head = [*tools, *([{"instructions": body["instructions"]}] if body.get("instructions") else [])]
-    return model, counted, [*head, *items]
+    return model, counted, head
 
 
 def _run(state: State, body: dict[str, Any], now_s: float) -> tuple[Generation, list[Any]]:
-    model, counted, segments = _prompt(state, body)
+    model, counted, head = _prompt(state, body)
     tools = list(body.get("tools") or [])
-    head_length = len(segments) - len(counted["input"])
+    pieces, spots = message_segments(counted["input"])
+    segments = [*head, *pieces]
+    head_length = len(head)
 
     def prefix_body(position: int) -> dict[str, Any]:
         cut = position + 1
-        prefix: dict[str, Any] = {"model": model, "tools": tools[:cut],
-                                  "input": counted["input"][:max(cut - head_length, 0)]}
+        items = cut_messages(counted["input"], spots[cut - head_length - 1]) \
+            if cut > head_length else []
+        prefix: dict[str, Any] = {"model": model, "tools": tools[:cut], "input": items}
         if cut > len(tools) and body.get("instructions"):
             prefix["instructions"] = body["instructions"]
         return prefix

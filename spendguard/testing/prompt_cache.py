@@ -18,7 +18,8 @@ from typing import Any
 
 from spendguard.testing.wire import EmulatedError
 
-__all__ = ["CacheUse", "PromptCache", "anthropic_cache_use", "openai_cached_tokens"]
+__all__ = ["CacheUse", "PromptCache", "anthropic_cache_use", "cut_messages", "message_segments",
+           "openai_cached_tokens"]
 
 ANTHROPIC_TTL_S = {"5m": 300.0, "1h": 3600.0}
 ANTHROPIC_MAX_BREAKPOINTS = 4
@@ -131,6 +132,37 @@ def anthropic_cache_use(cache: PromptCache, *, root: str, blocks: Sequence[dict[
         covered = tokens
         cache.write(hashes[point], now_s, ANTHROPIC_TTL_S[ttl])
     return CacheUse(read, written["5m"], written["1h"])
+
+
+def message_segments(messages: Sequence[Any]) -> tuple[list[Any], list[tuple[int, int | None]]]:
+    """OpenAI messages as cacheable segments, and where each one ends.
+
+    OpenAI matches prefixes token by token, so a prefix may end inside a message: a message
+    whose content is a list of parts is one segment per part (the first carries the role);
+    any other message is one segment.
+    """
+    segments: list[Any] = []
+    spots: list[tuple[int, int | None]] = []
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or not content:
+            segments.append(message)
+            spots.append((index, None))
+            continue
+        head = {k: v for k, v in message.items() if k != "content"}
+        for position, part in enumerate(content):
+            segments.append({"message": head, "part": part} if position == 0 else part)
+            spots.append((index, position))
+    return segments, spots
+
+
+def cut_messages(messages: Sequence[Any], spot: tuple[int, int | None]) -> list[Any]:
+    """The messages up to and including the segment at ``spot``."""
+    index, position = spot
+    message = messages[index]
+    if position is not None:
+        message = {**message, "content": message["content"][:position + 1]}
+    return [*messages[:index], message]
 
 
 def openai_cached_tokens(cache: PromptCache, *, root: str, segments: Sequence[Any],
