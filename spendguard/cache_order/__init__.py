@@ -1,0 +1,10 @@
+"""Cache ordering, in parts: the public names are in :mod:`spendguard.caching`.
+
+- ``layout``: a prompt's cacheable slots in render order, and prefixes cut at a slot;
+- ``volatile``: values (timestamps, uuids, ids) that break a cached prefix;
+- ``arrange``: stable content first, without changing what the request says;
+- ``policy``: TTL and pay-back arithmetic over prices;
+- ``marks``: Anthropic breakpoints, OpenAI keys and breakpoints;
+- ``kind``: which provider and endpoint a bare body is for;
+- ``stats``: hit rate and savings measured from returned usage and the ledger.
+"""

@@ -1,0 +1,133 @@
+"""A request's prompt as the provider renders it: cacheable slots in order, each with a path.
+
+Both providers cache exact prefixes of the rendered prompt, in the order tools → system
+(instructions) → messages. A *slot* is the smallest piece a prefix can end on: one tool, one
+system block, one content block (or a whole message whose content is a string). Planning hashes
+slots to find prefixes shared across requests; cache ordering places breakpoints on them.
+Nothing here changes a body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Slot", "describe", "identity", "prefix_body", "slots"]
+
+Path = tuple[Any, ...]
+_MARKERS = frozenset({"cache_control", "prompt_cache_breakpoint"})
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One cacheable piece of a prompt.
+
+    ``path`` addresses it in the body: ``("tools", 2)``, ``("system", 0)``,
+    ``("messages", 1, 0)`` (block 0 of message 1), ``("messages", 1, None)`` (a message whose
+    content is a string), ``("instructions",)``, ``("input", 0, 1)``. ``value`` is what the
+    provider renders there, without cache markers.
+    """
+
+    path: Path
+    value: Any
+    role: str | None = None
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if k not in _MARKERS}
+    return value
+
+
+def _message_slots(field: str, messages: Any) -> list[Slot]:
+    found: list[Slot] = []
+    if isinstance(messages, str):  # Responses: input as one string is one user message
+        return [Slot((field, None, None), {"role": "user", "content": messages}, "user")]
+    for index, message in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(message, Mapping):
+            found.append(Slot((field, index, None), message))
+            continue
+        role = message.get("role") if isinstance(message.get("role"), str) else None
+        content = message.get("content")
+        if isinstance(content, list) and content:
+            # The role frames the message's first block: a block is identified with it.
+            for position, block in enumerate(content):
+                value = _strip(block)
+                if position == 0:
+                    value = {"role": role, "block": value}
+                found.append(Slot((field, index, position), value, role))
+        else:
+            found.append(Slot((field, index, None), _strip(message), role))
+    return found
+
+
+def slots(provider: str, endpoint: str, body: Mapping[str, Any]) -> list[Slot]:
+    """The cacheable slots of a request body, in the order the provider renders them."""
+    if endpoint == "embeddings":
+        return []
+    found = [Slot(("tools", i), _strip(tool)) for i, tool in enumerate(body.get("tools") or [])]
+    if provider == "anthropic":
+        system = body.get("system")
+        if isinstance(system, str) and system:
+            found.append(Slot(("system", None), {"type": "text", "text": system}))
+        elif isinstance(system, list):
+            found += [Slot(("system", i), _strip(b)) for i, b in enumerate(system)]
+        return found + _message_slots("messages", body.get("messages"))
+    if endpoint == "responses":
+        if body.get("instructions"):
+            found.append(Slot(("instructions",), {"instructions": body["instructions"]}))
+        return found + _message_slots("input", body.get("input"))
+    return found + _message_slots("messages", body.get("messages"))
+
+
+def identity(value: Any) -> Any:
+    """A hashable form of a JSON value: equal for equal content, whatever the key order."""
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), identity(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("[", *(identity(item) for item in value))
+    return value
+
+
+def prefix_body(body: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """The body cut just after the slot at ``path`` (what a cache entry there holds)."""
+    cut: dict[str, Any] = {"model": body.get("model")}
+    head = path[0]
+    order: Sequence[str] = ("tools", "system", "instructions", "messages", "input")
+    for field in order:
+        if field not in body or body[field] in (None, ""):
+            continue
+        if field != head:
+            if order.index(field) > order.index(head):
+                break
+            cut[field] = body[field]
+            continue
+        value = body[field]
+        if len(path) == 1 or isinstance(value, str) or path[1] is None:
+            cut[field] = value
+        elif field in ("tools", "system"):
+            cut[field] = value[:path[1] + 1]
+        else:
+            index, position = path[1], path[2]
+            messages = list(value[:index])
+            message = value[index]
+            if position is not None and isinstance(message, Mapping):
+                message = {**message, "content": message["content"][:position + 1]}
+            cut[field] = [*messages, message]
+        break
+    if head in ("messages", "input") or "messages" in cut or "input" in cut:
+        return cut
+    # A prefix that ends before the messages still needs the field the counter walks.
+    cut["input" if "instructions" in body or "input" in body else "messages"] = []
+    return cut
+
+
+def describe(path: Path) -> str:
+    """A slot's path for people: ``tools[2]``, ``system[0]``, ``messages[1].content[0]``."""
+    text = str(path[0])
+    if len(path) > 1 and path[1] is not None:
+        text += f"[{path[1]}]"
+    if len(path) > 2 and path[2] is not None:
+        text += f".content[{path[2]}]"
+    return text

@@ -1,0 +1,237 @@
+"""Cache markers on an arranged request: Anthropic breakpoints, OpenAI keys and breakpoints.
+
+The *stable prefix* of a request is every slot from the start up to the first one that is
+neither a tool, nor stable system text, nor a stable block at the start of the first user
+message (see :mod:`spendguard.cache_order.arrange`). It can end at two useful places: after
+tools and system (shared by every request of a kind) and after the shared documents. Those are
+the breakpoint candidates; one under the model's minimum cacheable length is skipped (the API
+would silently not cache it, and the slot is better kept). A per-request tail is never marked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spendguard.cache_order.arrange import is_stable_block
+from spendguard.cache_order.layout import Path, Slot, describe, identity, slots
+from spendguard.cache_order.policy import choose_ttl, min_cacheable_tokens, pays_back
+from spendguard.cache_order.volatile import has_volatile
+from spendguard.prices import ModelPrice
+
+__all__ = ["MAX_BREAKPOINTS", "Marked", "existing_breakpoints", "mark", "stable_ends"]
+
+MAX_BREAKPOINTS = 4
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+PrefixTokens = Callable[[Path], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Marked:
+    """A body with its cache markers, and what was decided."""
+
+    body: dict[str, Any]
+    breakpoints: tuple[Path, ...]
+    """Slots that carry a marker now (the caller's and the added ones)."""
+    prompt_cache_key: str | None
+    ttl: str | None
+    notes: tuple[str, ...]
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return " ".join(_text_of(v) for k, v in value.items() if k != "data")
+    if isinstance(value, list | tuple):
+        return " ".join(_text_of(v) for v in value)
+    return value if isinstance(value, str) else ""
+
+
+def stable_ends(provider: str, endpoint: str, body: Mapping[str, Any],
+                shared: Collection[Any] = ()) -> tuple[int | None, int | None, Path | None]:
+    """Where the stable prefix ends: the slot index after tools + system, the one after the
+    shared documents at the start of the first user message (None where there is none), and
+    the path of a volatile head slot that cut it short (None if none did)."""
+    found = slots(provider, endpoint, body)
+    head: int | None = None
+    for index, slot in enumerate(found):
+        head_slot = slot.path[0] in ("tools", "system", "instructions") or (
+            slot.role in _SYSTEM_ROLES)
+        if not head_slot:
+            return head, _documents_end(found, index, shared), None
+        if has_volatile(_text_of(slot.value)):
+            return head, None, slot.path
+        head = index
+    return head, None, None
+
+
+def _documents_end(found: list[Slot], start: int, shared: Collection[Any]) -> int | None:
+    first = found[start]
+    if first.role != "user" or len(first.path) < 3 or first.path[2] is None:
+        return None
+    end = None
+    for index in range(start, len(found)):
+        slot = found[index]
+        if slot.path[:2] != first.path[:2]:
+            break
+        block = slot.value["block"] if slot.path[2] == 0 else slot.value
+        if not is_stable_block(block, shared) or has_volatile(_text_of(block)):
+            break
+        end = index
+    return end
+
+
+def existing_breakpoints(body: Mapping[str, Any], found: list[Slot]) -> list[tuple[int, str]]:
+    """``(slot index, TTL)`` of the Anthropic cache markers a body carries, in prompt order."""
+    marks = []
+    for index, slot in enumerate(found):
+        block = _at(body, slot.path)
+        control = block.get("cache_control") if isinstance(block, Mapping) else None
+        if isinstance(control, Mapping):
+            marks.append((index, str(control.get("ttl") or "5m")))
+    if isinstance(body.get("cache_control"), Mapping) and found:
+        marks.append((len(found) - 1, str(body["cache_control"].get("ttl") or "5m")))
+    return marks
+
+
+def _at(body: Mapping[str, Any], path: Path) -> Any:
+    value: Any = body.get(path[0])
+    for key in path[1:]:
+        if key is None:
+            return value
+        if isinstance(value, Mapping):
+            value = value.get("content")
+        value = value[key] if isinstance(value, list) and key < len(value) else None
+    return value
+
+
+def _put(body: dict[str, Any], path: Path, key: str, marker: Mapping[str, Any]) -> bool:
+    """Set ``key: marker`` on the block at ``path``, turning a string into one text block."""
+    field = path[0]
+    if field == "tools":
+        tools = list(body[field])
+        tools[path[1]] = {**tools[path[1]], key: dict(marker)}
+        body[field] = tools
+        return True
+    if field == "system":
+        system = body["system"]
+        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        index = 0 if path[1] is None else path[1]
+        blocks[index] = {**blocks[index], key: dict(marker)}
+        body["system"] = blocks
+        return True
+    if field not in ("messages", "input") or path[1] is None:
+        return False  # Responses instructions and string input cannot carry a marker
+    messages = list(body[field])
+    message = dict(messages[path[1]])
+    content: Any = message.get("content")
+    text_type = "input_text" if field == "input" else "text"
+    blocks = [{"type": text_type, "text": content}] if isinstance(content, str) else list(content)
+    position = 0 if path[2] is None else path[2]
+    block = blocks[position]
+    if key == "prompt_cache_breakpoint" and block.get("type") not in ("text", "input_text"):
+        return False  # OpenAI takes breakpoints on text parts only
+    blocks[position] = {**block, key: dict(marker)}
+    message["content"] = blocks
+    messages[path[1]] = message
+    body[field] = messages
+    return True
+
+
+def _candidates(ends: tuple[int | None, int | None], found: list[Slot],
+                prefix_tokens: PrefixTokens, minimum: int, notes: list[str]) -> list[int]:
+    chosen, skipped = [], []
+    for end in ends:
+        if end is None or end in chosen:
+            continue
+        tokens = prefix_tokens(found[end].path)
+        if tokens < minimum:
+            skipped.append(f"no breakpoint after {describe(found[end].path)}: the prefix is "
+                           f"about {tokens} tokens, under the model's {minimum}-token minimum")
+            continue
+        chosen.append(end)
+    if not chosen:  # a short head before a long document needs no explaining
+        notes += skipped
+    return chosen
+
+
+def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
+         model_price: ModelPrice | None, prefix_tokens: PrefixTokens,
+         shared: Collection[Any] = (), reuses: int | None = None,
+         reuse_gap_s: float | None = None, cache_key: bool = True) -> Marked:
+    """Add cache markers to an arranged body; ``reuses`` and ``reuse_gap_s`` are how many
+    later requests read the prefix and how far apart (None: unknown, one reuse assumed)."""
+    out = dict(body)
+    notes: list[str] = []
+    found = slots(provider, endpoint, out)
+    ttl = choose_ttl(provider, endpoint, reuse_gap_s)
+    if ttl is None:
+        notes.append(f"not cached: reuses {reuse_gap_s:.0f} s apart outlive every TTL")
+        return Marked(out, (), None, None, tuple(notes))
+    if model_price is not None and not pays_back(model_price, ttl, reuses):
+        notes.append(f"not cached: {reuses or 0} expected reuse(s) do not pay back a {ttl} "
+                     f"cache write")
+        return Marked(out, (), None, None, tuple(notes))
+    head, documents, blocked = stable_ends(provider, endpoint, out, shared)
+    if blocked is not None:
+        notes.append(f"the cacheable prefix stops at {describe(blocked)}: it holds a value that "
+                     "changes per request, so nothing after it is read from the cache (move it "
+                     "to the end of the last user message, or leave it out)")
+    minimum = min_cacheable_tokens(model_price)
+    chosen = _candidates((head, documents), found, prefix_tokens, minimum, notes)
+    if provider == "anthropic":
+        return _anthropic(out, found, chosen, ttl, notes)
+    return _openai(out, found, chosen, ttl, model_price, cache_key, notes)
+
+
+def _anthropic(body: dict[str, Any], found: list[Slot], chosen: list[int], ttl: str,
+               notes: list[str]) -> Marked:
+    existing = existing_breakpoints(body, found)
+    marked = {index for index, _ in existing}
+    points = list(existing)
+    for index in chosen:
+        if index in marked:
+            continue
+        if len(points) >= MAX_BREAKPOINTS:
+            notes.append(f"no breakpoint after {describe(found[index].path)}: the request "
+                         f"already has {MAX_BREAKPOINTS}")
+            continue
+        here = ttl
+        # 1-hour entries must come before 5-minute ones in the prompt.
+        if here == "1h" and any(t == "5m" and i < index for i, t in points):
+            here = "5m"
+        if here == "5m" and any(t == "1h" and i > index for i, t in points):
+            continue
+        marker = {"type": "ephemeral"} if here == "5m" else {"type": "ephemeral", "ttl": here}
+        if _put(body, found[index].path, "cache_control", marker):
+            points.append((index, here))
+    paths = tuple(found[i].path for i, _ in sorted(points) if i < len(found))
+    return Marked(body, paths, None, ttl if len(points) > len(existing) else None,
+                  tuple(notes))
+
+
+def _openai(body: dict[str, Any], found: list[Slot], chosen: list[int], ttl: str,
+            model_price: ModelPrice | None, cache_key: bool, notes: list[str]) -> Marked:
+    if not chosen:
+        return Marked(body, (), body.get("prompt_cache_key"), None, tuple(notes))
+    deepest = max(chosen)
+    key = body.get("prompt_cache_key")
+    if cache_key and not key:
+        digest = hashlib.sha256(repr([identity(s.value) for s in found[:deepest + 1]])
+                                .encode()).hexdigest()
+        key = body["prompt_cache_key"] = f"sg-{digest[:16]}"
+    points: list[Path] = []
+    # Explicit breakpoints and TTLs exist from gpt-5.6 on: the models that bill cache writes.
+    if model_price is not None and model_price.cache_write_usd_per_million:
+        existing = sum(1 for s in found if isinstance(_at(body, s.path), Mapping)
+                       and _at(body, s.path).get("prompt_cache_breakpoint"))
+        for index in chosen:
+            if existing + len(points) >= MAX_BREAKPOINTS:
+                break
+            if _put(body, found[index].path, "prompt_cache_breakpoint", {"mode": "explicit"}):
+                points.append(found[index].path)
+        if ttl != "30m" and "prompt_cache_options" not in body:
+            body["prompt_cache_options"] = {"ttl": ttl}
+    return Marked(body, tuple(points), key, ttl, tuple(notes))

@@ -1,0 +1,81 @@
+"""Values that change from request to request and so break a cached prefix.
+
+A timestamp, a UUID or a request id early in a prompt makes every request's prefix unique:
+nothing after it can be read from the cache. These patterns find them in text; the caller
+decides what to do (move the paragraph last, or tell the user). Plain dates are not flagged:
+they change once a day, far less often than a cache entry (5 minutes to 1 hour) lives.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["VolatileValue", "find_volatile", "has_volatile", "split_paragraphs"]
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("uuid", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                        r"[0-9a-fA-F]{12}\b")),
+    ("timestamp", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                             r"(?:Z|[+-]\d{2}:?\d{2})?")),
+    ("time of day", re.compile(r"(?<![\d:])\d{1,2}:\d{2}:\d{2}(?![\d:])")),
+    # Epoch seconds or milliseconds between 2017 and 2033.
+    ("epoch time", re.compile(r"(?<!\d)1[5-9]\d{8}(?:\d{3})?(?!\d)")),
+    ("request id", re.compile(r"\b(?:req|msg|chatcmpl|resp|call|toolu|run|sess|session|trace|"
+                              r"request)[_-][A-Za-z0-9]{8,}\b")),
+    ("hex id", re.compile(r"\b[0-9a-f]{24,}\b")),
+)
+_MAX_SHOWN = 60
+
+
+@dataclass(frozen=True, slots=True)
+class VolatileValue:
+    """A value in a prompt that likely differs per request.
+
+    ``where`` is a path in the body (``"system"``, ``"tools[2]"``, ``"messages[0].content[1]"``);
+    ``kind`` is ``"uuid"``, ``"timestamp"``, ``"time of day"``, ``"epoch time"``,
+    ``"request id"`` or ``"hex id"``; ``moved`` says whether cache ordering moved it after the
+    stable content (otherwise it still breaks the prefix at ``where``).
+    """
+
+    where: str
+    kind: str
+    value: str
+    moved: bool = False
+
+    def __str__(self) -> str:
+        action = "moved after the stable prefix" if self.moved else "breaks the cached prefix"
+        return f"{self.kind} {self.value!r} in {self.where}: {action}"
+
+
+def _matches(text: str) -> Iterator[tuple[str, str]]:
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            yield kind, match.group(0)[:_MAX_SHOWN]
+
+
+def find_volatile(text: str, where: str) -> list[VolatileValue]:
+    """Every volatile value in ``text`` (each distinct value once), located at ``where``."""
+    found: dict[str, VolatileValue] = {}
+    for kind, value in _matches(text):
+        if not any(value in seen or seen in value for seen in found):
+            found[value] = VolatileValue(where, kind, value)
+    return list(found.values())
+
+
+def has_volatile(text: str) -> bool:
+    """Whether ``text`` holds any volatile value."""
+    return any(pattern.search(text) for _, pattern in _PATTERNS)
+
+
+def split_paragraphs(text: str) -> tuple[str, str]:
+    """``(stable, volatile)``: the paragraphs of ``text`` without and with volatile values.
+
+    Paragraphs are separated by blank lines and keep their order within each part; either part
+    may be empty.
+    """
+    paragraphs = re.split(r"\n\s*\n", text)
+    stable = [p for p in paragraphs if not has_volatile(p)]
+    volatile = [p for p in paragraphs if has_volatile(p)]
+    return "\n\n".join(stable), "\n\n".join(volatile)
