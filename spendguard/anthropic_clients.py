@@ -7,6 +7,7 @@ from typing import Any
 import anthropic
 
 from spendguard.budget import Budget
+from spendguard.caching import CacheOrder
 from spendguard.calls import Provider
 from spendguard.clients import UNSET, guard_client
 from spendguard.prices import PriceTable
@@ -19,11 +20,12 @@ class Anthropic(anthropic.Anthropic):
 
     def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         guard_client(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget,
                      cap_output=cap_output, allow_unpriced=allow_unpriced,
-                     store_prompts=store_prompts, prices=prices)
+                     store_prompts=store_prompts, prices=prices, cache_order=cache_order)
 
 
 class AsyncAnthropic(anthropic.AsyncAnthropic):
@@ -31,8 +33,9 @@ class AsyncAnthropic(anthropic.AsyncAnthropic):
 
     def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         guard_client(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget,
                      cap_output=cap_output, allow_unpriced=allow_unpriced,
-                     store_prompts=store_prompts, prices=prices)
+                     store_prompts=store_prompts, prices=prices, cache_order=cache_order)

@@ -12,6 +12,7 @@ from typing import Any
 import httpx2
 
 from spendguard.budget import Budget
+from spendguard.caching import CacheOrder, as_cache_order
 from spendguard.calls import Provider
 from spendguard.errors import ConfigError
 from spendguard.metering import Guard, GuardOptions
@@ -25,7 +26,7 @@ UNSET: Any = object()
 
 def guard_client(client: Any, provider: Provider, sdk_error: type[Exception], budget: Any, *,
                  cap_output: bool, allow_unpriced: bool, store_prompts: bool,
-                 prices: PriceTable | None) -> None:
+                 prices: PriceTable | None, cache_order: bool | CacheOrder = False) -> None:
     """Install the guard on ``client``'s httpx2 client (a copy keeps its parent's guard)."""
     http_client = client._client
     if not isinstance(http_client, (httpx2.Client, httpx2.AsyncClient)):
@@ -43,14 +44,15 @@ def guard_client(client: Any, provider: Provider, sdk_error: type[Exception], bu
             "write budget=spendguard.Budget(\"10.00\")"
         )
     options = GuardOptions(cap_output=cap_output, allow_unpriced=allow_unpriced,
-                           store_prompts=store_prompts, prices=prices)
+                           store_prompts=store_prompts, prices=prices,
+                           cache_order=as_cache_order(cache_order))
     install(http_client, Guard(provider, None if budget is UNSET else budget, options),
             sdk_error)
 
 
 def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
          allow_unpriced: bool = False, store_prompts: bool = False,
-         prices: PriceTable | None = None) -> Any:
+         prices: PriceTable | None = None, cache_order: bool | CacheOrder = False) -> Any:
     """Guard a client you already built (``openai`` or ``anthropic``, sync or async).
 
     The client's HTTP transport is wrapped in place and the same object is returned.
@@ -72,7 +74,8 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
             f"{type(client).__name__}"
         )
     guard_client(client, provider, sdk_error, budget, cap_output=cap_output,
-                 allow_unpriced=allow_unpriced, store_prompts=store_prompts, prices=prices)
+                 allow_unpriced=allow_unpriced, store_prompts=store_prompts, prices=prices,
+                 cache_order=cache_order)
     return client
 
 

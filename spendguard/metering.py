@@ -14,7 +14,9 @@ import logging
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx2
 
@@ -46,6 +48,8 @@ class GuardOptions:
     allow_unpriced: bool = False
     store_prompts: bool = False
     prices: PriceTable | None = None
+    cache_order: Callable[[str, str, dict[str, Any]], dict[str, Any]] | None = None
+    """Rewrites a priced request body (provider, endpoint, body) before it is estimated."""
 
 
 @dataclass(slots=True)
@@ -253,7 +257,13 @@ class Guard:
                             allow_unpriced=self.options.allow_unpriced)
         if endpoint is None or endpoint is Endpoint.FREE:
             return request, None
-        call = build_call(self.provider, endpoint, parse_body(body))
+        parsed = parse_body(body)
+        if self.options.cache_order is not None:
+            ordered = self.options.cache_order(self.provider.value, endpoint.value, parsed)
+            if ordered != parsed:
+                request, body = _with_body(request, ordered)
+                parsed = ordered
+        call = build_call(self.provider, endpoint, parsed)
         estimate = estimate_call(call, self.table)
         if self.options.cap_output and call.cap_field is not None:
             request, call, estimate = self._fit_output(request, call, estimate)
@@ -297,13 +307,18 @@ class Guard:
             worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),
             estimate.table_version,
         )
-        content = json.dumps(body, separators=(",", ":")).encode()
-        headers = [(k, v) for k, v in request.headers.multi_items()
-                   if k.lower() != "content-length"]
-        new_request = httpx2.Request(request.method, request.url, headers=headers,
-                                     content=content, extensions=request.extensions)
+        new_request, _ = _with_body(request, body)
         log.info("spendguard capped %s output at %d tokens to fit the budget", call.model, low)
         return new_request, new_call, new_estimate
+
+
+def _with_body(request: httpx2.Request, body: dict[str, Any]) -> tuple[httpx2.Request, bytes]:
+    """The same request carrying a rewritten JSON body."""
+    content = json.dumps(body, separators=(",", ":")).encode()
+    headers = [(k, v) for k, v in request.headers.multi_items()
+               if k.lower() != "content-length"]
+    return httpx2.Request(request.method, request.url, headers=headers, content=content,
+                          extensions=request.extensions), content
 
 
 def is_refusal(exc: BaseException) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 import openai
 
 from spendguard.budget import Budget
+from spendguard.caching import CacheOrder
 from spendguard.calls import Provider
 from spendguard.clients import UNSET, guard_client
 from spendguard.prices import PriceTable
@@ -20,16 +21,18 @@ class OpenAI(openai.OpenAI):
     Takes the official constructor's arguments plus ``budget``, ``cap_output`` (shrink the
     output cap to fit what is left instead of refusing), ``allow_unpriced`` (let requests the
     guard cannot price through, uncounted), ``store_prompts`` (keep request text in the
-    ledger; a hash otherwise) and ``prices`` (a custom price table).
+    ledger; a hash otherwise), ``prices`` (a custom price table) and ``cache_order`` (True or
+    a ``spendguard.CacheOrder``: order each request for the prompt cache before it is sent).
     """
 
     def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         guard_client(self, Provider.OPENAI, openai.OpenAIError, budget, cap_output=cap_output,
                      allow_unpriced=allow_unpriced, store_prompts=store_prompts,
-                     prices=prices)
+                     prices=prices, cache_order=cache_order)
 
 
 class AsyncOpenAI(openai.AsyncOpenAI):
@@ -37,8 +40,9 @@ class AsyncOpenAI(openai.AsyncOpenAI):
 
     def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         guard_client(self, Provider.OPENAI, openai.OpenAIError, budget, cap_output=cap_output,
                      allow_unpriced=allow_unpriced, store_prompts=store_prompts,
-                     prices=prices)
+                     prices=prices, cache_order=cache_order)
