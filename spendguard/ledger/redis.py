@@ -36,6 +36,7 @@ from spendguard.ledger.redis_codec import (
     claims_from_json,
     claims_json,
     crossings,
+    exact,
     micros,
     record_from_json,
     record_json,
@@ -169,7 +170,9 @@ class RedisLedger:
         if self._fallback is None:
             return shared
         local = self._fallback.unreplayed_totals(scope, period_key)
-        return Totals(shared.spent_usd + local.spent_usd, shared.reserved_usd + local.reserved_usd)
+        with exact():
+            return Totals(shared.spent_usd + local.spent_usd,
+                          shared.reserved_usd + local.reserved_usd)
 
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,
@@ -233,9 +236,11 @@ class RedisLedger:
         """The owner outlived its reservation's expiry: keep the recovered charge, correct it."""
         _, worst_text, claims_text, rec_text = reply
         original = record_from_json(rec_text)
+        with exact():
+            correction_usd = settlement.actual_usd - tidy(worst_text)
         record = replace(
             original, id=correction_id, time=settlement.time, tokens=dict(settlement.tokens),
-            estimated_usd=ZERO, actual_usd=settlement.actual_usd - tidy(worst_text),
+            estimated_usd=ZERO, actual_usd=correction_usd,
             usage_estimated=settlement.usage_estimated,
             table_version=settlement.table_version, latency_s=settlement.latency_s,
             request_id=settlement.request_id or original.request_id, status="adjustment",

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from typing import Any, Literal
 
 from spendguard.errors import ConfigError
@@ -32,6 +33,7 @@ __all__ = [
     "claims_from_json",
     "claims_json",
     "crossings",
+    "exact",
     "from_micros",
     "micros",
     "record_from_json",
@@ -69,6 +71,11 @@ def scaled(amount: Decimal, *, rounding: Rounding, field: str) -> tuple[Decimal,
         quantized = abs(quantized)  # no "-0" text
     charged = amount if quantized == amount else quantized
     return charged, format(quantized, "f")
+
+
+def exact() -> AbstractContextManager[Context]:
+    """A decimal context wide enough that sums of 15-place amounts are never rounded."""
+    return localcontext(_WIDE)
 
 
 def tidy(text: str) -> Decimal:

@@ -17,7 +17,13 @@ from typing import Any
 
 from spendguard.ledger.base import SpendRecord, Totals
 from spendguard.ledger.filters import parse_tag, record_matches
-from spendguard.ledger.redis_codec import changes_from_json, micros, record_from_json, tidy
+from spendguard.ledger.redis_codec import (
+    changes_from_json,
+    exact,
+    micros,
+    record_from_json,
+    tidy,
+)
 from spendguard.ledger.redis_session import RedisSession
 from spendguard.money import ZERO
 
@@ -112,7 +118,12 @@ def verify_events(session: RedisSession) -> list[str]:
         pipe.xrevrange(f"{prefix}events", count=1)
         return pipe.execute()
 
-    stored_text, last = session.read(snapshot)
+    with exact():
+        return _replay(session, *session.read(snapshot))
+
+
+def _replay(session: RedisSession, stored_text: dict[str, str], last: Any) -> list[str]:
+    prefix = session.prefix
     stored = {field: parse_totals(text) for field, text in stored_text.items()}
     expected: dict[str, tuple[Decimal, Decimal]] = {}
     calls: dict[str, tuple[list[Any], Decimal, str]] = {}

@@ -1,0 +1,91 @@
+"""Many processes on one Redis budget: never an overspend; a killed worker's money recovered.
+
+Eight worker processes of eight threads each reserve and settle on one scope at once while the
+test checks after every reservation that the scope never holds more than its limit. At the
+end the totals must equal the sum of the records, with nothing left reserved, and the rest of
+the budget must still be usable (no leaked reservations).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from spendguard.budget import Budget, reserve_call
+from spendguard.errors import BudgetExceeded
+from spendguard.ledger.redis import RedisLedger
+from tests.ledger_helpers import FakeClock, call_info, spend, worker
+from tests.redis_helpers import (
+    fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
+    fixture_redis_url,  # noqa: F401 - a fixture: pytest finds it here
+    redis_worker,
+    requires_redis,
+)
+
+D = Decimal
+pytestmark = [pytest.mark.redis, requires_redis]
+WORST, ACTUAL = D("0.5"), D("0.3")
+PROCESSES, THREADS, CALLS = 8, 8, 40
+
+
+def test_eight_processes_of_eight_threads_never_overspend_one_redis_budget(
+        redis_url: str) -> None:
+    limit = D("300")  # room for 1,000 calls of the 2,560 attempted: most runs hit the limit
+    workers = [redis_worker("spend", redis_url, "shared", str(limit), str(WORST), str(ACTUAL),
+                            str(CALLS), str(THREADS)) for _ in range(PROCESSES)]
+    for process in workers:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    for process in workers:  # all go at once
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    outputs = [process.communicate(timeout=300) for process in workers]
+    for process, (_, errors) in zip(workers, outputs, strict=True):
+        assert process.returncode == 0, errors
+    summaries = [json.loads(out) for out, _ in outputs]
+    assert sum(s["violations"] for s in summaries) == 0
+    assert sum(s["refused"] for s in summaries) > 0  # the limit was really contended
+    granted = sum(s["granted"] for s in summaries)
+
+    budget = Budget(limit, scope="shared", ledger=redis_url, warn_at=None)
+    while True:  # nothing leaked: calls fit until one more worst case does not
+        try:
+            spend(budget, str(WORST), str(ACTUAL))
+        except BudgetExceeded:
+            break
+        granted += 1
+    records = list(budget.ledger.records(scope="shared"))
+    assert budget.reserved == 0
+    assert budget.spent == sum((r.actual_usd for r in records), D(0)) == granted * ACTUAL
+    assert limit - WORST < budget.spent <= limit
+    assert budget.ledger.verify() == []
+
+
+def test_a_killed_workers_reservation_counts_until_it_expires_then_is_charged_in_full(
+        redis_url: str) -> None:
+    reserved_at = FakeClock().now
+    process = worker("hold", redis_url, "proj", "10", "4", reserved_at.isoformat())
+    assert process.stdout is not None
+    reservation_id = process.stdout.readline().strip()
+    process.kill()  # SIGKILL mid-call: no settle, no release, no goodbye
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL, reservation_id
+
+    clock = FakeClock(reserved_at + timedelta(minutes=14))
+    budget = Budget("10", scope="proj", ledger=RedisLedger(redis_url), clock=clock,
+                    warn_at=None)
+    assert (budget.spent, budget.reserved) == (D(0), D("4"))  # counted as spent until expiry
+    with pytest.raises(BudgetExceeded):
+        reserve_call(budget, D("6.5"), call=call_info())
+    clock.advance(minutes=1)  # 15 minutes after the reservation: it has expired
+    spend(budget, "6", "6")  # the next reservation recovers it first
+    assert (budget.spent, budget.reserved) == (D("10"), D(0))
+    recovered = next(r for r in budget.ledger.records() if r.id == reservation_id)
+    assert (recovered.status, recovered.actual_usd, recovered.usage_estimated) == (
+        "recovered", D("4"), True)
+    assert recovered.note is not None and f"pid {process.pid}" in recovered.note
+    assert budget.ledger.verify() == []
