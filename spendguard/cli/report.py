@@ -1,0 +1,51 @@
+"""``spendguard report``: spend by model, scope, tag or day; ``--html`` for a page to share."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import click
+
+from spendguard.cli.export import filter_options, option_error
+from spendguard.errors import ConfigError
+from spendguard.report import render_text, report_spend, write_html
+from spendguard.report.summary import check_by
+
+__all__ = ["report"]
+
+
+def _by(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        return check_by(value)
+    except ConfigError as exc:
+        raise option_error(exc) from None
+
+
+@click.command()
+@click.option("--by", default="model", show_default=True, callback=_by,
+              metavar="model|scope|tag|day|provider|tag:KEY",
+              help="Group the table; tag:KEY groups by the values of one tag.")
+@filter_options
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, writable=True),
+              metavar="FILE", help="Also write a self-contained HTML page with charts.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (exact money) for machines.")
+def report(by: str, ledger_url: str | None, since: datetime | None, until: datetime | None,
+           scope: str | None, tag: str | None, model: str | None, html_path: str | None,
+           as_json: bool) -> None:
+    """Show what was spent: a table by model (or scope, tag, day), budgets against their
+    limits, cache hit rate, batch share, and how estimates compared with actual usage.
+
+    Totals are exact sums of the ledger. Times are UTC.
+    """
+    try:
+        result = report_spend(ledger_url, by=by, since=since, until=until, scope=scope,
+                              tag=tag, model=model)
+        if html_path:
+            write_html(result, html_path)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(result.as_dict(), indent=2) if as_json else render_text(result),
+               nl=as_json)
+    if html_path:
+        click.echo(f"wrote the report page to {html_path}", err=True)

@@ -1,0 +1,95 @@
+"""A spend report as plain text for a terminal: a summary line, a table, the budgets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+
+from spendguard.money import format_usd
+from spendguard.report.summary import Group, SpendReport
+
+__all__ = ["money_places", "percent", "render_text"]
+
+_BAR_CELLS = 20
+
+
+def money_places(report: SpendReport) -> int:
+    """Cents once the money is large enough to read that way, else four places."""
+    return 2 if abs(report.total_usd) >= 10 else 4
+
+
+def percent(share: float | None, *, signed: bool = False) -> str:
+    """``12.3%`` (``+12.3%`` when signed), or ``-`` when there is nothing to divide."""
+    if share is None:
+        return "-"
+    return f"{share * 100:+.1f}%" if signed else f"{share * 100:.1f}%"
+
+
+def render_text(report: SpendReport) -> str:
+    """The report as aligned text, ending in a newline."""
+    places = money_places(report)
+
+    def usd(amount: Decimal) -> str:
+        return format_usd(amount, places=places)
+
+    total = report.total
+    period = " to ".join(moment.date().isoformat() if moment else "..." for moment in
+                         (report.since, report.until)) if (report.since or report.until) \
+        else "all time"
+    lines = [f"spendguard report: {period} (UTC), ledger {report.ledger_url}", ""]
+    lines.append(f"Spent {usd(total.spent_usd)} on {total.calls:,} calls; cache hit "
+                 f"{percent(total.cache_hit_rate)} of input tokens; batch "
+                 f"{percent(report.batch_share)} of spend")
+    extras = []
+    if report.recovered_usd:
+        extras.append(f"{usd(report.recovered_usd)} charged for calls whose process vanished")
+    if report.adjustments_usd:
+        extras.append(f"{usd(report.adjustments_usd)} of adjustments")
+    if extras:
+        lines.append("Includes " + "; ".join(extras) + ".")
+    lines.append("")
+    header = (f"BY {report.by.upper()}", "CALLS", "INPUT TOK", "OUTPUT TOK", "CACHE HIT",
+              "SPENT", "SHARE")
+    rows = [_group_row(group, total.spent_usd, usd) for group in report.groups]
+    rows.append(("TOTAL", f"{total.calls:,}", f"{total.input_tokens:,}",
+                 f"{total.output_tokens:,}", percent(total.cache_hit_rate),
+                 usd(total.spent_usd), "100.0%" if total.spent_usd else "-"))
+    lines += _aligned(header, rows=rows)
+    if report.overlapping:
+        lines.append(f"(a call in several {report.by}s counts in each; TOTAL counts it once)")
+    if report.budgets:
+        lines += ["", *_aligned(("BUDGET", "PERIOD", "SPENT", "LIMIT", "USED", ""), left=2, rows=[
+            (b.scope, b.period_key, usd(b.spent_usd),
+             "unlimited" if b.limit_usd is None else usd(b.limit_usd), percent(b.used),
+             _bar(b.used)) for b in report.budgets])]
+    if report.estimates:
+        lines += ["", *_aligned(("ESTIMATES", "CALLS", "INPUT ERROR", "RESERVED", "ACTUAL"), rows=[
+            (e.model, f"{e.calls:,}", percent(e.input_error, signed=True), usd(e.reserved_usd),
+             usd(e.actual_usd)) for e in report.estimates])]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _group_row(group: Group, whole: Decimal,
+               usd: Callable[[Decimal], str]) -> tuple[str, ...]:
+    share = float(group.spent_usd / whole) if whole else None
+    return (group.name, f"{group.calls:,}", f"{group.input_tokens:,}",
+            f"{group.output_tokens:,}", percent(group.cache_hit_rate), usd(group.spent_usd),
+            percent(share))
+
+
+def _bar(share: float | None) -> str:
+    if share is None:
+        return ""
+    filled = min(_BAR_CELLS, max(0, round(share * _BAR_CELLS)))
+    return "#" * filled + "." * (_BAR_CELLS - filled) + (" over" if share > 1 else "")
+
+
+def _aligned(header: Sequence[str], *, rows: Sequence[Sequence[str]],
+             left: int = 1) -> list[str]:
+    """Columns padded to fit: the first ``left`` and any unnamed one left-aligned, numbers
+    right-aligned."""
+    table = [tuple(header), *(tuple(row) for row in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    return ["  ".join(cell.ljust(widths[i]) if i < left or not header[i]
+                      else cell.rjust(widths[i]) for i, cell in enumerate(row))
+            for row in table]
