@@ -1,0 +1,126 @@
+"""Cache ordering for a whole plan, where more is known than for one request.
+
+Across a plan it is known which blocks other requests send too (they go first in the first
+user message), how many requests will read each stable prefix (pay-back), and roughly how far
+apart those reads are (the TTL). Each request is then ordered as
+:func:`spendguard.order_for_cache` would, with those facts filled in.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from spendguard.cache_order.arrange import arrange
+from spendguard.cache_order.layout import Path, identity, prefix_body, slots
+from spendguard.cache_order.marks import mark, stable_ends
+from spendguard.cache_order.volatile import VolatileValue
+from spendguard.caching import CacheOrder
+from spendguard.planning.estimates import Assumptions
+from spendguard.planning.inputs import PlannedRequest
+from spendguard.planning.prefixes import ChainIndex, CountTokens
+from spendguard.prices import ModelPrice
+
+__all__ = ["Ordered", "order_plan"]
+
+_MAX_NOTES = 6
+_DEFAULT_CAP = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Ordered:
+    """A plan's requests ordered for the cache, and what was flagged on the way."""
+
+    requests: tuple[PlannedRequest, ...]
+    volatile: tuple[VolatileValue, ...]
+    notes: tuple[str, ...]
+
+
+def _first_user_blocks(request: PlannedRequest) -> list[Any]:
+    field = "input" if request.endpoint == "responses" else "messages"
+    for message in request.body.get(field) or []:
+        if not isinstance(message, Mapping) or message.get("role") in ("system", "developer"):
+            continue
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, list):
+            return [{k: v for k, v in b.items() if k not in ("cache_control",
+                                                             "prompt_cache_breakpoint")}
+                    for b in content if isinstance(b, Mapping)]
+        return []
+    return []
+
+
+def _shared_blocks(requests: Sequence[PlannedRequest]) -> frozenset[Any]:
+    seen: Counter[Any] = Counter()
+    for request in requests:
+        seen.update({identity(block) for block in _first_user_blocks(request)})
+    return frozenset(block for block, count in seen.items() if count > 1)
+
+
+def _cap(body: Mapping[str, Any]) -> int:
+    for name in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
+        value = body.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return _DEFAULT_CAP
+
+
+def _gaps_s(requests: Sequence[PlannedRequest], groups: Sequence[int | None],
+            sizes: Counter[int], concurrency: int, assumptions: Assumptions) -> list[float]:
+    """Seconds between reads of each request's prefix: the run's length over its readers."""
+    latency = sum(assumptions.first_token_s + _cap(r.body) / assumptions.output_tok_s
+                  for r in requests) / len(requests)
+    run_s = latency * len(requests) / concurrency
+    return [run_s / sizes[g] if g is not None else run_s for g in groups]
+
+
+def _dedupe_volatile(found: list[VolatileValue]) -> tuple[VolatileValue, ...]:
+    kept: dict[tuple[str, str, bool], VolatileValue] = {}
+    for value in found:
+        kept.setdefault((value.where, value.kind, value.moved), value)
+    return tuple(kept.values())
+
+
+def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
+               prices: Mapping[str, ModelPrice | None], count: CountTokens,
+               concurrency: int, assumptions: Assumptions) -> Ordered:
+    """Order every request of a plan for the cache (see the module docstring)."""
+    shared = _shared_blocks(requests)
+    results = [arrange(r.provider, r.endpoint, r.body, shared=shared,
+                       move_volatile=options.move_volatile) for r in requests]
+    arranged = [replace(r, body=result.body) for r, result in zip(requests, results, strict=True)]
+    volatile = [value for result in results for value in result.volatile]
+    if not options.breakpoints:
+        return Ordered(tuple(arranged), _dedupe_volatile(volatile), ())
+    index = ChainIndex()
+    groups: list[int | None] = []
+    chains: list[dict[Path, int]] = []
+    for request in arranged:
+        found = slots(request.provider, request.endpoint, request.body)
+        chain = index.chain(request, found)
+        chains.append({slot.path: cid for slot, cid in zip(found, chain, strict=True)})
+        head, documents, _ = stable_ends(request.provider, request.endpoint, request.body,
+                                         shared)
+        deepest = documents if documents is not None else head
+        groups.append(chain[deepest] if deepest is not None else None)
+    sizes = Counter(g for g in groups if g is not None)
+    gaps = _gaps_s(arranged, groups, sizes, concurrency, assumptions)
+    memo: dict[int, int] = {}
+    ordered, notes = [], []
+    for request, group, chain_at, gap in zip(arranged, groups, chains, gaps, strict=True):
+        def prefix_tokens(path: Path, request: PlannedRequest = request,
+                          chain_at: dict[Path, int] = chain_at) -> int:
+            cid = chain_at[path]
+            if cid not in memo:
+                memo[cid] = count(request, prefix_body(request.body, path))
+            return memo[cid]
+        reuses = sizes[group] - 1 if group is not None else 0
+        marked = mark(request.provider, request.endpoint, request.body,
+                      model_price=prices.get(str(request.body.get("model"))),
+                      prefix_tokens=prefix_tokens, shared=shared, reuses=reuses,
+                      reuse_gap_s=gap, cache_key=options.prompt_cache_key)
+        ordered.append(replace(request, body=marked.body))
+        notes += [n for n in marked.notes if n not in notes]
+    return Ordered(tuple(ordered), _dedupe_volatile(volatile), tuple(notes[:_MAX_NOTES]))
