@@ -91,12 +91,26 @@ _LAZY: dict[str, str] = {
     "SizingResult": "spendguard.sizing",
     "GpuOption": "spendguard.sizing",
     "BreakEven": "spendguard.sizing",
+    # issue 6: plan before fan-out, cache ordering
+    "plan": "spendguard.planning",
+    "Plan": "spendguard.planning",
+    "PlanResult": "spendguard.planning",
+    "order_for_cache": "spendguard.caching",
+    "CacheOrder": "spendguard.caching",
+    "OrderedRequest": "spendguard.caching",
+    "cache_stats": "spendguard.caching",
+    "CacheStats": "spendguard.caching",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.anthropic_clients import Anthropic as Anthropic
     from spendguard.anthropic_clients import AsyncAnthropic as AsyncAnthropic
     from spendguard.budget import Budget as Budget
+    from spendguard.caching import CacheOrder as CacheOrder
+    from spendguard.caching import CacheStats as CacheStats
+    from spendguard.caching import OrderedRequest as OrderedRequest
+    from spendguard.caching import cache_stats as cache_stats
+    from spendguard.caching import order_for_cache as order_for_cache
     from spendguard.cascade_learning import Learning as Learning
     from spendguard.cascade_learning import LedgerStats as LedgerStats
     from spendguard.cascade_learning import MemoryStats as MemoryStats
@@ -126,6 +140,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.loop_guard import loop as loop
     from spendguard.openai_clients import AsyncOpenAI as AsyncOpenAI
     from spendguard.openai_clients import OpenAI as OpenAI
+    from spendguard.planning import Plan as Plan
+    from spendguard.planning import PlanResult as PlanResult
+    from spendguard.planning import plan as plan
     from spendguard.prices import ModelPrice as ModelPrice
     from spendguard.prices import PriceTable as PriceTable
     from spendguard.prices import price as price
@@ -162,6 +179,8 @@ __all__ = [
     "BudgetConfigError",
     "BudgetExceeded",
     "BudgetWarning",
+    "CacheOrder",
+    "CacheStats",
     "Candidate",
     "CascadeAttempt",
     "CascadeFailed",
@@ -178,6 +197,9 @@ __all__ = [
     "MemoryStats",
     "ModelPrice",
     "OpenAI",
+    "OrderedRequest",
+    "Plan",
+    "PlanResult",
     "PriceFileError",
     "PriceTable",
     "ProviderResponseError",
@@ -195,6 +217,7 @@ __all__ = [
     "acascade",
     "always_pass",
     "breakeven",
+    "cache_stats",
     "cascade",
     "check_all",
     "check_any",
@@ -207,6 +230,8 @@ __all__ = [
     "count_tokens_exact",
     "loop",
     "open_ledger",
+    "order_for_cache",
+    "plan",
     "price",
     "register_prices",
     "size_model",

@@ -17,6 +17,7 @@ _COMMANDS: dict[str, str] = {
     "prices": "spendguard.cli.prices:prices",
     "size": "spendguard.cli.size:size",
     "breakeven": "spendguard.cli.breakeven:breakeven",
+    "estimate": "spendguard.cli.estimate:estimate",
 }
 
 
