@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,29 @@ __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
 log = logging.getLogger("spendguard")
 
 _MIN_CAPPED_OUTPUT = 1
+
+PRERESERVED_HEADER = "x-spendguard-prereserved"
+"""A request carrying a live token from :func:`prereserved` passes the guard unpriced."""
+_prereserved_tokens: set[str] = set()
+_prereserved_lock = threading.Lock()
+
+
+@contextmanager
+def prereserved() -> Iterator[dict[str, str]]:
+    """Headers that let requests sent inside the block through the guard unpriced.
+
+    For spendguard.batch()'s own submissions (POST .../batches), whose worst case it reserved
+    in the ledger itself. The token is random and lives only inside the block, in this
+    process: a header made up elsewhere opens nothing (that request is priced, or refused).
+    """
+    token = secrets.token_hex(16)
+    with _prereserved_lock:
+        _prereserved_tokens.add(token)
+    try:
+        yield {PRERESERVED_HEADER: token}
+    finally:
+        with _prereserved_lock:
+            _prereserved_tokens.discard(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +278,11 @@ class Guard:
     def begin(self, request: httpx2.Request, body: bytes) -> tuple[httpx2.Request,
                                                                    Attempt | None]:
         """Reserve the worst case of a priced request, or refuse it; free requests pass."""
+        token = request.headers.get(PRERESERVED_HEADER)
+        if token is not None:
+            request = _without_header(request, PRERESERVED_HEADER)  # never sent on
+            if token in _prereserved_tokens:
+                return request, None
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
         if endpoint is None or endpoint is Endpoint.FREE:
@@ -319,6 +349,12 @@ def _with_body(request: httpx2.Request, body: dict[str, Any]) -> tuple[httpx2.Re
                if k.lower() != "content-length"]
     return httpx2.Request(request.method, request.url, headers=headers, content=content,
                           extensions=request.extensions), content
+
+
+def _without_header(request: httpx2.Request, name: str) -> httpx2.Request:
+    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != name]
+    return httpx2.Request(request.method, request.url, headers=headers, content=request.content,
+                          extensions=request.extensions)
 
 
 def is_refusal(exc: BaseException) -> bool:
