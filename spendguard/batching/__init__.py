@@ -1,0 +1,47 @@
+"""Deferrable work through the providers' batch APIs, at their discount, losing nothing.
+
+- ``client.deferred.chat.completions.create(...)`` / ``client.deferred.messages.create(...)``:
+  the ordinary call, returning a :class:`Deferred` handle (``.result()`` or ``await``).
+- :func:`batch` / :func:`abatch`: many requests at once, returning a :class:`BatchRun`.
+- :func:`resume_batches`, :func:`batch_jobs`, :func:`cancel_batch`: jobs kept in the ledger,
+  for a process that restarted (and for ``spendguard batches``).
+
+Every request's worst case at batch prices is reserved before anything is submitted; each
+result settles its own share; errored, expired and cancelled requests release theirs.
+"""
+
+from __future__ import annotations
+
+from spendguard.batching.catalog import (
+    BatchJob,
+    acancel_batch,
+    aresume_batches,
+    batch_jobs,
+    cancel_batch,
+    resume_batches,
+)
+from spendguard.batching.deferred import Deferred, DeferredAnthropic, DeferredOpenAI
+from spendguard.batching.limits import BatchLimits
+from spendguard.batching.polling import Polling
+from spendguard.batching.requests import BatchRequest
+from spendguard.batching.results import BatchResult
+from spendguard.batching.run import BatchRun, abatch, batch
+
+__all__ = [
+    "BatchJob",
+    "BatchLimits",
+    "BatchRequest",
+    "BatchResult",
+    "BatchRun",
+    "Deferred",
+    "DeferredAnthropic",
+    "DeferredOpenAI",
+    "Polling",
+    "abatch",
+    "acancel_batch",
+    "aresume_batches",
+    "batch",
+    "batch_jobs",
+    "cancel_batch",
+    "resume_batches",
+]

@@ -1,0 +1,213 @@
+"""Batch jobs kept in the ledger: list them, resume them after a restart, cancel them.
+
+A process that submitted a batch and died leaves the job in the ledger with every request's
+reservation held. :func:`resume_batches` picks it up — from the same program after a restart,
+or from ``spendguard batches resume`` — polls it to the end, settles each request and returns
+each result that no one has collected yet, exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from spendguard.batching.context import ClientContext, client_context, store_for
+from spendguard.batching.driver import acancel, cancel
+from spendguard.batching.holds import Holds
+from spendguard.batching.job import JobCore
+from spendguard.batching.polling import Polling
+from spendguard.batching.results import BatchResult
+from spendguard.batching.run import BatchRun, LedgerArg
+from spendguard.errors import ConfigError
+from spendguard.ledger.jobs import JobItem, JobRecord, JobStore, is_active
+from spendguard.money import ZERO
+
+__all__ = ["BatchJob", "acancel_batch", "aresume_batches", "batch_jobs", "cancel_batch",
+           "resume_batches"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchJob:
+    """One provider batch spendguard submitted, as the ledger keeps it (money in USD)."""
+
+    id: str
+    provider: str
+    endpoint: str
+    state: str
+    """``reserved`` (not yet accepted), ``submitted``, ``ended`` or ``failed``."""
+    provider_batch_id: str | None
+    provider_status: str | None
+    request_count: int
+    worst_usd: Decimal
+    """Reserved before submitting: every request's worst case at batch prices."""
+    cost_usd: Decimal
+    """Billed so far (batch prices, plus full price for requests that fell back)."""
+    created_at: datetime
+    deadline: datetime | None
+    fallback: bool
+    outcomes: Mapping[str, int]
+    """Requests by state: pending, succeeded, errored, expired, cancelled, refused."""
+    routes: Mapping[str, int]
+    """Answered requests by route: batch or fallback."""
+    uncollected: int
+    """Results in the ledger that no one has collected yet."""
+    owner_pid: int | None
+    owner_host: str | None
+    note: str | None
+
+    @property
+    def active(self) -> bool:
+        """Still running, or holding results to collect."""
+        return self.state in ("reserved", "submitted") or self.uncollected > 0
+
+    @classmethod
+    def of(cls, job: JobRecord, items: list[JobItem]) -> BatchJob:
+        outcomes = Counter(item.state for item in items)
+        routes = Counter(item.route for item in items if item.final)
+        return cls(job.id, job.provider, job.endpoint, job.state, job.provider_batch_id,
+                   job.provider_status, job.request_count, job.worst_usd,
+                   sum((item.actual_usd or ZERO for item in items), ZERO), job.created_at,
+                   job.deadline, job.fallback, dict(outcomes), dict(routes),
+                   sum(1 for item in items if item.final and not item.delivered),
+                   job.owner_pid, job.owner_host, job.note)
+
+    @classmethod
+    def load(cls, job_id: str, *, ledger: LedgerArg = None) -> BatchJob:
+        """The job of that id in ``ledger`` (default: spendguard's default ledger)."""
+        store = store_for(ledger, None)
+        return cls.of(_job(store, job_id), store.items(job_id))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (amounts as exact decimal strings, times as ISO 8601)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, Decimal):
+                value = str(value)
+            elif isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[name] = value
+        out["active"] = self.active
+        return out
+
+
+def batch_jobs(*, ledger: LedgerArg = None, active: bool = False) -> list[BatchJob]:
+    """Every batch job in ``ledger``, newest first; ``active``: only unfinished or uncollected."""
+    store = store_for(ledger, None)
+    return [BatchJob.of(job, store.items(job.id)) for job in store.jobs(active=active)]
+
+
+def _job(store: JobStore, job_id: str) -> JobRecord:
+    job = store.get(job_id)
+    if job is None:
+        raise ConfigError(f"job_id: no batch job {job_id!r} in this ledger; `spendguard "
+                          f"batches list` shows the jobs (add --ledger URL for another ledger)")
+    return job
+
+
+def _owned_elsewhere(job: JobRecord) -> bool:
+    """Whether another live process on this machine is still working on the job."""
+    if job.owner_pid is None or job.owner_pid == os.getpid() or (
+            job.owner_host != socket.gethostname()):
+        return False
+    try:
+        os.kill(job.owner_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _cores(context: ClientContext, store: JobStore, job_id: str | None, *,
+           take_over: bool, fallback: bool) -> list[JobCore]:
+    if job_id is not None:
+        job = _job(store, job_id)
+        if job.provider != context.provider.value:
+            raise ConfigError(f"client: job {job_id} ran on {job.provider}; resume it with "
+                              f"a {job.provider} client")
+        if _owned_elsewhere(job) and not take_over:
+            raise ConfigError(f"job {job_id} belongs to process {job.owner_pid}, which is "
+                              f"still running; pass take_over=True (--take-over) to resume "
+                              f"it here anyway")
+        jobs = [job]
+    else:
+        jobs = [job for job in store.jobs(active=True)
+                if job.provider == context.provider.value
+                and (take_over or not _owned_elsewhere(job))]
+    holds = Holds()
+    cores = []
+    for job in reversed(jobs):  # oldest first
+        items = store.items(job.id)
+        if job_id is None and not is_active(job, items):
+            continue
+        chosen = job if fallback else replace(job, fallback=False)
+        cores.append(JobCore(store, chosen, items, holds, context.api, context.table))
+    return cores
+
+
+def _resumed(client: Any, job_id: str | None, ledger: LedgerArg, polling: Polling | None,
+             take_over: bool, fallback: bool) -> BatchRun:
+    context = client_context(client)
+    store = store_for(ledger, context.budget)
+    cores = _cores(context, store, job_id, take_over=take_over, fallback=fallback)
+    return BatchRun(context, cores, polling or Polling(), until_ended=True)
+
+
+def resume_batches(client: Any, *, job_id: str | None = None, ledger: LedgerArg = None,
+                   timeout: float | None = None, polling: Polling | None = None,
+                   fallback: bool = True, take_over: bool = False) -> list[BatchResult]:
+    """Finish the batch jobs a stopped process left (all of this provider's, or ``job_id``).
+
+    Polls until they end (or ``timeout`` seconds pass: ``0`` looks once), settles every
+    request, and returns the results no one has collected yet — each exactly once, across
+    processes. Jobs owned by another live process are left to it unless ``take_over``.
+    ``fallback=False`` turns off the deadline rescue for the jobs resumed.
+    """
+    run = _resumed(client, job_id, ledger, polling, take_over, fallback)
+    run.wait(timeout)
+    return run.collect(new_only=True)
+
+
+async def aresume_batches(client: Any, *, job_id: str | None = None, ledger: LedgerArg = None,
+                          timeout: float | None = None, polling: Polling | None = None,
+                          fallback: bool = True, take_over: bool = False) -> list[BatchResult]:
+    """The async twin of :func:`resume_batches` (an async client)."""
+    run = _resumed(client, job_id, ledger, polling, take_over, fallback)
+    await run.await_(timeout)
+    return run.collect(new_only=True)
+
+
+def _one(client: Any, job_id: str, ledger: LedgerArg) -> tuple[JobCore, Polling]:
+    context = client_context(client)
+    store = store_for(ledger, context.budget)
+    (core,) = _cores(context, store, job_id, take_over=True, fallback=True)
+    return core, Polling()
+
+
+def cancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
+                 clock: Any = None) -> BatchJob:
+    """Cancel one job; its unfinished requests are released and answered ``cancelled``.
+
+    A provider takes a while to stop a batch: resume the job afterwards to settle what it
+    finished meanwhile and to collect the results. ``clock`` returns epoch seconds.
+    """
+    core, polling = _one(client, job_id, ledger)
+    cancel(core, client, (clock or polling.clock)())
+    return BatchJob.of(core.job, list(core.items.values()))
+
+
+async def acancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
+                        clock: Any = None) -> BatchJob:
+    """The async twin of :func:`cancel_batch`."""
+    core, polling = _one(client, job_id, ledger)
+    await acancel(core, client, (clock or polling.clock)())
+    return BatchJob.of(core.job, list(core.items.values()))

@@ -1,0 +1,81 @@
+"""What batching needs to know about the caller's client, and where its jobs are kept."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from spendguard.batching.wire import BatchAPI, api_for
+from spendguard.budget import Budget
+from spendguard.calls import Provider
+from spendguard.errors import ConfigError
+from spendguard.ledger import open_ledger
+from spendguard.ledger.base import Ledger
+from spendguard.ledger.jobs import JobStore, job_store
+from spendguard.metering import Guard
+from spendguard.prices import PriceTable, default_table
+from spendguard.scopes import collect_budgets
+from spendguard.transport import installed_guard
+
+__all__ = ["ClientContext", "client_context", "store_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientContext:
+    """The caller's SDK client, its provider, and the guard (budget, prices) it carries."""
+
+    client: Any
+    provider: Provider
+    is_async: bool
+    api: BatchAPI
+    guard: Guard | None
+    table: PriceTable
+
+    @property
+    def budget(self) -> Budget | None:
+        return None if self.guard is None else self.guard.budget
+
+    @property
+    def store_prompts(self) -> bool:
+        return self.guard is not None and self.guard.options.store_prompts
+
+
+def _kind(client: Any) -> tuple[Provider, bool] | None:
+    for provider, package in ((Provider.OPENAI, "openai"), (Provider.ANTHROPIC, "anthropic")):
+        module = sys.modules.get(package)
+        if module is None:
+            continue
+        title = "OpenAI" if package == "openai" else "Anthropic"
+        if isinstance(client, getattr(module, f"Async{title}")):
+            return provider, True
+        if isinstance(client, getattr(module, title)):
+            return provider, False
+    return None
+
+
+def client_context(client: Any) -> ClientContext:
+    """Read an ``openai`` / ``anthropic`` client (guarded or not, sync or async)."""
+    kind = _kind(client)
+    if kind is None:
+        raise ConfigError(f"client: expected an openai or anthropic client (spendguard.OpenAI, "
+                          f"spendguard.Anthropic, or the SDKs' own), got {type(client).__name__}")
+    provider, is_async = kind
+    http_client = getattr(client, "_client", None)
+    guard = installed_guard(http_client) if http_client is not None else None
+    table = guard.table if guard is not None else default_table()
+    return ClientContext(client, provider, is_async, api_for(provider), guard, table)
+
+
+def store_for(ledger: str | os.PathLike[str] | Ledger | None,
+              budget: Budget | None) -> JobStore:
+    """The job store: the ledger named, else the client's budget's, else the default one."""
+    if isinstance(ledger, Ledger):
+        return job_store(ledger)
+    if ledger is not None:
+        return job_store(open_ledger(ledger))
+    budgets = collect_budgets(budget)
+    if budget is not None:
+        return job_store(budget.ledger)
+    return job_store(budgets[-1].ledger if budgets else open_ledger())

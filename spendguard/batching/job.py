@@ -1,0 +1,272 @@
+"""One persisted batch job in this process: every change of state, recorded as it happens.
+
+:class:`JobCore` holds no connection to a provider; the sync and async drivers
+(:mod:`.driver`) call the provider and hand what they saw to it. Each method here changes the
+job in the ledger's job store in one transaction, after closing any reservation the change
+closes, so a process that dies between two steps is resumed from the last one recorded (a
+reservation closed twice is ignored; see :mod:`.holds`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from spendguard.batching.holds import Holds
+from spendguard.batching.results import BatchResult, standard_usd
+from spendguard.batching.wire import BatchAPI, LineOutcome, Snapshot, Submitted
+from spendguard.cost import cost
+from spendguard.errors import BudgetExceeded, ConfigError, SpendguardError
+from spendguard.estimate import ENDPOINT_PATHS
+from spendguard.ledger.jobs import JobItem, JobRecord, JobStore
+from spendguard.money import ZERO
+from spendguard.prices import PriceTable
+from spendguard.usage import Usage, usage_from
+
+__all__ = ["JobCore", "deadline_from", "epoch", "moment"]
+
+_HOST = socket.gethostname()
+_ENDPOINT_NAMES = {path: endpoint.value for endpoint, path in ENDPOINT_PATHS.items()}
+
+
+def moment(epoch_s: float) -> datetime:
+    """Epoch seconds (the polling clock) as an aware UTC datetime."""
+    return datetime.fromtimestamp(epoch_s, UTC)
+
+
+def epoch(when: datetime) -> float:
+    return when.timestamp()
+
+
+class JobCore:
+    """A job's record and items, and what may happen to them next."""
+
+    def __init__(self, store: JobStore, job: JobRecord, items: list[JobItem], holds: Holds,
+                 api: BatchAPI, table: PriceTable) -> None:
+        self.store = store
+        self.job = job
+        self.items = {item.custom_id: item for item in items}
+        self.holds = holds
+        self.api = api
+        self.table = table
+        self.objects: dict[str, Any] = {}
+        """SDK objects received in this process (fallback responses), by custom id."""
+
+    # -- timing ---------------------------------------------------------------------------
+
+    def rescue_at_s(self) -> float | None:
+        """When unfinished requests go to ordinary calls (epoch s), if the job falls back."""
+        if not self.job.fallback or self.job.deadline is None:
+            return None
+        return epoch(self.job.deadline) - self.job.fallback_lead_s
+
+    def rescue_due(self, now_s: float) -> bool:
+        rescue = self.rescue_at_s()
+        return rescue is not None and now_s >= rescue
+
+    def unresolved(self) -> bool:
+        """Whether some request still waits for its result."""
+        return any(not item.final for item in self.items.values())
+
+    def ended(self) -> bool:
+        """Whether the provider is done with it and every reservation is closed."""
+        return self.job.state in ("ended", "failed")
+
+    def status_line(self) -> str:
+        job = self.job
+        where = f"{job.provider} {job.provider_batch_id}" if job.provider_batch_id else (
+            f"{job.provider}, not submitted")
+        seen = job.counts
+        counts = (f", {seen.get('done', 0)}/{seen.get('total', job.request_count)} done"
+                  if job.provider_status else "")
+        return f"batch job {job.id} ({where}): {job.provider_status or job.state}{counts}"
+
+    # -- changes --------------------------------------------------------------------------
+
+    def _save(self, now_s: float, items: Sequence[JobItem] = (), **changes: Any) -> None:
+        job = replace(self.job, updated_at=moment(now_s), owner_pid=os.getpid(),
+                      owner_host=_HOST, **changes)
+        self.store.save(job, items)
+        self.job = job
+        self.items.update((item.custom_id, item) for item in items)
+
+    def pending_requests(self) -> list[tuple[str, Mapping[str, Any]]]:
+        return [(item.custom_id, item.body or {}) for item in self.items.values()
+                if not item.final]
+
+    def mark_submitting(self, now_s: float) -> None:
+        """Recorded before the request leaves: a restart then looks for the batch first."""
+        self._save(now_s, note="submitting")
+
+    def submitted(self, submitted: Submitted, now_s: float) -> None:
+        snapshot = submitted.snapshot
+        self._save(now_s, state="submitted", provider_batch_id=snapshot.batch_id,
+                   provider_status=snapshot.status, counts=dict(snapshot.counts),
+                   input_file_id=submitted.input_file_id, submitted_at=moment(now_s), note=None)
+
+    def submit_failed(self, exc: BaseException, now_s: float) -> None:
+        """The provider refused the batch: release every reservation, fail every request."""
+        message = f"{type(exc).__name__}: {exc}"
+        changed = []
+        for item in self.items.values():
+            if item.hold == "held":
+                self.holds.release(self._reservation(item), "batch not submitted")
+            changed.append(replace(item, hold="released" if item.hold == "held" else item.hold,
+                                   state="errored" if not item.final else item.state,
+                                   body=None, result={"message": message}, note=message))
+        self._save(now_s, changed, state="failed", ended_at=moment(now_s), note=message[:500])
+
+    def abandon(self, now_s: float) -> None:
+        """Too late for a batch: release the reservations; the requests go to ordinary calls."""
+        changed = []
+        for item in self.items.values():
+            if item.hold == "held":
+                self.holds.release(self._reservation(item), "deadline too close for a batch")
+                changed.append(replace(item, hold="released"))
+        self._save(now_s, changed, state="ended", ended_at=moment(now_s),
+                   note="not submitted: the deadline was too close")
+
+    def cancel_unsubmitted(self, now_s: float) -> None:
+        """The caller cancelled before the provider had it: release, answer ``cancelled``."""
+        changed = []
+        for item in self.items.values():
+            if item.hold == "held":
+                self.holds.release(self._reservation(item), "batch cancelled")
+            changed.append(replace(item, hold="released" if item.hold == "held" else item.hold,
+                                   state=item.state if item.final else "cancelled", body=None))
+        self._save(now_s, changed, state="ended", ended_at=moment(now_s), fallback=False,
+                   cancel_requested=True, note="cancelled before it was submitted")
+
+    def observe(self, snapshot: Snapshot, now_s: float) -> None:
+        self._save(now_s, provider_status=snapshot.status, counts=dict(snapshot.counts))
+
+    def request_cancel(self, now_s: float, *, rescue: bool) -> None:
+        """A cancel was sent; a caller's cancel also turns the fallback off."""
+        self._save(now_s, cancel_requested=True,
+                   fallback=self.job.fallback and rescue)
+
+    def collect(self, snapshot: Snapshot, lines: list[dict[str, Any]], now_s: float) -> None:
+        """The batch ended: settle or release each request, record each result."""
+        outcomes = {o.custom_id: o for o in (self.api.outcome(line, self.job.endpoint)
+                                             for line in lines)}
+        missing = "; ".join(snapshot.errors) or "the batch returned no result for it"
+        latency_s = now_s - epoch(self.job.submitted_at or self.job.created_at)
+        changed = [self._apply(item, outcomes.get(item.custom_id) or LineOutcome(
+            item.custom_id, "errored", error={"message": missing}), latency_s)
+            for item in self.items.values()]
+        self._save(now_s, changed, state="ended", provider_status=snapshot.status,
+                   counts=dict(snapshot.counts), ended_at=moment(now_s))
+
+    def _apply(self, item: JobItem, outcome: LineOutcome, latency_s: float) -> JobItem:
+        billed = ZERO
+        if item.hold == "held":
+            reservation = self._reservation(item)
+            if outcome.status == "succeeded":
+                usage = outcome.usage
+                if usage is None:  # billed, usage unreadable: charge the worst case
+                    billed, version = item.worst_usd, self.table.version
+                    usage = Usage(estimated=True)
+                else:
+                    priced = cost(item.model, usage, batch=True, table=self.table)
+                    billed, version = priced.total, priced.table_version
+                self.holds.settle(reservation, usage, billed, table_version=version,
+                                  latency_s=latency_s, request_id=outcome.request_id)
+                item = replace(item, hold="settled")
+            else:
+                self.holds.release(reservation, f"batch {outcome.status}")
+                item = replace(item, hold="released")
+        if item.final:  # answered already by an ordinary call; the batch may have run it too
+            if billed:
+                return replace(item, actual_usd=(item.actual_usd or ZERO) + billed,
+                               note="also finished by its cancelled batch: billed twice")
+            return item
+        if outcome.status == "succeeded":
+            return replace(item, state="succeeded", route="batch", body=None,
+                           result=outcome.body, actual_usd=billed,
+                           usage=None if outcome.usage is None else outcome.usage.as_dict())
+        if outcome.status in ("expired", "cancelled") and self.job.fallback:
+            return item  # still pending: an ordinary call answers it
+        return replace(item, state=outcome.status, body=None, result=outcome.error,
+                       note=_message(outcome.error))
+
+    def fallback_targets(self, now_s: float) -> list[JobItem]:
+        """Requests to send as ordinary calls now (the job falls back and it is time)."""
+        if not self.job.fallback:
+            return []
+        due = self.rescue_due(now_s)
+        return [item for item in self.items.values()
+                if not item.final and (due or item.hold != "held")]
+
+    def fell_back(self, item: JobItem, now_s: float, *, response: Any = None,
+                  error: BaseException | None = None) -> None:
+        """Record what the ordinary call for ``item`` returned (or why it failed)."""
+        if error is None:
+            self.objects[item.custom_id] = response
+            usage = _usage(self.job.provider, response, self.job.endpoint)
+            paid = standard_usd(item.model, usage, self.table)
+            new = replace(item, state="succeeded", route="fallback", body=None,
+                          result=response.to_dict(mode="json"),
+                          usage=None if usage is None else usage.as_dict(),
+                          actual_usd=(item.actual_usd or ZERO) + paid)
+        else:
+            state = "refused" if isinstance(error, BudgetExceeded) else "errored"
+            body = getattr(error, "body", None)
+            detail = {"type": type(error).__name__, "message": str(error),
+                      **({"body": body} if isinstance(body, dict) else {})}
+            new = replace(item, state=state, route="fallback", body=None, result=detail,
+                          note=str(error)[:500])
+        self._save(now_s, [new])
+
+    def _reservation(self, item: JobItem) -> Any:
+        return self.holds.for_item(item, self.job.provider,
+                                   _ENDPOINT_NAMES.get(self.job.endpoint, self.job.endpoint))
+
+    # -- results --------------------------------------------------------------------------
+
+    def result(self, item: JobItem) -> BatchResult:
+        """A final item as the caller receives it."""
+        usage = Usage.from_dict(item.usage) if item.usage else None
+        response = self.objects.get(item.custom_id)
+        if response is None and item.state == "succeeded" and item.result is not None:
+            response = self.api.response_object(self.job.endpoint, item.result)
+        error = None if item.state == "succeeded" else (item.result or {"message": item.note})
+        return BatchResult(item.position, item.custom_id, item.state, item.route, item.model,
+                           self.job.id, response, error, usage, item.actual_usd or ZERO,
+                           standard_usd(item.model, usage, self.table))
+
+
+def _usage(provider: str, response: Any, path: str) -> Usage | None:
+    try:
+        return usage_from(provider, response, endpoint=path)
+    except SpendguardError:
+        return None
+
+
+def _message(error: Mapping[str, Any] | None) -> str | None:
+    if not error:
+        return None
+    nested = error.get("error")
+    inner: Mapping[str, Any] = nested if isinstance(nested, dict) else error
+    return str(inner.get("message") or inner.get("type") or error)[:500]
+
+
+def deadline_from(deadline: datetime | timedelta | float | None,
+                  now_s: float) -> datetime | None:
+    """A deadline given as an aware datetime, a timedelta or seconds from now (``now_s``)."""
+    if deadline is None:
+        return None
+    if isinstance(deadline, datetime):
+        if deadline.tzinfo is None:
+            raise ConfigError(f"deadline: {deadline!r} has no time zone; pass an aware "
+                              f"datetime, e.g. datetime.now(timezone.utc) + timedelta(hours=6)")
+        return deadline.astimezone(UTC)
+    if isinstance(deadline, timedelta):
+        return moment(now_s + deadline.total_seconds())
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float):
+        raise ConfigError(f"deadline: expected a datetime, a timedelta or seconds from now, "
+                          f"got {type(deadline).__name__}")
+    return moment(now_s + float(deadline))
