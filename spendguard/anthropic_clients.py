@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 
@@ -11,6 +11,9 @@ from spendguard.caching import CacheOrder
 from spendguard.calls import Provider
 from spendguard.clients import UNSET, guard_client
 from spendguard.prices import PriceTable
+
+if TYPE_CHECKING:
+    from spendguard.batching.deferred import DeferredAnthropic
 
 __all__ = ["Anthropic", "AsyncAnthropic"]
 
@@ -27,6 +30,16 @@ class Anthropic(anthropic.Anthropic):
                      cap_output=cap_output, allow_unpriced=allow_unpriced,
                      store_prompts=store_prompts, prices=prices, cache_order=cache_order)
 
+    @property
+    def deferred(self) -> DeferredAnthropic:
+        """Requests that may wait for the batch API, at its discount.
+
+        ``client.deferred.messages.create(...)`` returns a handle: call .result().
+        """
+        from spendguard.batching.deferred import anthropic_deferred  # noqa: PLC0415
+
+        return anthropic_deferred(self, is_async=False)
+
 
 class AsyncAnthropic(anthropic.AsyncAnthropic):
     """``anthropic.AsyncAnthropic``, budgeted; arguments as :class:`OpenAI`."""
@@ -39,3 +52,13 @@ class AsyncAnthropic(anthropic.AsyncAnthropic):
         guard_client(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget,
                      cap_output=cap_output, allow_unpriced=allow_unpriced,
                      store_prompts=store_prompts, prices=prices, cache_order=cache_order)
+
+    @property
+    def deferred(self) -> DeferredAnthropic:
+        """Requests that may wait for the batch API, at its discount.
+
+        ``client.deferred.messages.create(...)`` returns a handle: await it.
+        """
+        from spendguard.batching.deferred import anthropic_deferred  # noqa: PLC0415
+
+        return anthropic_deferred(self, is_async=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -11,6 +11,9 @@ from spendguard.caching import CacheOrder
 from spendguard.calls import Provider
 from spendguard.clients import UNSET, guard_client
 from spendguard.prices import PriceTable
+
+if TYPE_CHECKING:
+    from spendguard.batching.deferred import DeferredOpenAI
 
 __all__ = ["AsyncOpenAI", "OpenAI"]
 
@@ -34,6 +37,16 @@ class OpenAI(openai.OpenAI):
                      allow_unpriced=allow_unpriced, store_prompts=store_prompts,
                      prices=prices, cache_order=cache_order)
 
+    @property
+    def deferred(self) -> DeferredOpenAI:
+        """Requests that may wait for the batch API, at its discount.
+
+        ``client.deferred.chat.completions.create(...)`` returns a handle: call .result().
+        """
+        from spendguard.batching.deferred import openai_deferred  # noqa: PLC0415
+
+        return openai_deferred(self, is_async=False)
+
 
 class AsyncOpenAI(openai.AsyncOpenAI):
     """``openai.AsyncOpenAI`` whose every request is budgeted; arguments as :class:`OpenAI`."""
@@ -46,3 +59,13 @@ class AsyncOpenAI(openai.AsyncOpenAI):
         guard_client(self, Provider.OPENAI, openai.OpenAIError, budget, cap_output=cap_output,
                      allow_unpriced=allow_unpriced, store_prompts=store_prompts,
                      prices=prices, cache_order=cache_order)
+
+    @property
+    def deferred(self) -> DeferredOpenAI:
+        """Requests that may wait for the batch API, at its discount.
+
+        ``client.deferred.chat.completions.create(...)`` returns a handle: await it.
+        """
+        from spendguard.batching.deferred import openai_deferred  # noqa: PLC0415
+
+        return openai_deferred(self, is_async=True)
