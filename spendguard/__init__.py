@@ -100,6 +100,11 @@ _LAZY: dict[str, str] = {
     "OrderedRequest": "spendguard.caching",
     "cache_stats": "spendguard.caching",
     "CacheStats": "spendguard.caching",
+    # issue 9: spend logs for finance
+    "export_spend": "spendguard.export",
+    "validate_focus": "spendguard.export",
+    "report_spend": "spendguard.report",
+    "reconcile_spend": "spendguard.reconcile",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -134,6 +139,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.cost import cost as cost
     from spendguard.errors import BudgetWarning as BudgetWarning
     from spendguard.errors import CascadeFailed as CascadeFailed
+    from spendguard.export import export_spend as export_spend
+    from spendguard.export import validate_focus as validate_focus
     from spendguard.ledger import SpendRecord as SpendRecord
     from spendguard.ledger import open_ledger as open_ledger
     from spendguard.loop_guard import LoopGuard as LoopGuard
@@ -147,6 +154,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.prices import PriceTable as PriceTable
     from spendguard.prices import price as price
     from spendguard.prices import register_prices as register_prices
+    from spendguard.reconcile import reconcile_spend as reconcile_spend
+    from spendguard.report import report_spend as report_spend
     from spendguard.scopes import tags as tags
     from spendguard.sizing import BreakEven as BreakEven
     from spendguard.sizing import GpuOption as GpuOption

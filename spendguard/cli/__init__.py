@@ -18,6 +18,9 @@ _COMMANDS: dict[str, str] = {
     "size": "spendguard.cli.size:size",
     "breakeven": "spendguard.cli.breakeven:breakeven",
     "estimate": "spendguard.cli.estimate:estimate",
+    "export": "spendguard.cli.export:export",
+    "report": "spendguard.cli.report:report",
+    "reconcile": "spendguard.cli.reconcile:reconcile",
 }
 
 
