@@ -6,8 +6,9 @@ What moves, and why it keeps the meaning:
   would otherwise give different bytes, and a tool change invalidates every cache entry);
 - system text: paragraphs holding a volatile value (timestamp, uuid, id) go after the stable
   ones, in a block of their own where the API allows it; nothing is reworded;
-- the first user message: documents, images, files and blocks shared across requests go before
-  the rest of that message (long content before the question, as both providers advise).
+- the first user message: documents, images, files, long texts and blocks shared across
+  requests go before the rest of that message (long content before the question, as both
+  providers advise).
 
 Conversation turns are never reordered and never merged. The input body is not modified.
 """
@@ -20,13 +21,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from spendguard.cache_order.layout import identity
-from spendguard.cache_order.volatile import VolatileValue, find_volatile, split_paragraphs
+from spendguard.cache_order.volatile import (
+    VolatileValue,
+    find_volatile,
+    has_volatile,
+    split_paragraphs,
+)
 
 __all__ = ["Arranged", "arrange", "is_stable_block"]
 
 _DOCUMENT_TYPES = frozenset({"document", "image", "image_url", "input_image", "input_file",
                              "file", "search_result"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
+LONG_TEXT_CHARS = 4000
+"""A text block this long (about 1,000 tokens, the shortest prefix worth caching) is taken
+for a document: it goes before the question like one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +121,14 @@ def _system_text(text: str, where: str, found: list[VolatileValue], move: bool,
 
 def is_stable_block(block: Any, shared: Collection[Any]) -> bool:
     """Whether a content block belongs before the question: a document, an image, a file, a
-    block the caller marked for caching, or one shared with other requests."""
+    long text (a document pasted as text), a block the caller marked for caching, or one
+    shared with other requests."""
     if not isinstance(block, Mapping):
         return False
     if block.get("type") in _DOCUMENT_TYPES or block.get("cache_control"):
+        return True
+    text = block.get("text")
+    if isinstance(text, str) and len(text) >= LONG_TEXT_CHARS and not has_volatile(text):
         return True
     bare = {k: v for k, v in block.items() if k not in ("cache_control",
                                                           "prompt_cache_breakpoint")}

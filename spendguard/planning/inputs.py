@@ -39,8 +39,8 @@ class PlannedRequest:
     custom_id: str | None = None
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Mapping[str, Any]]:
-    """The JSON objects of a JSONL file, one per non-blank line; errors name the line."""
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSONL file; errors name the line."""
     file = Path(path)
     try:
         handle = file.open("r", encoding="utf-8")
@@ -58,7 +58,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Mapping[str, Any]]:
             if not isinstance(item, dict):
                 raise ConfigError(f"{file}, line {number}: expected a JSON object, got "
                                   f"{type(item).__name__}")
-            yield item
+            yield number, item
 
 
 def _entry(item: Mapping[str, Any], index: int, where: str, provider: str | None,
@@ -85,17 +85,18 @@ def _entry(item: Mapping[str, Any], index: int, where: str, provider: str | None
 def load_requests(source: Source, *, provider: str | None = None,
                   table: PriceTable | None = None) -> list[PlannedRequest]:
     """The requests of a list of bodies / batch lines, or of a JSONL file at a path."""
+    numbered: Iterable[tuple[str, Any]]
     if isinstance(source, str | os.PathLike):
-        items: Iterable[Any] = read_jsonl(source)
+        numbered = ((f"{source}, line {n}", item) for n, item in read_jsonl(source))
         label = str(source)
     elif isinstance(source, Mapping) or not isinstance(source, Iterable):
         raise ConfigError("requests: expected a list of request bodies or the path of a JSONL "
                           f"batch input file, got {type(source).__name__}")
     else:
-        items, label = source, "requests"
+        numbered = ((f"requests[{i}]", item) for i, item in enumerate(source))
+        label = "requests"
     found = []
-    for index, item in enumerate(items):
-        where = f"{label}[{index}]"
+    for index, (where, item) in enumerate(numbered):
         if not isinstance(item, Mapping):
             raise ConfigError(f"{where}: expected a request body (a dict), got "
                               f"{type(item).__name__}")

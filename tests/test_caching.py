@@ -1,0 +1,208 @@
+"""order_for_cache: stable content first, volatile values flagged, cache markers where they pay."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import spendguard
+from tests.plan_helpers import CLAUDE, DOCUMENT, GPT, SYSTEM, anthropic_fanout, openai_fanout
+
+STAMPED = f"{SYSTEM}\n\nCurrent time: 2026-05-21T10:22:33Z. Request req_8f3a9b2c11d4e5."
+
+
+def _tool(name: str, **properties: Any) -> dict[str, Any]:
+    return {"name": name, "description": f"the {name} tool",
+            "input_schema": {"type": "object", "properties": properties}}
+
+
+def test_tools_are_sorted_by_name_with_their_keys_sorted() -> None:
+    body = anthropic_fanout(1)[0]
+    body["tools"] = [_tool("zeta", b={"type": "string"}, a={"type": "string"}), _tool("alpha")]
+    ordered = spendguard.order_for_cache(body).body
+    assert [tool["name"] for tool in ordered["tools"]] == ["alpha", "zeta"]
+    assert list(ordered["tools"][1]) == ["description", "input_schema", "name"]
+    assert list(ordered["tools"][1]["input_schema"]["properties"]) == ["a", "b"]
+
+
+def test_a_marker_on_the_last_tool_stays_on_the_last_tool() -> None:
+    body = anthropic_fanout(1)[0]
+    body["tools"] = [_tool("zeta"), {**_tool("alpha"), "cache_control": {"type": "ephemeral"}}]
+    tools = spendguard.order_for_cache(body).body["tools"]
+    assert [("cache_control" in tool) for tool in tools] == [False, True]
+
+
+def test_volatile_system_paragraphs_move_after_the_stable_text_in_their_own_block() -> None:
+    body = {**anthropic_fanout(1)[0], "system": STAMPED}
+    result = spendguard.order_for_cache(body)
+    assert result.body["system"][0]["text"] == SYSTEM
+    assert "2026-05-21T10:22:33Z" in result.body["system"][1]["text"]
+    kinds = {value.kind: value.moved for value in result.volatile}
+    assert kinds == {"timestamp": True, "request id": True}
+
+
+def test_openai_system_text_is_split_into_a_stable_and_a_volatile_part() -> None:
+    body = openai_fanout(1)[0]
+    body["messages"][0]["content"] = STAMPED
+    content = spendguard.order_for_cache(body).body["messages"][0]["content"]
+    assert content[0] == {"type": "text", "text": SYSTEM}
+    assert "req_8f3a9b2c11d4e5" in content[1]["text"]
+
+
+def test_a_volatile_value_that_cannot_move_is_flagged_as_breaking_the_prefix() -> None:
+    body = {**anthropic_fanout(1)[0], "system": "Session 3f2b8c1e-9a4d-4e2f-8b1a-0c9d8e7f6a5b."}
+    result = spendguard.order_for_cache(body)
+    assert [(v.kind, v.moved) for v in result.volatile] == [("uuid", False)]
+    assert "breaks the cached prefix" in str(result.volatile[0])
+    assert any("stops at system" in note for note in result.notes)
+    assert result.breakpoints == ()
+
+
+def test_move_volatile_false_only_flags() -> None:
+    body = {**anthropic_fanout(1)[0], "system": STAMPED}
+    result = spendguard.order_for_cache(body, move_volatile=False)
+    assert result.body["system"] == STAMPED
+    assert {v.moved for v in result.volatile} == {False}
+
+
+def test_documents_go_before_the_question_and_turns_keep_their_order() -> None:
+    body = anthropic_fanout(1)[0]
+    body["messages"] += [{"role": "assistant", "content": "Acme."},
+                         {"role": "user", "content": [{"type": "text", "text": "And item 9?"},
+                                                      body["messages"][0]["content"][1]]}]
+    messages = spendguard.order_for_cache(body).body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert [b["type"] for b in messages[0]["content"]] == ["document", "text"]
+    assert [b["type"] for b in messages[2]["content"]] == ["text", "document"]  # untouched
+
+
+def test_long_texts_and_texts_shared_across_requests_go_first() -> None:
+    body = openai_fanout(1)[0]
+    assert spendguard.order_for_cache(body).body["messages"][1]["content"][0]["text"] == DOCUMENT
+    short = copy.deepcopy(body)
+    short["messages"][1]["content"][1]["text"] = "Annex: item 7 ships by sea."
+    alone = spendguard.order_for_cache(short).body["messages"][1]["content"]
+    shared = spendguard.order_for_cache(short, shared=["Annex: item 7 ships by sea."])
+    assert alone[0]["text"].startswith("Who delivers")  # short text: not known to be shared
+    assert shared.body["messages"][1]["content"][0]["text"].startswith("Annex")
+
+
+def test_the_input_body_is_not_modified() -> None:
+    body = {**anthropic_fanout(1)[0], "system": STAMPED}
+    body["tools"] = [_tool("zeta"), _tool("alpha")]
+    before = copy.deepcopy(body)
+    spendguard.order_for_cache(body)
+    assert body == before
+
+
+@pytest.mark.parametrize("body", [
+    {**anthropic_fanout(1)[0], "system": STAMPED, "tools": [_tool("b"), _tool("a")]},
+    openai_fanout(1)[0],
+    {**openai_fanout(1, model="gpt-5.6-sol")[0]},
+    {"model": "gpt-5.5", "instructions": STAMPED, "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "q?"},
+                                     {"type": "input_file", "file_data": "x"}]}]},
+])
+def test_ordering_an_ordered_body_changes_nothing(body: dict[str, Any]) -> None:
+    once = spendguard.order_for_cache(body, shared=[DOCUMENT]).body
+    assert spendguard.order_for_cache(once, shared=[DOCUMENT]).body == once
+
+
+def test_anthropic_gets_a_breakpoint_after_the_shared_document() -> None:
+    result = spendguard.order_for_cache(anthropic_fanout(1)[0])
+    assert result.breakpoints == ("messages[0].content[0]",)
+    block = result.body["messages"][0]["content"][0]
+    assert block["type"] == "document"
+    assert block["cache_control"] == {"type": "ephemeral"}
+    assert result.ttl == "5m"
+
+
+def test_no_breakpoint_under_the_models_minimum_length() -> None:
+    body = {"model": "claude-haiku-4-5", "max_tokens": 10, "system": "Short, stable rules.",
+            "messages": [{"role": "user", "content": "hi"}]}
+    result = spendguard.order_for_cache(body)
+    assert result.breakpoints == ()
+    assert any("4096-token minimum" in note for note in result.notes)
+
+
+def test_long_gaps_between_reuses_choose_the_one_hour_ttl_when_it_pays_back() -> None:
+    body = anthropic_fanout(1)[0]
+    one_hour = spendguard.order_for_cache(body, reuses=5, reuse_gap_s=20 * 60)
+    assert one_hour.ttl == "1h"
+    block = one_hour.body["messages"][0]["content"][0]
+    assert block["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    # 1-hour writes cost 2x input: one reuse (2 + 0.1 > 2 plain reads) does not pay them back
+    once = spendguard.order_for_cache(body, reuses=1, reuse_gap_s=20 * 60)
+    assert once.breakpoints == () and "do not pay back" in once.notes[0]
+
+
+@pytest.mark.parametrize(("reuses", "gap_s"), [(0, None), (10, 2 * 3600)])
+def test_no_cache_write_when_it_cannot_be_read_back(reuses: int, gap_s: float | None) -> None:
+    result = spendguard.order_for_cache(anthropic_fanout(1)[0], reuses=reuses,
+                                        reuse_gap_s=gap_s)
+    assert result.breakpoints == ()
+    assert "cache_control" not in str(result.body)
+
+
+def test_at_most_four_breakpoints() -> None:
+    body = anthropic_fanout(1)[0]
+    marked = {"type": "ephemeral"}
+    body["system"] = [{"type": "text", "text": f"rule {i}", "cache_control": marked}
+                      for i in range(4)]
+    result = spendguard.order_for_cache(body)
+    assert len(result.breakpoints) == 4
+    assert "cache_control" not in result.body["messages"][0]["content"][0]
+    assert any("already has 4" in note for note in result.notes)
+
+
+def test_openai_prompt_cache_key_follows_the_shared_prefix() -> None:
+    first, second = openai_fanout(2)
+    other = copy.deepcopy(first)
+    other["messages"][1]["content"][1]["text"] = DOCUMENT.replace("supplier", "vendor")
+    keys = [spendguard.order_for_cache(b, shared=[DOCUMENT]).prompt_cache_key
+            for b in (first, second)]
+    assert keys[0] is not None and keys[0] == keys[1] and keys[0].startswith("sg-")
+    assert spendguard.order_for_cache(other).prompt_cache_key != keys[0]
+    kept = spendguard.order_for_cache({**first, "prompt_cache_key": "mine"}, shared=[DOCUMENT])
+    assert kept.body["prompt_cache_key"] == "mine"
+
+
+def test_openai_explicit_breakpoints_only_where_the_model_has_them() -> None:
+    older = spendguard.order_for_cache(openai_fanout(1, model=GPT)[0])
+    newer = spendguard.order_for_cache(openai_fanout(1, model="gpt-5.6-sol")[0])
+    assert older.breakpoints == () and "prompt_cache_breakpoint" not in str(older.body)
+    assert newer.breakpoints == ("messages[1].content[0]",)
+    assert newer.body["messages"][1]["content"][0]["prompt_cache_breakpoint"] == {
+        "mode": "explicit"}
+
+
+def test_openai_responses_long_gaps_ask_for_twelve_hour_retention() -> None:
+    body = {"model": "gpt-5.6-sol", "instructions": DOCUMENT, "input": "q?",
+            "max_output_tokens": 10}
+    result = spendguard.order_for_cache(body, reuses=10, reuse_gap_s=3 * 3600)
+    assert result.body["prompt_cache_options"] == {"ttl": "12h"}
+
+
+def test_provider_and_endpoint_are_read_from_the_body() -> None:
+    assert spendguard.order_for_cache(anthropic_fanout(1)[0]).provider == "anthropic"
+    assert spendguard.order_for_cache(openai_fanout(1)[0]).endpoint == "chat.completions"
+    responses = spendguard.order_for_cache({"model": "gpt-5.5", "input": "hi"})
+    assert responses.endpoint == "responses"
+    embeddings = spendguard.order_for_cache({"model": "text-embedding-3-small", "input": "hi"})
+    assert embeddings.endpoint == "embeddings" and embeddings.breakpoints == ()
+
+
+def test_a_bad_provider_names_the_field() -> None:
+    with pytest.raises(spendguard.ConfigError, match="provider"):
+        spendguard.order_for_cache({"model": CLAUDE}, provider="gemini")
+
+
+def test_report_lists_markers_flags_and_notes() -> None:
+    marked = spendguard.order_for_cache(anthropic_fanout(1)[0]).report()
+    assert "breakpoints messages[0].content[0] (ttl 5m)" in marked
+    # a stamp left in the system prompt keeps the document after it out of the cache
+    stamped = spendguard.order_for_cache({**anthropic_fanout(1)[0], "system": STAMPED}).report()
+    assert "breakpoints none" in stamped
+    assert "volatile: timestamp" in stamped and "stops at system[1]" in stamped
