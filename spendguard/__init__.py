@@ -237,12 +237,15 @@ __all__ = [
     "cost",
     "count_tokens",
     "count_tokens_exact",
+    "export_spend",
     "loop",
     "open_ledger",
     "order_for_cache",
     "plan",
     "price",
+    "reconcile_spend",
     "register_prices",
+    "report_spend",
     "size_model",
     "stop_after_seconds",
     "stop_after_steps",
@@ -255,6 +258,7 @@ __all__ = [
     "stop_when_unaffordable",
     "tags",
     "usage_from",
+    "validate_focus",
     "wrap",
 ]
 
