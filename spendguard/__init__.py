@@ -105,11 +105,39 @@ _LAZY: dict[str, str] = {
     "validate_focus": "spendguard.export",
     "report_spend": "spendguard.report",
     "reconcile_spend": "spendguard.reconcile",
+    # issue 7: deferrable work through the batch APIs
+    "BatchJob": "spendguard.batching",
+    "BatchLimits": "spendguard.batching",
+    "BatchRequest": "spendguard.batching",
+    "BatchResult": "spendguard.batching",
+    "BatchRun": "spendguard.batching",
+    "Deferred": "spendguard.batching",
+    "abatch": "spendguard.batching",
+    "acancel_batch": "spendguard.batching",
+    "aresume_batches": "spendguard.batching",
+    "batch": "spendguard.batching",
+    "batch_jobs": "spendguard.batching",
+    "cancel_batch": "spendguard.batching",
+    "resume_batches": "spendguard.batching",
+    "BatchRequestFailed": "spendguard.errors",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.anthropic_clients import Anthropic as Anthropic
     from spendguard.anthropic_clients import AsyncAnthropic as AsyncAnthropic
+    from spendguard.batching import BatchJob as BatchJob
+    from spendguard.batching import BatchLimits as BatchLimits
+    from spendguard.batching import BatchRequest as BatchRequest
+    from spendguard.batching import BatchResult as BatchResult
+    from spendguard.batching import BatchRun as BatchRun
+    from spendguard.batching import Deferred as Deferred
+    from spendguard.batching import abatch as abatch
+    from spendguard.batching import acancel_batch as acancel_batch
+    from spendguard.batching import aresume_batches as aresume_batches
+    from spendguard.batching import batch as batch
+    from spendguard.batching import batch_jobs as batch_jobs
+    from spendguard.batching import cancel_batch as cancel_batch
+    from spendguard.batching import resume_batches as resume_batches
     from spendguard.budget import Budget as Budget
     from spendguard.caching import CacheOrder as CacheOrder
     from spendguard.caching import CacheStats as CacheStats
@@ -137,6 +165,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.clients import wrap as wrap
     from spendguard.cost import Cost as Cost
     from spendguard.cost import cost as cost
+    from spendguard.errors import BatchRequestFailed as BatchRequestFailed
     from spendguard.errors import BudgetWarning as BudgetWarning
     from spendguard.errors import CascadeFailed as CascadeFailed
     from spendguard.export import export_spend as export_spend
@@ -183,6 +212,12 @@ __all__ = [
     "AsyncAnthropic",
     "AsyncOpenAI",
     "AttemptOutcome",
+    "BatchJob",
+    "BatchLimits",
+    "BatchRequest",
+    "BatchRequestFailed",
+    "BatchResult",
+    "BatchRun",
     "BreakEven",
     "Budget",
     "BudgetConfigError",
@@ -197,6 +232,7 @@ __all__ = [
     "Check",
     "ConfigError",
     "Cost",
+    "Deferred",
     "GpuOption",
     "Learning",
     "LedgerError",
@@ -223,10 +259,16 @@ __all__ = [
     "Usage",
     "Verdict",
     "__version__",
+    "abatch",
+    "acancel_batch",
     "acascade",
     "always_pass",
+    "aresume_batches",
+    "batch",
+    "batch_jobs",
     "breakeven",
     "cache_stats",
+    "cancel_batch",
     "cascade",
     "check_all",
     "check_any",
@@ -246,6 +288,7 @@ __all__ = [
     "reconcile_spend",
     "register_prices",
     "report_spend",
+    "resume_batches",
     "size_model",
     "stop_after_seconds",
     "stop_after_steps",
