@@ -11,13 +11,19 @@ from __future__ import annotations
 import os
 import socket
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from spendguard.batching.context import ClientContext, client_context, store_for
+from spendguard.batching.context import (
+    ClientContext,
+    client_context,
+    ledger_for,
+    live_ledgers,
+    store_for,
+)
 from spendguard.batching.driver import acancel, cancel
 from spendguard.batching.holds import Holds
 from spendguard.batching.job import JobCore
@@ -25,7 +31,8 @@ from spendguard.batching.polling import Polling
 from spendguard.batching.results import BatchResult
 from spendguard.batching.run import BatchRun, LedgerArg
 from spendguard.errors import ConfigError
-from spendguard.ledger.jobs import JobItem, JobRecord, JobStore, is_active
+from spendguard.ledger.base import Ledger
+from spendguard.ledger.jobs import JobItem, JobRecord, JobStore, is_active, job_store
 from spendguard.money import ZERO
 
 __all__ = ["BatchJob", "acancel_batch", "aresume_batches", "batch_jobs", "cancel_batch",
@@ -127,8 +134,9 @@ def _owned_elsewhere(job: JobRecord) -> bool:
     return True
 
 
-def _cores(context: ClientContext, store: JobStore, job_id: str | None, *,
+def _cores(context: ClientContext, ledger: Ledger, job_id: str | None, *,
            take_over: bool, fallback: bool) -> list[JobCore]:
+    store = job_store(ledger)
     if job_id is not None:
         job = _job(store, job_id)
         if job.provider != context.provider.value:
@@ -143,7 +151,7 @@ def _cores(context: ClientContext, store: JobStore, job_id: str | None, *,
         jobs = [job for job in store.jobs(active=True)
                 if job.provider == context.provider.value
                 and (take_over or not _owned_elsewhere(job))]
-    holds = Holds()
+    holds = Holds(ledgers=live_ledgers(ledger, context.budget))
     cores = []
     for job in reversed(jobs):  # oldest first
         items = store.items(job.id)
@@ -157,8 +165,8 @@ def _cores(context: ClientContext, store: JobStore, job_id: str | None, *,
 def _resumed(client: Any, job_id: str | None, ledger: LedgerArg, polling: Polling | None,
              take_over: bool, fallback: bool) -> BatchRun:
     context = client_context(client)
-    store = store_for(ledger, context.budget)
-    cores = _cores(context, store, job_id, take_over=take_over, fallback=fallback)
+    cores = _cores(context, ledger_for(ledger, context.budget), job_id, take_over=take_over,
+                   fallback=fallback)
     return BatchRun(context, cores, polling or Polling(), until_ended=True)
 
 
@@ -188,13 +196,13 @@ async def aresume_batches(client: Any, *, job_id: str | None = None, ledger: Led
 
 def _one(client: Any, job_id: str, ledger: LedgerArg) -> tuple[JobCore, Polling]:
     context = client_context(client)
-    store = store_for(ledger, context.budget)
-    (core,) = _cores(context, store, job_id, take_over=True, fallback=True)
+    (core,) = _cores(context, ledger_for(ledger, context.budget), job_id, take_over=True,
+                     fallback=True)
     return core, Polling()
 
 
 def cancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
-                 clock: Any = None) -> BatchJob:
+                 clock: Callable[[], float] | None = None) -> BatchJob:
     """Cancel one job; its unfinished requests are released and answered ``cancelled``.
 
     A provider takes a while to stop a batch: resume the job afterwards to settle what it
@@ -206,7 +214,7 @@ def cancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
 
 
 async def acancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
-                        clock: Any = None) -> BatchJob:
+                        clock: Callable[[], float] | None = None) -> BatchJob:
     """The async twin of :func:`cancel_batch`."""
     core, polling = _one(client, job_id, ledger)
     await acancel(core, client, (clock or polling.clock)())

@@ -19,7 +19,7 @@ from spendguard.prices import PriceTable, default_table
 from spendguard.scopes import collect_budgets
 from spendguard.transport import installed_guard
 
-__all__ = ["ClientContext", "client_context", "store_for"]
+__all__ = ["ClientContext", "client_context", "ledger_for", "live_ledgers", "store_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +68,27 @@ def client_context(client: Any) -> ClientContext:
     return ClientContext(client, provider, is_async, api_for(provider), guard, table)
 
 
-def store_for(ledger: str | os.PathLike[str] | Ledger | None,
-              budget: Budget | None) -> JobStore:
-    """The job store: the ledger named, else the client's budget's, else the default one."""
+def ledger_for(ledger: str | os.PathLike[str] | Ledger | None, budget: Budget | None) -> Ledger:
+    """Where jobs are kept: the ledger named, else the client's budget's, else the default."""
     if isinstance(ledger, Ledger):
-        return job_store(ledger)
+        return ledger
     if ledger is not None:
-        return job_store(open_ledger(ledger))
+        return open_ledger(ledger)
     budgets = collect_budgets(budget)
     if budget is not None:
-        return job_store(budget.ledger)
-    return job_store(budgets[-1].ledger if budgets else open_ledger())
+        return budget.ledger
+    return budgets[-1].ledger if budgets else open_ledger()
+
+
+def store_for(ledger: str | os.PathLike[str] | Ledger | None,
+              budget: Budget | None) -> JobStore:
+    """The job store of :func:`ledger_for`."""
+    return job_store(ledger_for(ledger, budget))
+
+
+def live_ledgers(store_ledger: Ledger, budget: Budget | None) -> dict[str, Ledger]:
+    """The ledgers open in this process, by URL: a private ``memory://`` ledger cannot be
+    reopened by its URL, so a reservation held in one is closed through the object itself."""
+    known = {b.ledger.url: b.ledger for b in reversed(collect_budgets(budget))}
+    known[store_ledger.url] = store_ledger
+    return known

@@ -43,9 +43,11 @@ class Holds:
     """The reservations of some batched requests, by custom id."""
 
     def __init__(self, reservations: Mapping[str, Reservation] | None = None,
-                 stored: Mapping[str, tuple[tuple[str, str], ...]] | None = None) -> None:
+                 stored: Mapping[str, tuple[tuple[str, str], ...]] | None = None, *,
+                 ledgers: Mapping[str, Ledger] | None = None) -> None:
         self._by_id = dict(reservations or {})
         self._stored = dict(stored or {})
+        self._ledgers = dict(ledgers or {})
 
     def stored(self, custom_id: str) -> tuple[tuple[str, str], ...]:
         """How the request's reservation is written in the job store: (ledger URL, id)."""
@@ -55,7 +57,8 @@ class Holds:
         """The live reservation of ``item``, or one rebuilt from the store (after a restart)."""
         found = self._by_id.get(item.custom_id)
         if found is None:
-            held = tuple((open_ledger(url), rid) for url, rid in item.holds)
+            held = tuple((self._ledgers.get(url) or open_ledger(url), rid)
+                          for url, rid in item.holds)
             found = Reservation(held, (), worst_usd=item.worst_usd,
                                 call=CallInfo(provider, item.model, endpoint),
                                 time=utc_now(), clock=utc_now)
