@@ -1,0 +1,98 @@
+"""The benchmark scripts still run: each in its tiny ``--quick`` mode, end to end.
+
+Only that they finish and print their tables is checked, never a timing: the figures of a quick
+run mean nothing, and wall-clock assertions on a shared machine would be flaky. The peers'
+venv is switched off here, so LiteLLM's rows take their "n/a" path; Redis rows run when a
+local server answers and say "n/a" otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+OWN_SCRIPTS = ["overhead.py", "overhead_loopback.py", "enforcement.py", "import_time.py",
+               "ledger_local.py", "estimation.py", "savings.py"]
+
+
+def run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SPENDGUARD_HOME=str(tmp_path), SPENDGUARD_BENCH_PEERS_PYTHON="none")
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          cwd=BENCHMARKS.parent, timeout=600, check=False)
+
+
+def harness() -> Any:
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module("harness")
+
+
+@pytest.mark.parametrize("script", OWN_SCRIPTS)
+def test_each_benchmark_runs_in_quick_mode_and_prints_a_table(tmp_path: Path,
+                                                              script: str) -> None:
+    result = run_script(tmp_path, str(BENCHMARKS / script), "--quick")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "\n|-" in result.stdout
+    assert "FAILED" not in result.stdout
+
+
+@pytest.mark.parametrize("script", ["overhead_loopback.py", "enforcement.py", "import_time.py"])
+def test_peer_rows_say_not_installed_without_the_peers_venv(tmp_path: Path,
+                                                            script: str) -> None:
+    result = run_script(tmp_path, str(BENCHMARKS / script), "--quick")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "n/a (not installed" in result.stdout
+
+
+def test_the_runner_reports_machine_command_and_each_section(tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    result = run_script(tmp_path, str(BENCHMARKS / "run_all.py"), "--quick", "--only",
+                        "ledger_local,estimation", "--output", str(report))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    text = report.read_text()
+    for expected in ("- machine:", "- date:", "- command:", "## estimation"):
+        assert expected in text
+
+
+def test_the_runner_rejects_an_unknown_script_name(tmp_path: Path) -> None:
+    result = run_script(tmp_path, str(BENCHMARKS / "run_all.py"), "--only", "nonesuch")
+    assert result.returncode == 2
+    assert "unknown" in result.stderr
+
+
+def test_round_robin_rotates_which_variant_goes_first() -> None:
+    order: list[str] = []
+
+    def variant(name: str) -> Any:
+        def one() -> float:
+            order.append(name)
+            return 1.0
+        return one
+
+    samples = harness().round_robin({"a": variant("a"), "b": variant("b"), "c": variant("c")},
+                                    rounds=3, warmup=1)
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert {name: len(values) for name, values in samples.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_percentile_is_nearest_rank_and_overhead_is_the_median_paired_difference() -> None:
+    h = harness()
+    values = [float(v) for v in range(1, 101)]
+    assert h.percentile(values, 0.99) == 99.0
+    assert h.percentile([5.0], 0.99) == 5.0
+    assert h.paired_overhead_s([3.0, 10.0, 4.0], [1.0, 1.0, 1.0]) == 3.0
+
+
+def test_markdown_tables_pad_every_column() -> None:
+    table = harness().markdown_table(["a", "long header"], [["wide cell", "x"]])
+    lines = table.splitlines()
+    assert lines[0] == "| a         | long header |"
+    assert lines[1] == "|-----------|-------------|"
+    assert len({len(line) for line in lines}) == 1
