@@ -49,11 +49,16 @@ class World:
     ledger: str | Ledger = "memory://"
     emulator_options: dict[str, Any] = field(default_factory=dict)
     progress: list[str] = field(default_factory=list)
+    scope: str | None = None
+    provider: Emulator | None = None
+    """The emulator of a world that "crashed": the provider outlives the process."""
 
     def __post_init__(self) -> None:
-        self.emulator = Emulator(clock=self.clock, **{"batch_completion_s": 100.0,
-                                                      "respond": echo, **self.emulator_options})
-        self.budget = spendguard.Budget(self.limit_usd, ledger=self.ledger, warn_at=None)
+        self.emulator = self.provider or Emulator(
+            clock=self.clock, **{"batch_completion_s": 100.0, "respond": echo,
+                                 **self.emulator_options})
+        self.budget = spendguard.Budget(self.limit_usd, ledger=self.ledger, warn_at=None,
+                                        scope=self.scope)
         self.polling = Polling.manual(self.clock, progress=self.progress.append)
 
     def openai(self, **options: Any) -> spendguard.OpenAI:
@@ -79,6 +84,11 @@ class World:
         return spendguard.AsyncAnthropic(
             api_key="k", base_url=ANTHROPIC_BASE_URL, max_retries=0,
             http_client=httpx2.AsyncClient(transport=self.emulator.transport()), **options)
+
+    def restarted(self, ledger: str | Ledger) -> World:
+        """A new process: same provider and clock, a fresh budget object on ``ledger``."""
+        return World(clock=self.clock, limit_usd=self.limit_usd, ledger=ledger,
+                     scope=self.budget.scope, provider=self.emulator)
 
     def sent(self, method: str, suffix: str) -> int:
         """How many requests the emulator received to a path ending in ``suffix``."""

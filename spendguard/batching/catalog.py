@@ -35,8 +35,21 @@ from spendguard.ledger.base import Ledger
 from spendguard.ledger.jobs import JobItem, JobRecord, JobStore, is_active, job_store
 from spendguard.money import ZERO
 
-__all__ = ["BatchJob", "acancel_batch", "aresume_batches", "batch_jobs", "cancel_batch",
-           "resume_batches"]
+__all__ = ["BatchJob", "RequestState", "acancel_batch", "aresume_batches", "batch_jobs",
+           "cancel_batch", "resume_batches"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestState:
+    """One request of a job, as the ledger keeps it (no prompt, no response)."""
+
+    custom_id: str
+    model: str
+    state: str
+    route: str
+    cost_usd: Decimal
+    collected: bool
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +80,7 @@ class BatchJob:
     owner_pid: int | None
     owner_host: str | None
     note: str | None
+    requests: tuple[RequestState, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -82,7 +96,10 @@ class BatchJob:
                    sum((item.actual_usd or ZERO for item in items), ZERO), job.created_at,
                    job.deadline, job.fallback, dict(outcomes), dict(routes),
                    sum(1 for item in items if item.final and not item.delivered),
-                   job.owner_pid, job.owner_host, job.note)
+                   job.owner_pid, job.owner_host, job.note,
+                   tuple(RequestState(item.custom_id, item.model, item.state, item.route,
+                                      item.actual_usd or ZERO, item.delivered, item.note)
+                         for item in items))
 
     @classmethod
     def load(cls, job_id: str, *, ledger: LedgerArg = None) -> BatchJob:
@@ -101,6 +118,10 @@ class BatchJob:
                 value = value.isoformat()
             elif isinstance(value, Mapping):
                 value = dict(value)
+            elif name == "requests":
+                value = [{"custom_id": r.custom_id, "model": r.model, "state": r.state,
+                          "route": r.route, "cost_usd": str(r.cost_usd),
+                          "collected": r.collected, "note": r.note} for r in value]
             out[name] = value
         out["active"] = self.active
         return out
@@ -140,8 +161,9 @@ def _cores(context: ClientContext, ledger: Ledger, job_id: str | None, *,
     if job_id is not None:
         job = _job(store, job_id)
         if job.provider != context.provider.value:
-            raise ConfigError(f"client: job {job_id} ran on {job.provider}; resume it with "
-                              f"a {job.provider} client")
+            raise ConfigError(f"client: job {job_id} ran on {job.provider}, not on "
+                              f"{context.provider.value}; resume it with a {job.provider} "
+                              f"client (spendguard.OpenAI / spendguard.Anthropic)")
         if _owned_elsewhere(job) and not take_over:
             raise ConfigError(f"job {job_id} belongs to process {job.owner_pid}, which is "
                               f"still running; pass take_over=True (--take-over) to resume "
