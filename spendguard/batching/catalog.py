@@ -179,7 +179,10 @@ def _cores(context: ClientContext, ledger: Ledger, job_id: str | None, *,
         items = store.items(job.id)
         if job_id is None and not is_active(job, items):
             continue
-        chosen = job if fallback else replace(job, fallback=False)
+        chosen = job
+        if job.fallback and not fallback:  # recorded, so every later look honours it
+            chosen = replace(job, fallback=False)
+            store.save(chosen)
         cores.append(JobCore(store, chosen, items, holds, context.api, context.table))
     return cores
 

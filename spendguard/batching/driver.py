@@ -58,6 +58,7 @@ async def asubmit(core: JobCore, client: Any, now_s: float) -> None:
 def advance(core: JobCore, client: Any, now_s: float) -> None:
     """One look at a job: submit, poll, rescue, collect, fall back — whatever is due."""
     api = core.api
+    core.refresh()
     if core.job.state == "reserved":
         if core.rescue_due(now_s):
             core.abandon(now_s)
@@ -90,6 +91,7 @@ def advance(core: JobCore, client: Any, now_s: float) -> None:
 async def aadvance(core: JobCore, client: Any, now_s: float) -> None:
     """The async twin of :func:`advance`."""
     api = core.api
+    core.refresh()
     if core.job.state == "reserved":
         if core.rescue_due(now_s):
             core.abandon(now_s)

@@ -87,6 +87,13 @@ class JobCore:
 
     # -- changes --------------------------------------------------------------------------
 
+    def refresh(self) -> None:
+        """Read the job again: another process (``spendguard batches cancel``) may have moved it."""
+        job = self.store.get(self.job.id)
+        if job is not None and job.updated_at != self.job.updated_at:
+            self.job = job
+            self.items = {item.custom_id: item for item in self.store.items(job.id)}
+
     def _save(self, now_s: float, items: Sequence[JobItem] = (), **changes: Any) -> None:
         job = replace(self.job, updated_at=moment(now_s), owner_pid=os.getpid(),
                       owner_host=_HOST, **changes)

@@ -1,0 +1,157 @@
+"""``spendguard batches``: batch jobs kept in the ledger — list, show, resume, cancel.
+
+``resume`` and ``cancel`` talk to the provider with the official SDK, reading the API key from
+``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` (and ``--base-url`` for a proxy or the emulator).
+``resume`` collects: it settles each request and writes each result not yet collected as one
+JSON line; it never makes ordinary calls (the deadline fallback is for the program that asked).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+import click
+
+from spendguard.batching import BatchJob, BatchResult, batch_jobs, cancel_batch, resume_batches
+from spendguard.batching.polling import Polling
+from spendguard.errors import SpendguardError
+from spendguard.money import format_usd
+
+__all__ = ["batches"]
+
+_LEDGER = click.option("--ledger", default=None, metavar="URL",
+                       help="Ledger URL or path (default: spendguard's default ledger).")
+_BASE_URL = click.option("--base-url", default=None,
+                         help="API base URL (a proxy, or `spendguard emulate`).")
+
+
+def _client(provider: str, base_url: str | None) -> Any:
+    options: dict[str, Any] = {} if base_url is None else {"base_url": base_url}
+    try:
+        if provider == "openai":
+            import openai  # noqa: PLC0415 - the SDK of the job's provider only
+
+            return openai.OpenAI(**options)
+        import anthropic  # noqa: PLC0415
+
+        return anthropic.Anthropic(**options)
+    except Exception as exc:  # the SDKs raise their own error for a missing key
+        raise click.ClickException(f"cannot build a {provider} client: {exc}") from exc
+
+
+def _summary(job: BatchJob) -> str:
+    done = ", ".join(f"{n} {state}" for state, n in sorted(job.outcomes.items()))
+    return (f"{job.id}  {job.provider:<9} {job.state:<9} {job.provider_status or '-':<11} "
+            f"{job.request_count:>6}  {format_usd(job.cost_usd, places=6):>11} of "
+            f"{format_usd(job.worst_usd, places=6):>11}  {done}")
+
+
+@click.group()
+def batches() -> None:
+    """Batch jobs submitted by spendguard.batch() or client.deferred, kept in the ledger."""
+
+
+@batches.command("list")
+@_LEDGER
+@click.option("--active", is_flag=True, help="Only jobs still running or not yet collected.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per job.")
+def list_jobs(ledger: str | None, active: bool, as_json: bool) -> None:
+    """List batch jobs, newest first: state, requests, cost so far of the worst case held."""
+    for job in batch_jobs(ledger=ledger, active=active):
+        if as_json:
+            click.echo(json.dumps({k: v for k, v in job.as_dict().items() if k != "requests"}))
+        else:
+            click.echo(_summary(job))
+
+
+@batches.command()
+@click.argument("job_id")
+@_LEDGER
+@click.option("--json", "as_json", is_flag=True, help="The job and its requests as JSON.")
+def show(job_id: str, ledger: str | None, as_json: bool) -> None:
+    """Show one job and each of its requests (state, route, cost; never prompts)."""
+    job = _load(job_id, ledger)
+    if as_json:
+        click.echo(json.dumps(job.as_dict(), indent=2))
+        return
+    click.echo(_summary(job))
+    click.echo(f"  endpoint {job.endpoint}, provider batch {job.provider_batch_id or '-'}, "
+               f"created {job.created_at:%Y-%m-%d %H:%M:%S} UTC"
+               + (f", deadline {job.deadline:%Y-%m-%d %H:%M:%S} UTC" if job.deadline else "")
+               + (" (falls back)" if job.fallback else ""))
+    if job.note:
+        click.echo(f"  note: {job.note}")
+    for request in job.requests:
+        mark = "" if request.collected or request.state == "pending" else "  (not collected)"
+        click.echo(f"  {request.custom_id:<24} {request.model:<22} {request.state:<10} "
+                   f"{request.route:<8} {format_usd(request.cost_usd, places=6):>11}{mark}")
+
+
+def _load(job_id: str, ledger: str | None) -> BatchJob:
+    try:
+        return BatchJob.load(job_id, ledger=ledger)
+    except SpendguardError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _line(result: BatchResult) -> str:
+    response = result.response.to_dict(mode="json") if result.response is not None else None
+    return json.dumps({"job_id": result.job_id, "custom_id": result.custom_id,
+                       "index": result.index, "status": result.status, "route": result.route,
+                       "model": result.model, "cost_usd": str(result.cost_usd),
+                       "response": response, "error": result.error})
+
+
+@batches.command()
+@click.argument("job_id", required=False)
+@_LEDGER
+@_BASE_URL
+@click.option("--wait/--no-wait", default=True, show_default=True,
+              help="Poll until the jobs end, or look once.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=None,
+              help="Stop waiting after this many seconds.")
+@click.option("--output", "-o", type=click.File("a"), default="-",
+              help="Append results here as JSON lines (default: standard output).")
+@click.option("--take-over", is_flag=True,
+              help="Resume jobs another running process owns.")
+def resume(job_id: str | None, ledger: str | None, base_url: str | None, wait: bool,
+           timeout: float | None, output: IO[str], take_over: bool) -> None:
+    """Resume unfinished jobs (all, or JOB_ID): poll, settle, write uncollected results.
+
+    Each result is written once, across processes and runs; progress goes to stderr.
+    """
+    providers = ([_load(job_id, ledger).provider] if job_id else
+                 sorted({job.provider for job in batch_jobs(ledger=ledger, active=True)}))
+    written, limit_s = 0, timeout if wait else 0.0
+    for provider in providers:
+        try:
+            results = resume_batches(_client(provider, base_url), job_id=job_id, ledger=ledger,
+                                     timeout=limit_s, polling=Polling(), fallback=False,
+                                     take_over=take_over)
+        except SpendguardError as exc:
+            raise click.ClickException(str(exc)) from exc
+        for result in results:
+            output.write(_line(result) + "\n")
+        written += len(results)
+    output.flush()
+    click.echo(f"spendguard: {written} result(s) collected", err=True)
+    if not providers:
+        click.echo("spendguard: no active batch jobs", err=True)
+
+
+@batches.command()
+@click.argument("job_id")
+@_LEDGER
+@_BASE_URL
+def cancel(job_id: str, ledger: str | None, base_url: str | None) -> None:
+    """Cancel a job: unfinished requests are released; finished ones are kept (resume them)."""
+    provider = _load(job_id, ledger).provider
+    try:
+        job = cancel_batch(_client(provider, base_url), job_id, ledger=ledger)
+    except SpendguardError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(_summary(job))
+    if job.state == "submitted":
+        click.echo(f"spendguard: {provider} is stopping the batch; `spendguard batches resume "
+                   f"{job_id}` settles it and collects what it finished", err=True)
