@@ -21,6 +21,7 @@ _COMMANDS: dict[str, str] = {
     "export": "spendguard.cli.export:export",
     "report": "spendguard.cli.report:report",
     "reconcile": "spendguard.cli.reconcile:reconcile",
+    "batches": "spendguard.cli.batches:batches",
 }
 
 
