@@ -22,11 +22,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+
+from spendguard.ledger.redis import RedisLedger
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_HOST, SHARED_PORT = "127.0.0.1", 6379
@@ -83,6 +85,20 @@ def fixture_redis_url(redis_prefix: str) -> str:
     return ledger_url(redis_prefix, timeout="2")
 
 
+@pytest.fixture(name="open_redis")
+def fixture_open_redis() -> Iterator[Callable[[str], RedisLedger]]:
+    """Opens Redis ledgers that are closed, sockets and all, when the test ends."""
+    ledgers: list[RedisLedger] = []
+
+    def open_one(url: str) -> RedisLedger:
+        ledgers.append(RedisLedger(url))
+        return ledgers[-1]
+
+    yield open_one
+    for ledger in ledgers:
+        ledger.close()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((SHARED_HOST, 0))
@@ -97,7 +113,7 @@ class ThrowawayRedis:
         self.port = free_port()
         self.directory = directory
         self.persistent = persistent
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         storage = (["--appendonly", "yes", "--appendfsync", "always"] if self.persistent
@@ -105,36 +121,36 @@ class ThrowawayRedis:
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", SHARED_HOST, "--save", "",
              *storage, "--dir", str(self.directory)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self._wait_for("Ready to accept connections")
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self._wait_for(b"Ready to accept connections")
 
     def kill(self) -> None:
         """SIGKILL: no goodbye to the clients, as when a machine dies."""
-        assert self.process is not None
+        assert self.process is not None and self.process.stdout is not None
         self.process.kill()
         self.process.wait(timeout=10)
-        assert self.process.stdout is not None
         self.process.stdout.close()
         self.process = None
 
-    def _wait_for(self, line: str, within_s: float = 10.0) -> None:
+    def _wait_for(self, text: bytes, within_s: float = 10.0) -> None:
         # Read the server's log until it says it is ready: an event, not a guessed delay.
+        # Raw reads of the pipe: a buffered reader could hold the line select() waits for.
         assert self.process is not None and self.process.stdout is not None
+        pipe = self.process.stdout.fileno()
         deadline = time.monotonic() + within_s
+        seen = b""
         with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            seen = []
-            while time.monotonic() < deadline:
+            selector.register(pipe, selectors.EVENT_READ)
+            while text not in seen and time.monotonic() < deadline:
                 if not selector.select(timeout=deadline - time.monotonic()):
                     break
-                text = self.process.stdout.readline()
-                if not text:
+                chunk = os.read(pipe, 65536)
+                if not chunk:
                     break
-                seen.append(text)
-                if line in text:
-                    return
-        raise AssertionError(f"redis-server on port {self.port} did not start:\n"
-                             + "".join(seen))
+                seen += chunk
+        if text not in seen:
+            raise AssertionError(f"redis-server on port {self.port} did not start:\n"
+                                 f"{seen.decode(errors='replace')}")
 
 
 def redis_worker(*args: str) -> subprocess.Popen[str]:

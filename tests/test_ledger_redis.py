@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Context, Decimal, localcontext
 from pathlib import Path
@@ -22,6 +23,7 @@ from spendguard.thresholds import ThresholdCrossed
 from tests.ledger_helpers import START, FakeClock, call_info, settle, spend
 from tests.redis_helpers import (
     drop_prefix,
+    fixture_open_redis,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_url,  # noqa: F401 - a fixture: pytest finds it here
     free_port,
@@ -70,12 +72,13 @@ def test_a_bad_url_is_a_config_error_naming_the_part(url: str, says: str) -> Non
         open_ledger(url)
 
 
-def test_the_password_never_appears_in_errors_or_reprs() -> None:
+def test_the_password_never_appears_in_errors_or_reprs(
+        open_redis: Callable[[str], RedisLedger]) -> None:
     url = f"redis://:hunter2@127.0.0.1:{free_port()}/0?timeout=0.5&bogus=1"
     with pytest.raises(ConfigError) as bad:
         open_ledger(url)
     assert "hunter2" not in str(bad.value) and "***" in str(bad.value)
-    ledger = RedisLedger(url.removesuffix("&bogus=1"))
+    ledger = open_redis(url.removesuffix("&bogus=1"))
     with pytest.raises(LedgerUnavailable) as down:
         ledger.reserve([], D("1"), call_info(), time=START, expires_at=EXPIRY, tags={})
     assert "hunter2" not in str(down.value) + repr(ledger) + down.value.url
@@ -144,8 +147,9 @@ def test_lua_adds_any_amounts_exactly(amounts: list[Decimal]) -> None:
 
 @pytest.mark.redis
 @requires_redis
-def test_a_reservation_finer_than_the_scale_is_held_rounded_up(redis_url: str) -> None:
-    ledger = RedisLedger(redis_url)
+def test_a_reservation_finer_than_the_scale_is_held_rounded_up(
+        redis_url: str, open_redis: Callable[[str], RedisLedger]) -> None:
+    ledger = open_redis(redis_url)
     tight = [ScopeClaim("p", "all", D("1e-15"))]
     rid = ledger.reserve(tight, D("3e-16"), call_info(), time=START, expires_at=EXPIRY, tags={})
     assert ledger.totals("p", "all").reserved_usd == D("1e-15")
@@ -207,11 +211,12 @@ def test_nested_budgets_and_periods_behave_as_on_sqlite(redis_url: str) -> None:
 
 @pytest.mark.redis
 @requires_redis
-def test_a_warning_is_given_once_across_processes_sharing_redis(redis_url: str) -> None:
+def test_a_warning_is_given_once_across_processes_sharing_redis(
+        redis_url: str, open_redis: Callable[[str], RedisLedger]) -> None:
     events: list[ThresholdCrossed] = []
-    here = Budget("10", scope="shared", on_warn=events.append, ledger=RedisLedger(redis_url))
+    here = Budget("10", scope="shared", on_warn=events.append, ledger=open_redis(redis_url))
     there = Budget("10", scope="shared", on_warn=events.append,
-                   ledger=RedisLedger(redis_url))  # a second instance, like another process
+                   ledger=open_redis(redis_url))  # a second instance, like another process
     spend(here, "9", "9")
     spend(there, "0.5", "0.5")
     (event,) = events
@@ -221,14 +226,15 @@ def test_a_warning_is_given_once_across_processes_sharing_redis(redis_url: str) 
 @pytest.mark.redis
 @requires_redis
 def test_a_settle_that_cannot_reach_redis_is_sent_with_the_next_operation(
-        redis_url: str, caplog: pytest.LogCaptureFixture) -> None:
-    ledger = RedisLedger(redis_url)
+        redis_url: str, open_redis: Callable[[str], RedisLedger],
+        caplog: pytest.LogCaptureFixture) -> None:
+    ledger = open_redis(redis_url)
     budget = Budget("10", scope="p", ledger=ledger, warn_at=None)
     reservation = reserve_call(budget, D("4"), call=call_info())
     session = ledger._session
     working = session.client
-    session.client = RedisLedger(f"redis://127.0.0.1:{free_port()}/0?timeout=0.5"
-                                 )._session.client  # as if the network dropped
+    session.client = open_redis(f"redis://127.0.0.1:{free_port()}/0?timeout=0.5"
+                                )._session.client  # as if the network dropped
     with caplog.at_level(logging.WARNING, logger="spendguard.ledger"):
         settle(reservation, "1")
     assert "kept in this process" in caplog.text
@@ -239,8 +245,9 @@ def test_a_settle_that_cannot_reach_redis_is_sent_with_the_next_operation(
 
 @pytest.mark.redis
 @requires_redis
-def test_records_page_through_many_calls_in_time_order(redis_url: str) -> None:
-    ledger = RedisLedger(redis_url)
+def test_records_page_through_many_calls_in_time_order(
+        redis_url: str, open_redis: Callable[[str], RedisLedger]) -> None:
+    ledger = open_redis(redis_url)
     for minute in range(1200):
         moment = START + timedelta(minutes=minute % 600)  # two calls at every minute
         rid = ledger.reserve([], D("0.001"), call_info(), time=moment, expires_at=EXPIRY,

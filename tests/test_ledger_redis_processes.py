@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 
@@ -20,6 +21,7 @@ from spendguard.errors import BudgetExceeded
 from spendguard.ledger.redis import RedisLedger
 from tests.ledger_helpers import FakeClock, call_info, spend, worker
 from tests.redis_helpers import (
+    fixture_open_redis,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_url,  # noqa: F401 - a fixture: pytest finds it here
     redis_worker,
@@ -66,7 +68,7 @@ def test_eight_processes_of_eight_threads_never_overspend_one_redis_budget(
 
 
 def test_a_killed_workers_reservation_counts_until_it_expires_then_is_charged_in_full(
-        redis_url: str) -> None:
+        redis_url: str, open_redis: Callable[[str], RedisLedger]) -> None:
     reserved_at = FakeClock().now
     process = worker("hold", redis_url, "proj", "10", "4", reserved_at.isoformat())
     assert process.stdout is not None
@@ -76,7 +78,7 @@ def test_a_killed_workers_reservation_counts_until_it_expires_then_is_charged_in
     assert process.returncode == -signal.SIGKILL, reservation_id
 
     clock = FakeClock(reserved_at + timedelta(minutes=14))
-    budget = Budget("10", scope="proj", ledger=RedisLedger(redis_url), clock=clock,
+    budget = Budget("10", scope="proj", ledger=open_redis(redis_url), clock=clock,
                     warn_at=None)
     assert (budget.spent, budget.reserved) == (D(0), D("4"))  # counted as spent until expiry
     with pytest.raises(BudgetExceeded):

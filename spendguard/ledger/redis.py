@@ -94,7 +94,9 @@ class RedisLedger:
         except LedgerError as exc:
             if self._fallback is None or not isinstance(exc, LedgerUnavailable):
                 raise
-            log.warning("spendguard: %s; reserving in this process (fail-open)", exc)
+            if not self._fallback.has_unreplayed():  # once per outage, not once per call
+                log.warning("spendguard: %s; reserving in this process up to local_cap_usd "
+                            "(fail-open) until it is back", exc)
             return self._fallback.reserve(merged, worst, call, time=time, expires_at=expires_at,
                                           tags=tags)
         if reply[0] == "refused":

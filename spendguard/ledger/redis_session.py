@@ -10,7 +10,6 @@ waits at most about twice the URL's ``timeout``.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,7 +54,6 @@ class RedisSession:
         self._scripts = {name: self.client.register_script(source)
                          for name, source in _SCRIPTS.items()}
         self._schema_checked = False
-        self._lock = threading.Lock()
         self._rest_until = 0.0
 
     def run(self, name: str, args: list[str]) -> list[str]:
@@ -77,11 +75,13 @@ class RedisSession:
                               f"URL") from exc
         except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError) as exc:
             self._rest()
+            advice = ("" if self.options.fail_open else
+                      "; spendguard fails closed and refuses calls it cannot record. Start or "
+                      "fix Redis, or opt into fail-open with '?fail_open=1&local_cap_usd=N' "
+                      "in the URL")
             raise LedgerUnavailable(
                 f"Redis ledger {self.options.url} is unreachable ({type(exc).__name__}: "
-                f"{self._clean(exc)}); spendguard fails closed and refuses calls it cannot "
-                f"record. Start or fix Redis, or opt into fail-open with "
-                f"'?fail_open=1&local_cap_usd=N' in the URL", url=self.options.url) from exc
+                f"{self._clean(exc)}){advice}", url=self.options.url) from exc
         except redis.RedisError as exc:
             raise LedgerError(f"Redis ledger {self.options.url} failed: "
                               f"{self._clean(exc)}") from exc
