@@ -73,7 +73,7 @@ def test_embedding_inputs_are_capped_per_batch() -> None:
 
 def test_a_request_too_big_for_any_batch_is_refused_by_name() -> None:
     world = World()
-    with pytest.raises(ConfigError, match="'big' is .* bytes"):
+    with pytest.raises(ConfigError, match=r"'big' is .* bytes"):
         spendguard.batch([BatchRequest(chat("x" * 5000), custom_id="big")],
                          client=world.openai(), limits=BatchLimits(openai_max_file_bytes=1000),
                          polling=world.polling)
