@@ -1,14 +1,19 @@
-"""Sharing a call's cost over its token kinds: exact sums, proportional shares."""
+"""Sharing a call's cost over its token kinds: exact sums, proportional shares, consistent
+FOCUS rows for any call."""
 
 from __future__ import annotations
 
-from decimal import Decimal
+from datetime import UTC, datetime
+from decimal import Decimal, localcontext
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from spendguard.export.allocation import QUANTUM_USD, split_cost
+from spendguard.export.focus import focus_rows
+from spendguard.ledger import SpendRecord
+from spendguard.prices import default_table
 
 D = Decimal
 amounts = st.decimals(min_value=D("-1000"), max_value=D("1000"), places=15,
@@ -49,3 +54,29 @@ def test_nothing_to_share_over_is_only_allowed_for_zero() -> None:
         split_cost(D(1), [])
     with pytest.raises(ValueError, match=">= 0"):
         split_cost(D(1), [D(-1)])
+
+
+kinds = st.fixed_dictionaries({}, optional={
+    "input": st.integers(0, 10**9), "cache_read": st.integers(0, 10**9),
+    "cache_write_5m": st.integers(0, 10**8), "cache_write_1h": st.integers(0, 10**8),
+    "output": st.integers(0, 10**8), "reasoning": st.integers(0, 10**8)})
+
+
+@given(kinds, st.decimals(min_value=D(0), max_value=D("10000"), places=12,
+                          allow_nan=False, allow_infinity=False),
+       st.sampled_from(["claude-haiku-4-5", "claude-sonnet-4-5", "gpt-retired"]),
+       st.booleans())
+def test_focus_rows_of_any_call_add_up_to_its_ledger_amount(
+        tokens: dict[str, int], actual: Decimal, model: str, batch: bool) -> None:
+    record = SpendRecord(
+        id="c1", time=datetime(2031, 1, 1, tzinfo=UTC), scopes=("app",), tags={},
+        provider="anthropic", model=model, endpoint="batch" if batch else "messages",
+        tokens=tokens, estimated_usd=actual, actual_usd=actual, usage_estimated=False,
+        table_version="t", latency_s=0.1, request_id=None, attempt=1, status="ok")
+    rows = list(focus_rows([record], table=default_table()))
+    assert sum((row["BilledCost"] for row in rows), D(0)) == actual
+    for row in rows:
+        with localcontext() as context:
+            context.prec = 80
+            assert row["ListUnitPrice"] * row["PricingQuantity"] == row["ListCost"]
+        assert row["ConsumedQuantity"] > 0 or row["PricingUnit"] == "Requests"
