@@ -115,6 +115,12 @@ def test_jobs_list_newest_first_and_active_ones_on_request(store: JobStore) -> N
     assert [j.id for j in store.jobs(active=True)] == ["sgb_unread", "sgb_new", "sgb_old"]
 
 
+def test_jobs_made_at_the_same_moment_list_the_last_recorded_first(store: JobStore) -> None:
+    for job_id in ("sgb_b", "sgb_a", "sgb_c"):
+        store.add(job(job_id), items(job_id))
+    assert [j.id for j in store.jobs()] == ["sgb_c", "sgb_a", "sgb_b"]
+
+
 def test_bad_states_are_refused_with_the_allowed_ones() -> None:
     with pytest.raises(ConfigError, match="state"):
         job(state="running")

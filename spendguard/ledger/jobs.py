@@ -192,7 +192,8 @@ class MemoryJobStore:
         with self._lock:
             found = [job for job in self._jobs.values()
                      if not active or is_active(job, self._items[job.id].values())]
-        return sorted(found, key=lambda job: (job.created_at, job.id), reverse=True)
+        # Newest first; jobs made at the same moment, the last recorded first.
+        return sorted(reversed(found), key=lambda job: job.created_at, reverse=True)
 
     def items(self, job_id: str) -> list[JobItem]:
         with self._lock:

@@ -108,7 +108,7 @@ class SqliteJobStore:
     def jobs(self, *, active: bool = False) -> list[JobRecord]:
         where = f" WHERE {_ACTIVE}" if active else ""
         rows = self.ledger._connection().execute(
-            f"SELECT {_JOB_COLUMNS} FROM batch_jobs{where} ORDER BY created_at DESC, id DESC"
+            f"SELECT {_JOB_COLUMNS} FROM batch_jobs{where} ORDER BY created_at DESC, rowid DESC"
         ).fetchall()
         return [_job(row) for row in rows]
 
