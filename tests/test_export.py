@@ -281,3 +281,11 @@ def test_bad_arguments_name_the_field_and_the_fix(options: dict[str, Any], field
 def test_exports_are_in_the_public_api() -> None:
     assert spendguard.export_spend is export_spend
     assert spendguard.validate_focus is validate_focus
+
+
+def test_the_docs_list_every_column_as_it_is_written() -> None:
+    docs = (Path(__file__).parents[1] / "docs" / "finance.md").read_text()
+    for column in FOCUS_COLUMNS:
+        assert f"| `{column.name}` |" in docs, column.name
+    for name in LEDGER_COLUMNS:
+        assert f"`{name}`" in docs, name

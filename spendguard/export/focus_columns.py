@@ -90,7 +90,8 @@ FOCUS_COLUMNS: tuple[FocusColumn, ...] = (
        "point)"),
     _c("Tags", "json", True, "conditional", "the call's tags, plus spendguard/scope (innermost "
        "scope) and spendguard/scope/<name>: true for every scope charged"),
-    _c("ChargeFrequency", "string", True, "recommended", "Usage-Based"),
+    _c("ChargeFrequency", "string", True, "recommended", "Usage-Based; One-Time for "
+       "adjustments"),
     _c("InvoiceId", "string", True, "recommended", "null (not matched to an invoice)"),
     _c("ServiceSubcategory", "string", True, "recommended", "Generative AI"),
     _c("HostProviderName", "string", False, "1.3", "the provider (direct API use)"),
@@ -98,7 +99,8 @@ FOCUS_COLUMNS: tuple[FocusColumn, ...] = (
     _c("x_CallCount", "decimal", False, "custom", "calls in the row (1 per call)"),
     _c("x_CallId", "string", True, "custom", "the ledger id of the call (per call only)"),
     _c("x_CallTime", "datetime", True, "custom", "when the call started (per call only)"),
-    _c("x_Endpoint", "string", True, "custom", "chat, responses, messages, embeddings, batch"),
+    _c("x_Endpoint", "string", True, "custom", "the API the call went to (chat.completions, "
+       "responses, messages, ...)"),
     _c("x_Note", "string", True, "custom", "why a call was recovered or adjusted"),
     _c("x_PriceTableVersion", "string", True, "custom", "the price table that priced the call"),
     _c("x_RequestId", "string", True, "custom", "the provider's request id (per call only)"),

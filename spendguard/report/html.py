@@ -51,7 +51,8 @@ def render_html(report: SpendReport, *, generated_at: datetime | None = None) ->
         f'</strong></div></header>',
         _cards(report),
         _section("Spend over time", "Per UTC day, stacked by model.",
-                 _legend(colors) + _over_time(report, colors)),
+                 _legend(colors, others=len(report.by_model) > len(colors))
+                 + _over_time(report, colors)),
         _section("Spend by model", "Share of the total in this period.",
                  _by_model(report, colors, usd)),
         _section("Budgets against limits", "Each budget's latest period, from the ledger's "
@@ -100,10 +101,11 @@ def _model_colors(report: SpendReport) -> dict[str, str]:
     return dict(zip(top, PALETTE, strict=False))
 
 
-def _legend(colors: dict[str, str]) -> str:
+def _legend(colors: dict[str, str], *, others: bool) -> str:
     chips = [f'<span><i style="background:{color}"></i>{escape(name)}</span>'
              for name, color in colors.items()]
-    chips.append(f'<span><i style="background:{OTHER_COLOR}"></i>other models</span>')
+    if others:
+        chips.append(f'<span><i style="background:{OTHER_COLOR}"></i>other models</span>')
     return f'<div class="legend">{"".join(chips)}</div>'
 
 
@@ -164,7 +166,7 @@ def _estimates(report: SpendReport, usd: Money) -> str:
                  f"{percent(e.input_error, signed=True)}",
                  tooltip=f"{usd(e.actual_usd)} actual of {usd(e.reserved_usd)} reserved")
              for e in checks]
-    return bars(items, scale=1.0, track=True, label_w=150, text_w=170, width=600,
+    return bars(items, scale=1.0, track=True, label_w=150, text_w=200, width=640,
                 title="Actual cost against the reserved worst case")
 
 

@@ -76,7 +76,7 @@ def stacked_columns(labels: Sequence[str], series: Sequence[Series], *,
                      f'{escape(tick_text(tick, places))}</text>')
     slot = plot_w / max(len(labels), 1)
     bar_w = max(2.0, min(48.0, slot * 0.72))
-    every = max(1, math.ceil(len(labels) / 12))  # at most ~12 date labels
+    every = max(1, math.ceil(len(labels) / 10))  # at most ~10 date labels
     for i, label in enumerate(labels):
         x = left + slot * i + (slot - bar_w) / 2
         y = top + plot_h
