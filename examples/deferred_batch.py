@@ -1,0 +1,103 @@
+"""Deferrable work through the batch APIs: half price, budgeted, nothing lost.
+
+    .venv/bin/python examples/deferred_batch.py
+
+Offline (no API key set) it runs against the emulator on an emulated clock, so the batches'
+hours pass at once; with OPENAI_API_KEY and ANTHROPIC_API_KEY set it uses the real APIs
+(real money, within the $1 budget, and real waiting: batches take minutes to hours).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import _client
+import httpx2
+
+import spendguard
+from spendguard.batching import Polling
+from spendguard.money import ZERO, format_usd
+from spendguard.testing import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Emulator, ManualClock
+
+TICKETS = [
+    "My invoice shows two charges for the same month.",
+    "The export button does nothing in Firefox.",
+    "How do I move my account to another email address?",
+    "The mobile app logs me out every few minutes.",
+    "Can I get a refund for an annual plan after two weeks?",
+    "Search results ignore the date filter.",
+    "Two-factor codes arrive after they have expired.",
+    "The API returns 429 although we are under our quota.",
+]
+
+
+def clients(budget: spendguard.Budget) -> tuple[Any, Any, Polling]:
+    """Real clients when both keys are set; else the emulator on a clock that runs at will."""
+    if os.environ.get("OPENAI_API_KEY") and os.environ.get("ANTHROPIC_API_KEY"):
+        return spendguard.OpenAI(budget=budget), spendguard.Anthropic(budget=budget), Polling()
+    clock = ManualClock()
+    # A batch takes three emulated hours here, so the deadline rescue below has work to do.
+    emulator = Emulator(clock=clock, seed=1, reply_tokens=120, batch_completion_s=3 * 3600)
+    http = httpx2.Client(transport=emulator.transport())
+    return (spendguard.OpenAI(api_key="emulated", base_url=OPENAI_BASE_URL, http_client=http,
+                              budget=budget),
+            spendguard.Anthropic(api_key="emulated", base_url=ANTHROPIC_BASE_URL,
+                                 http_client=http, budget=budget),
+            Polling.manual(clock, progress=None))
+
+
+def ticket(text: str) -> dict[str, Any]:
+    return {"model": "gpt-4o-mini", "max_tokens": 200,
+            "messages": [{"role": "system", "content": "Summarise the ticket in one line and "
+                                                       "name the team that should own it."},
+                         {"role": "user", "content": text}]}
+
+
+def main() -> None:
+    print(f"calls go to: {_client.where()}")
+    budget = spendguard.Budget("1.00", scope="example:batch", ledger=_client.ledger_url())
+    openai_client, anthropic_client, polling = clients(budget)
+
+    # 1. Many requests at once: reserved at batch prices, submitted as one OpenAI batch.
+    run = spendguard.batch([ticket(t) for t in TICKETS * 5], client=openai_client,
+                           polling=polling)
+    print(f"submitted {len(TICKETS) * 5} requests as {len(run.job_ids)} batch job(s); "
+          f"worst case reserved {format_usd(run.worst_usd, places=4)}")
+    results = run.results()
+    paid = sum((r.cost_usd for r in results), ZERO)
+    ordinary = sum((r.standard_usd for r in results), ZERO)
+    first = results[0].response.choices[0].message.content
+    print(f"first summary: {first[:70]}...")
+    print(f"batch cost {format_usd(paid, places=6)}; the same tokens as ordinary calls "
+          f"{format_usd(ordinary, places=6)}; saved {format_usd(ordinary - paid, places=6)} "
+          f"({(ordinary - paid) / ordinary:.0%}), "
+          f"{format_usd((ordinary - paid) / len(results) * 1000, places=4)} per 1,000 tickets")
+
+    # 2. The ordinary call, marked deferrable: handles now, results when someone waits.
+    deferred = anthropic_client.deferred(polling=polling)
+    handles = [deferred.messages.create(model="claude-haiku-4-5", max_tokens=150,
+                                        messages=[{"role": "user", "content": f"Reply to: {t}"}])
+               for t in TICKETS[:3]]
+    replies = [h.result() for h in handles]  # anthropic.types.Message, as messages.create gives
+    outcomes = [h.outcome() for h in handles]  # the same results, with route and cost
+    saved = sum((o.savings_usd for o in outcomes), ZERO)
+    print(f"{len(replies)} deferred Anthropic replies, e.g. {replies[0].content[0].text[:50]}...;"
+          f" saved {format_usd(saved, places=6)} of "
+          f"{format_usd(sum((o.standard_usd for o in outcomes), ZERO), places=6)}")
+
+    # 3. A deadline the batch would miss: at the deadline minus 10 minutes, what the batch has
+    #    not finished is cancelled and sent as ordinary calls (full price, still budgeted).
+    urgent = spendguard.batch([ticket(t) for t in TICKETS[:4]], client=openai_client,
+                              deadline=timedelta(hours=1), fallback=True, polling=polling)
+    rescued = urgent.results()
+    print(f"deadline in 1 hour: routes {[r.route for r in rescued]}, cost "
+          f"{format_usd(sum((r.cost_usd for r in rescued), ZERO), places=6)} at full price")
+    print(f"budget: {format_usd(budget.spent, places=6)} spent of $1.00, "
+          f"{format_usd(budget.reserved, places=6)} still reserved")
+    print("jobs stay in the ledger: `spendguard batches list --ledger <url>` shows them")
+
+
+if __name__ == "__main__":
+    main()
