@@ -96,7 +96,7 @@ def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str]) -> 
         "Tags": _tags(record),
         "BilledCost": line.billed_usd,
         "EffectiveCost": line.billed_usd,
-        "x_CallCount": Decimal(1),
+        "x_CallCount": Decimal(0 if line.kind == ADJUSTMENT else 1),
         "x_CallId": record.id,
         "x_CallTime": utc_text(record.time),
         "x_Endpoint": record.endpoint or None,

@@ -96,7 +96,8 @@ FOCUS_COLUMNS: tuple[FocusColumn, ...] = (
     _c("ServiceSubcategory", "string", True, "recommended", "Generative AI"),
     _c("HostProviderName", "string", False, "1.3", "the provider (direct API use)"),
     _c("ServiceProviderName", "string", False, "1.3", "OpenAI / Anthropic"),
-    _c("x_CallCount", "decimal", False, "custom", "calls in the row (1 per call)"),
+    _c("x_CallCount", "decimal", False, "custom", "calls in the row (1 per call, 0 for an "
+       "adjustment)"),
     _c("x_CallId", "string", True, "custom", "the ledger id of the call (per call only)"),
     _c("x_CallTime", "datetime", True, "custom", "when the call started (per call only)"),
     _c("x_Endpoint", "string", True, "custom", "the API the call went to (chat.completions, "

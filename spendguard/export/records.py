@@ -23,6 +23,7 @@ __all__ = [
     "is_batch",
     "is_billed_call",
     "is_marker",
+    "reported_tokens",
     "utc_day",
     "utc_text",
 ]
@@ -88,6 +89,16 @@ def billed_tokens(record: SpendRecord) -> dict[str, int]:
             ("output", record.estimated_output_tokens or 0)) if count}
     known = [kind for kind in BILLED_KINDS_ORDER if kind in tokens]
     return {kind: tokens[kind] for kind in [*known, *sorted(set(tokens) - set(known))]}
+
+
+def reported_tokens(record: SpendRecord) -> dict[str, int]:
+    """The tokens the ledger holds for a record, reasoning left out (it is part of output).
+
+    Unlike :func:`billed_tokens` this stands in nothing for a recovered call, and keeps the
+    usage a late correction carries: it is what the providers reported.
+    """
+    return {kind: count for kind, count in record.tokens.items()
+            if kind != "reasoning" and count}
 
 
 def cache_write_tokens(tokens: dict[str, int]) -> int:

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from spendguard.errors import UnknownModelError
-from spendguard.export.records import decimal_text, is_marker, utc_day
+from spendguard.export.records import decimal_text, is_marker, reported_tokens, utc_day
 from spendguard.ledger.base import SpendRecord
 from spendguard.money import ZERO
 from spendguard.prices import PriceTable
@@ -132,9 +132,8 @@ def compare(report: ProviderReport, records: Iterable[SpendRecord], *, ledger_ur
             continue
         key = (utc_day(record), _canonical(record.model, table) or "(no model)")
         usd[key] += record.actual_usd
-        for kind, count in record.tokens.items():
-            if kind != "reasoning":  # a part of output, not billed apart
-                tokens[key]["cache_write" if kind.startswith("cache_write_") else kind] += count
+        for kind, count in reported_tokens(record).items():
+            tokens[key]["cache_write" if kind.startswith("cache_write_") else kind] += count
     for line in report.lines:
         model = _canonical(line.model, table) if line.model else None
         key = (line.day, model or line.label)

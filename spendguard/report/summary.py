@@ -17,12 +17,12 @@ from spendguard.errors import ConfigError
 from spendguard.export.records import (
     ADJUSTMENT,
     RECOVERED,
-    billed_tokens,
     decimal_text,
     input_side_tokens,
     is_batch,
     is_billed_call,
     is_marker,
+    reported_tokens,
     utc_day,
 )
 from spendguard.ledger.base import Ledger, SpendRecord
@@ -185,7 +185,7 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     for record in records:
         if is_marker(record):
             continue
-        tokens = billed_tokens(record)
+        tokens = reported_tokens(record)
         model = record.model or "(no model)"
         report.total.add(record, tokens)
         for name in _names(record, by):
