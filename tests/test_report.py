@@ -160,3 +160,9 @@ def test_bad_arguments_name_the_field(url: str, options: dict[str, Any], field: 
 
 def test_report_spend_is_public() -> None:
     assert spendguard.report_spend is report_spend
+
+
+def test_the_period_shown_includes_both_ends(url: str) -> None:
+    varied_ledger(url)
+    text = render_text(report_spend(url, since="2031-02-01", until="2031-02"))
+    assert text.startswith("spendguard report: 2031-02-01 to 2031-02-28 (UTC)")

@@ -108,7 +108,7 @@ def _opened(out: str | os.PathLike[str] | TextIO) -> Iterator[tuple[TextIO, Path
             with path.open("w", encoding="utf-8", newline="") as stream:
                 yield stream, path
         except OSError as exc:
-            raise ConfigError(f"out: cannot write {path}: {exc.strerror}; check the path "
+            raise ConfigError(f"out: cannot write {path}: {exc.strerror or exc}; check the path "
                               f"and its permissions") from exc
         return
     yield out, None

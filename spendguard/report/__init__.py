@@ -59,6 +59,6 @@ def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:
     try:
         target.write_text(render_html(report), encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"html: cannot write {target}: {exc.strerror}; check the path and "
+        raise ConfigError(f"html: cannot write {target}: {exc.strerror or exc}; check the path and "
                           f"its permissions") from exc
     return target

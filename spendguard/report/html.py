@@ -25,7 +25,7 @@ from spendguard.report.page_style import (
 )
 from spendguard.report.summary import Group, SpendReport
 from spendguard.report.svg import Bar, Series, bars, ring, stacked_columns
-from spendguard.report.table import money_places, percent
+from spendguard.report.table import money_places, percent, period_text
 
 __all__ = ["render_html"]
 
@@ -41,8 +41,7 @@ def render_html(report: SpendReport, *, generated_at: datetime | None = None) ->
         return format_usd(amount, places=places)
 
     colors = _model_colors(report)
-    period = " – ".join(m.date().isoformat() if m else "…" for m in (report.since, report.until)
-                        ) if (report.since or report.until) else "All recorded spend"
+    period = period_text(report, joiner=" – ", open_end="…") or "All recorded spend"
     when = (generated_at or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [
         f'<header><div><h1>LLM spend report</h1><p class="meta">{escape(period)} · UTC · '

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from decimal import Decimal
 
 from spendguard.money import format_usd
 from spendguard.report.summary import Group, SpendReport
 
-__all__ = ["money_places", "percent", "render_text"]
+__all__ = ["money_places", "percent", "period_text", "render_text"]
 
 _BAR_CELLS = 20
 
@@ -25,6 +26,16 @@ def percent(share: float | None, *, signed: bool = False) -> str:
     return f"{share * 100:+.1f}%" if signed else f"{share * 100:.1f}%"
 
 
+def period_text(report: SpendReport, *, joiner: str, open_end: str) -> str:
+    """The days a report covers, both included (``until`` is exclusive); empty for all time."""
+    if report.since is None and report.until is None:
+        return ""
+    first = report.since.date().isoformat() if report.since else open_end
+    last = ((report.until - timedelta(microseconds=1)).date().isoformat() if report.until
+            else open_end)
+    return f"{first}{joiner}{last}"
+
+
 def render_text(report: SpendReport) -> str:
     """The report as aligned text, ending in a newline."""
     places = money_places(report)
@@ -33,9 +44,7 @@ def render_text(report: SpendReport) -> str:
         return format_usd(amount, places=places)
 
     total = report.total
-    period = " to ".join(moment.date().isoformat() if moment else "..." for moment in
-                         (report.since, report.until)) if (report.since or report.until) \
-        else "all time"
+    period = period_text(report, joiner=" to ", open_end="...") or "all time"
     lines = [f"spendguard report: {period} (UTC), ledger {report.ledger_url}", ""]
     lines.append(f"Spent {usd(total.spent_usd)} on {total.calls:,} calls; cache hit "
                  f"{percent(total.cache_hit_rate)} of input tokens; batch "
