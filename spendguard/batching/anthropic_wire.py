@@ -85,8 +85,8 @@ class AnthropicBatches:
     def submit(self, client: Any, job_id: str, path: str,
                requests: Sequence[tuple[str, Mapping[str, Any]]],
                headers: Mapping[str, str]) -> Submitted:
-        batch = client.messages.batches.create(requests=_requests(requests, path),
-                                               extra_headers=dict(headers))
+        entries = _requests(requests, path)
+        batch = client.messages.batches.create(requests=entries, extra_headers=dict(headers))
         return Submitted(_snapshot(batch))
 
     def retrieve(self, client: Any, batch_id: str) -> Snapshot:
@@ -110,7 +110,8 @@ class AnthropicBatches:
     async def asubmit(self, client: Any, job_id: str, path: str,
                       requests: Sequence[tuple[str, Mapping[str, Any]]],
                       headers: Mapping[str, str]) -> Submitted:
-        batch = await client.messages.batches.create(requests=_requests(requests, path),
+        entries = _requests(requests, path)
+        batch = await client.messages.batches.create(requests=entries,
                                                      extra_headers=dict(headers))
         return Submitted(_snapshot(batch))
 
