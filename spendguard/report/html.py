@@ -165,7 +165,7 @@ def _estimates(report: SpendReport, usd: Money) -> str:
                  f"{percent(e.input_error, signed=True)}",
                  tooltip=f"{usd(e.actual_usd)} actual of {usd(e.reserved_usd)} reserved")
              for e in checks]
-    return bars(items, scale=1.0, track=True, label_w=150, text_w=200, width=640,
+    return bars(items, scale=1.0, track=True, label_w=140, text_w=190, width=560,
                 title="Actual cost against the reserved worst case")
 
 
