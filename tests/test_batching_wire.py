@@ -82,9 +82,10 @@ def test_an_anthropic_message_is_rebuilt_as_the_sdk_type() -> None:
 def test_sizes_bound_what_is_sent() -> None:
     body = {"model": "claude-sonnet-5", "max_tokens": 5,
             "messages": [{"role": "user", "content": "naïve café ☕ " * 20}]}
-    entries = [{"custom_id": f"r{i}", "params": body} for i in range(3)]
+    ids = [f"r{i}" for i in range(3)]
+    entries = [{"custom_id": custom_id, "params": body} for custom_id in ids]
     counted = AnthropicBatches().overhead_bytes() + sum(
-        AnthropicBatches().line_bytes(e["custom_id"], "/v1/messages", body) for e in entries)
+        AnthropicBatches().line_bytes(custom_id, "/v1/messages", body) for custom_id in ids)
     sent = {"requests": entries}
     assert counted >= len(json.dumps(sent).encode())
     assert counted >= len(json.dumps(sent, separators=(",", ":"), ensure_ascii=False).encode())

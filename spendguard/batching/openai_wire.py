@@ -114,7 +114,8 @@ class OpenAIBatches:
     def submit(self, client: Any, job_id: str, path: str,
                requests: Sequence[tuple[str, Mapping[str, Any]]],
                headers: Mapping[str, str]) -> Submitted:
-        uploaded = client.files.create(file=self._file(job_id, requests, path), purpose="batch")
+        upload = self._file(job_id, requests, path)
+        uploaded = client.files.create(file=upload, purpose="batch")
         batch = client.batches.create(input_file_id=uploaded.id, endpoint=path,
                                       completion_window="24h",
                                       metadata={"spendguard_job": job_id},
@@ -144,8 +145,8 @@ class OpenAIBatches:
     async def asubmit(self, client: Any, job_id: str, path: str,
                       requests: Sequence[tuple[str, Mapping[str, Any]]],
                       headers: Mapping[str, str]) -> Submitted:
-        uploaded = await client.files.create(file=self._file(job_id, requests, path),
-                                             purpose="batch")
+        upload = self._file(job_id, requests, path)
+        uploaded = await client.files.create(file=upload, purpose="batch")
         batch = await client.batches.create(input_file_id=uploaded.id, endpoint=path,
                                             completion_window="24h",
                                             metadata={"spendguard_job": job_id},
