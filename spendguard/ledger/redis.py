@@ -213,7 +213,7 @@ class RedisLedger:
         if reply[0] == "recovered":
             return self._correct(reply, settlement, nonce, "late settle after recovery")
         self._check_open(reply, reservation_id)
-        return crossings(reply[1], reply[2:])
+        return crossings(reply[1], reply[2:]) if len(reply) > 2 else []
 
     def _release(self, reservation_id: str, reason: str, time: datetime, nonce: str) -> bool:
         reply = self._session.run("release", [reservation_id, reason, str(micros(time)), nonce])
@@ -255,7 +255,7 @@ class RedisLedger:
         reply = self._session.run("adjust", [
             record.id, str(micros(record.time)), amount_text, claims_json(claims),
             record_json(record), record.note or "", "1" if report else "0"])
-        return crossings(claims_json(claims), reply[1:])
+        return crossings(claims_json(claims), reply[1:]) if len(reply) > 1 else []
 
     # -- reaching Redis, and settling up once it is back ----------------------------------
 
