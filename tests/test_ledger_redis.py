@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import socket
+import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -95,6 +97,18 @@ def test_an_unreachable_server_refuses_calls_naming_the_url(caplog: pytest.LogCa
     with pytest.raises(LedgerUnavailable):
         budget.remaining  # noqa: B018 - a read fails closed too
     assert isinstance(refused.value, LedgerError)
+
+
+def test_a_server_that_never_answers_is_given_up_on_after_the_timeout(
+        open_redis: Callable[[str], RedisLedger]) -> None:
+    with socket.socket() as silent:  # accepts connections (the backlog), never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        ledger = open_redis(f"redis://127.0.0.1:{silent.getsockname()[1]}/0?timeout=0.2")
+        started = time.monotonic()
+        with pytest.raises(LedgerUnavailable, match="Timeout"):
+            ledger.reserve([], D("1"), call_info(), time=START, expires_at=EXPIRY, tags={})
+        assert time.monotonic() - started < 1.5  # one timeout, not a retry loop
 
 
 # -- money: exact to 1e-15 USD, never rounded toward less spending -------------------------
