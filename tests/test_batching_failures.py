@@ -141,3 +141,32 @@ def test_a_poll_error_that_will_not_pass_reaches_the_caller() -> None:
         run.results()
     assert world.budget.reserved > 0  # still held: a later resume settles it
     assert run.results()[0].ok
+
+
+def test_a_batch_refused_halfway_through_reserving_holds_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = [chat("same question", max_tokens=300)] * 8
+    probe = World()
+    each = spendguard.batch(requests[:1], client=probe.openai(), polling=probe.polling).worst_usd
+    world = World(limit_usd=str(each * 3))  # three fit, eight do not
+    # Another process takes the money between the up-front check and the reservations.
+    monkeypatch.setattr("spendguard.batching.holds._check_total", lambda *args: None)
+    with pytest.raises(spendguard.BudgetExceeded):
+        spendguard.batch(requests, client=world.openai(), polling=world.polling)
+    assert world.budget.reserved == 0 and world.emulator.requests == []
+    assert {r.status for r in world.budget.ledger.records()} == {"released"}
+
+
+def test_when_a_part_fails_to_submit_the_parts_after_it_are_not_sent() -> None:
+    world = World()
+    client = world.openai()
+    world.emulator.fail_next(status=400, path="/v1/batches", retry_after_ms=None)
+    with pytest.raises(openai.BadRequestError):
+        spendguard.batch([chat("a"), chat("b", model="gpt-4o-mini")], client=client,
+                         polling=world.polling)
+    # The first part was refused, so the second is not sent: the caller has the error for all.
+    jobs = spendguard.batch_jobs(ledger=world.budget.ledger)
+    assert sorted(job.state for job in jobs) == ["failed", "failed"]
+    assert any("an earlier part" in (job.note or "") for job in jobs)
+    assert spendguard.resume_batches(client, ledger=world.budget.ledger) == []
+    assert world.budget.reserved == 0 and world.submissions() == 1

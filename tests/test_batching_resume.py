@@ -158,3 +158,29 @@ def test_a_job_summary_counts_outcomes_routes_and_collection() -> None:
     run.results()
     assert not BatchJob.load(run.job_ids[0], ledger=world.budget.ledger).active
     assert json.loads(json.dumps(job.as_dict()))["worst_usd"] == str(job.worst_usd)
+
+
+def test_a_job_that_never_reached_the_provider_is_submitted_on_resume_or_cancelled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    world = World()
+
+    def die(self: JobCore, now_s: float) -> None:
+        raise Crash
+
+    with monkeypatch.context() as patch:
+        patch.setattr(JobCore, "mark_submitting", die)
+        with pytest.raises(Crash):
+            spendguard.batch([chat("a")], client=world.openai(), polling=world.polling)
+        with pytest.raises(Crash):
+            spendguard.batch([chat("b")], client=world.openai(), polling=world.polling)
+    assert world.submissions() == 0
+    first, second = reversed(batch_jobs(ledger=world.budget.ledger))
+    assert (first.state, second.state) == ("reserved", "reserved")
+    cancelled = spendguard.cancel_batch(world.openai(), second.id, ledger=world.budget.ledger)
+    assert (cancelled.state, cancelled.outcomes) == ("ended", {"cancelled": 1})
+    results = spendguard.resume_batches(world.openai(), ledger=world.budget.ledger,
+                                        polling=world.polling)
+    assert [(r.job_id, r.status) for r in results] == [(first.id, "succeeded"),
+                                                       (second.id, "cancelled")]
+    assert world.submissions() == 1
+    assert world.budget.reserved == 0

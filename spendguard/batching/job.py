@@ -115,16 +115,20 @@ class JobCore:
                    provider_status=snapshot.status, counts=dict(snapshot.counts),
                    input_file_id=submitted.input_file_id, submitted_at=moment(now_s), note=None)
 
-    def submit_failed(self, exc: BaseException, now_s: float) -> None:
-        """The provider refused the batch: release every reservation, fail every request."""
-        message = f"{type(exc).__name__}: {exc}"
+    def submit_failed(self, exc: BaseException | str, now_s: float) -> None:
+        """The batch was not submitted: release every reservation, fail every request.
+
+        The caller gets the exception instead of results, so nothing is left to collect.
+        """
+        message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
         changed = []
         for item in self.items.values():
             if item.hold == "held":
                 self.holds.release(self._reservation(item), "batch not submitted")
             changed.append(replace(item, hold="released" if item.hold == "held" else item.hold,
                                    state="errored" if not item.final else item.state,
-                                   body=None, result={"message": message}, note=message))
+                                   body=None, result=None, note=message[:500],
+                                   delivered=True))
         self._save(now_s, changed, state="failed", ended_at=moment(now_s), note=message[:500])
 
     def abandon(self, now_s: float) -> None:

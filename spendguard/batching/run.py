@@ -269,6 +269,13 @@ def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
     return cores
 
 
+def _not_sent(cores: Sequence[JobCore], exc: BaseException, now_s: float) -> None:
+    """A part was refused: the caller gets that error, so the parts after it are not sent."""
+    for core in cores:
+        core.submit_failed(f"not submitted: an earlier part of the same batch was refused "
+                           f"({type(exc).__name__}: {exc})", now_s)
+
+
 def _undo(recorded: list[JobCore], unrecorded: Sequence[Sequence[Any]], holds: Holds,
           exc: BaseException, now_s: float, context: ClientContext) -> None:
     for core in recorded:
@@ -302,9 +309,13 @@ def batch(requests: Requests, *, client: Any, endpoint: str | None = None,
                     fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
                     polling=polling)
     now_s = polling.clock()
-    for core in cores:
+    for index, core in enumerate(cores):
         if not core.rescue_due(now_s):
-            submit(core, client, now_s)
+            try:
+                submit(core, client, now_s)
+            except Exception as exc:
+                _not_sent(cores[index + 1:], exc, now_s)
+                raise
     return BatchRun(context, cores, polling)
 
 
@@ -322,7 +333,11 @@ async def abatch(requests: Requests, *, client: Any, endpoint: str | None = None
                     fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
                     polling=polling)
     now_s = polling.clock()
-    for core in cores:
+    for index, core in enumerate(cores):
         if not core.rescue_due(now_s):
-            await asubmit(core, client, now_s)
+            try:
+                await asubmit(core, client, now_s)
+            except Exception as exc:
+                _not_sent(cores[index + 1:], exc, now_s)
+                raise
     return BatchRun(context, cores, polling)
