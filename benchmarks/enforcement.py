@@ -24,6 +24,7 @@ import os
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
@@ -57,7 +58,10 @@ class Setup:
 
 
 class System:
-    """One budget tool: ``call`` returns True when sent, False when refused before sending."""
+    """One budget tool: ``call`` returns True when sent, False when refused before sending.
+
+    Any other exception is a failed call; the drivers below record it as None.
+    """
 
     name = ""
 
@@ -179,14 +183,32 @@ def build(kind: str, setup: Setup, *, fresh: bool = True) -> System:
     return LitellmBudgetManager(setup, litellm, fresh=fresh)
 
 
-def in_threads(system: System, calls: int) -> list[bool]:
+Outcome = bool | None
+"""True: sent; False: refused before sending; None: failed with an error."""
+
+
+def _guarded(call: Callable[[], bool]) -> Outcome:
+    try:
+        return call()
+    except Exception:  # a failed call is counted, not fatal: the table shows it
+        return None
+
+
+async def _aguarded(system: System) -> Outcome:
+    try:
+        return await system.acall()
+    except Exception:
+        return None
+
+
+def in_threads(system: System, calls: int) -> list[Outcome]:
     barrier = threading.Barrier(calls)
-    results: list[bool] = []
+    results: list[Outcome] = []
     lock = threading.Lock()
 
     def one() -> None:
         barrier.wait()
-        sent = system.call()
+        sent = _guarded(system.call)
         with lock:
             results.append(sent)
 
@@ -198,11 +220,11 @@ def in_threads(system: System, calls: int) -> list[bool]:
     return results
 
 
-async def in_tasks(system: System, calls: int) -> list[bool]:
-    return list(await asyncio.gather(*(system.acall() for _ in range(calls))))
+async def in_tasks(system: System, calls: int) -> list[Outcome]:
+    return list(await asyncio.gather(*(_aguarded(system) for _ in range(calls))))
 
 
-def process_worker(kind: str, setup: Setup, calls: int, start: Any) -> list[bool]:
+def process_worker(kind: str, setup: Setup, calls: int, start: Any) -> list[Outcome]:
     """One of P processes: rebuild the system here, then its share of calls in threads."""
     system = build(kind, setup, fresh=False)
     start.wait()  # every process built and ready: then all call at once
@@ -210,11 +232,11 @@ def process_worker(kind: str, setup: Setup, calls: int, start: Any) -> list[bool
 
 
 def run_mode(kind: str, setup: Setup, mode: str, calls: int,
-             processes: int) -> tuple[list[bool], Decimal | None]:
+             processes: int) -> tuple[list[Outcome], Decimal | None]:
     """The refusal outcomes of one mode, and what the tool tracked (None: per process)."""
     system = build(kind, setup)
     if mode == "sequential":
-        return [system.call() for _ in range(calls)], system.tracked_usd()
+        return [_guarded(system.call) for _ in range(calls)], system.tracked_usd()
     if mode == "threads":
         return in_threads(system, calls), system.tracked_usd()
     if mode == "asyncio":
@@ -269,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                 for mode in MODES:
                     label = f"{processes} processes" if mode == "processes" else mode
                     if missing is not None:
-                        rows.append([kind, label, missing, "", "", "", "", ""])
+                        rows.append([kind, label, missing, "", "", "", "", "", ""])
                         continue
                     setup = Setup(server.openai_base_url, limit,
                                   f"bench-{uuid.uuid4().hex[:8]}", ledger_url)
@@ -283,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                     sent = _billed(emulator) - before
                     spent = unit * sent
                     rows.append([kind, label, str(sent), str(outcomes.count(False)),
-                                 f"${spent:.4f}", _tracked(tracked),
+                                 str(outcomes.count(None)), f"${spent:.4f}", _tracked(tracked),
                                  f"{spent / limit:.2f}×",
                                  "over" if spent > limit else "within"])
         finally:
@@ -292,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Enforcement: {calls} concurrent calls, {latency_ms:.0f} ms provider latency, "
           f"budget ${limit:.4f} = 2.5 calls of ${unit:.4f} ({MODEL}, max_tokens "
           f"{OUTPUT_TOKENS})\n")
-    print(markdown_table(["tool", "mode", "calls sent", "refused", "spent",
+    print(markdown_table(["tool", "mode", "calls sent", "refused", "failed", "spent",
                           "tracked by the tool", "spent / budget", "budget"], rows))
     return 0
 

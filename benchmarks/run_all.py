@@ -79,8 +79,9 @@ def run(script: Script, *, quick: bool, home: str, peers: Path | None) -> tuple[
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO,
                             check=False)
     elapsed = time.perf_counter() - started
-    shown = " ".join(shlex.quote(part) for part in
-                     [os.path.relpath(command[0], REPO), *command[1:]])
+    python_shown = (os.path.relpath(command[0], REPO) if Path(command[0]).is_relative_to(REPO)
+                    else command[0])
+    shown = " ".join(shlex.quote(part) for part in [python_shown, *command[1:]])
     shown = shown.replace(str(HERE) + "/", "benchmarks/")
     body = result.stdout.rstrip()
     if body and not any(line.startswith("|") for line in body.splitlines()):
