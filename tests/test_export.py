@@ -157,10 +157,15 @@ def test_focus_has_one_row_per_call_and_billed_token_kind(ledger_url: str) -> No
     assert [c.name for c in FOCUS_COLUMNS] == list(rows[0])
 
 
-def test_a_batch_call_is_listed_at_the_batch_rate(ledger_url: str) -> None:
+@pytest.mark.parametrize(("endpoint", "tags"), [
+    ("chat.completions", {"batch_job": "job_1"}),  # as spendguard.batch records a request
+    ("batch", {}), ("chat.completions", {"batch": "true"})])
+def test_a_batch_call_is_listed_at_the_batch_rate(ledger_url: str, endpoint: str,
+                                                  tags: dict[str, str]) -> None:
     tokens = {"input": 1_000_000, "output": 1_000_000}
-    book(budget(ledger_url), "gpt-4o-mini", tokens, endpoint="batch",
-         actual_usd=list_cost("gpt-4o-mini", tokens, batch=True))
+    with spendguard.tags(**tags):
+        book(budget(ledger_url), "gpt-4o-mini", tokens, endpoint=endpoint,
+             actual_usd=list_cost("gpt-4o-mini", tokens, batch=True))
     rows = csv_rows(export_text(ledger_url, "focus")[0])
     assert [(r["ListUnitPrice"], r["BilledCost"], r["SkuPriceId"]) for r in rows] == [
         ("0.075", "0.075", "gpt-4o-mini:input:batch"), ("0.3", "0.3", "gpt-4o-mini:output:batch")]
@@ -289,3 +294,22 @@ def test_the_docs_list_every_column_as_it_is_written() -> None:
         assert f"| `{column.name}` |" in docs, column.name
     for name in LEDGER_COLUMNS:
         assert f"`{name}`" in docs, name
+
+
+def test_requests_sent_by_spendguard_batch_export_at_the_batch_rate(tmp_path: Path) -> None:
+    from tests.batching_helpers import World, chat, message
+
+    world = World(ledger=f"sqlite:///{tmp_path / 'ledger.db'}")
+    openai_deferred = world.openai().deferred(polling=world.polling)
+    anthropic_deferred = world.anthropic().deferred(polling=world.polling)
+    handles = [openai_deferred.chat.completions.create(**chat(f"q{i}")) for i in range(3)]
+    handles.append(anthropic_deferred.messages.create(**message("hi")))
+    for handle in handles:
+        handle.result()
+    path = tmp_path / "focus.csv"
+    export_spend(path, format="focus", ledger=world.budget.ledger)
+    rows = read_csv(path)
+    assert rows and all(row["SkuPriceId"].endswith(":batch") for row in rows)
+    assert total(rows, "BilledCost") == total(rows, "ListCost") == world.budget.spent > 0
+    assert validate_focus(path) == []
+    assert spendguard.report_spend(world.budget.ledger).batch_share == 1.0

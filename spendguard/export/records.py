@@ -36,6 +36,7 @@ RELEASED = "released"
 BILLED_KINDS_ORDER = ("input", "cache_read", "cache_write_5m", "cache_write_1h",
                       "cache_write_30m", "cache_write_12h", "output")
 _TRUE_WORDS = frozenset({"true", "1", "yes"})
+BATCH_JOB_TAG = "batch_job"  # set by spendguard.batching on every batched request's record
 
 
 def decimal_text(amount: Decimal) -> str:
@@ -67,9 +68,13 @@ def is_billed_call(record: SpendRecord) -> bool:
 
 
 def is_batch(record: SpendRecord) -> bool:
-    """A call sent through a provider's Batch API (endpoint ``batch*`` or tag ``batch=true``)."""
-    return "batch" in record.endpoint.lower() or (
-        record.tags.get("batch", "").lower() in _TRUE_WORDS)
+    """A call sent through a provider's Batch API.
+
+    ``spendguard.batch`` tags each request's record ``batch_job=<id>``; a record whose
+    endpoint names a batch, or tagged ``batch=true`` by hand, counts too.
+    """
+    return (BATCH_JOB_TAG in record.tags or "batch" in record.endpoint.lower()
+            or record.tags.get("batch", "").lower() in _TRUE_WORDS)
 
 
 def billed_tokens(record: SpendRecord) -> dict[str, int]:
