@@ -210,3 +210,12 @@ def test_a_document_in_the_system_prompt_is_shared_without_ordering() -> None:
                             {"role": "user", "content": f"q{i}"}]} for i in range(3)]
     plan = spendguard.plan(bodies)
     assert plan.rows[0].cache_read_tokens == 0 and plan.rows[2].cache_read_tokens > 4000
+
+
+def test_a_timestamp_every_request_shares_is_not_volatile() -> None:
+    bodies = anthropic_fanout(4)
+    for body in bodies:
+        body["system"] = "Rules as of 2026-05-21T10:00:00Z: answer in one sentence."
+    plan = spendguard.plan(bodies, cache_order=True)
+    assert plan.volatile == ()
+    assert plan.rows[3].cache_read_tokens > 4000

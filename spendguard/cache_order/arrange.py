@@ -28,7 +28,7 @@ from spendguard.cache_order.volatile import (
     split_paragraphs,
 )
 
-__all__ = ["Arranged", "arrange", "is_stable_block"]
+__all__ = ["Arranged", "arrange", "is_shared", "is_stable_block", "shared_text"]
 
 _DOCUMENT_TYPES = frozenset({"document", "image", "image_url", "input_image", "input_file",
                              "file", "search_result"})
@@ -63,7 +63,26 @@ def _tool_name(tool: Any) -> str:
     return str(tool.get("name") or tool.get("type") or "")
 
 
-def _tools(tools: list[Any], found: list[VolatileValue]) -> list[Any]:
+def shared_text(text: str, shared: Collection[Any]) -> bool:
+    """Whether other requests send this very text too (then it cannot break a prefix)."""
+    return bool(shared) and identity({"type": "text", "text": text}) in shared
+
+
+_MARKERS = frozenset({"cache_control", "prompt_cache_breakpoint"})
+
+
+def _bare(block: Mapping[str, Any]) -> Mapping[str, Any]:
+    if _MARKERS.isdisjoint(block):
+        return block
+    return {k: v for k, v in block.items() if k not in _MARKERS}
+
+
+def is_shared(block: Any, shared: Collection[Any]) -> bool:
+    """Whether other requests send this very block too."""
+    return bool(shared) and isinstance(block, Mapping) and identity(_bare(block)) in shared
+
+
+def _tools(tools: list[Any], found: list[VolatileValue], shared: Collection[Any]) -> list[Any]:
     # A marker on the last tool caches all tools: it stays on whichever tool ends up last.
     marker = next((t["cache_control"] for t in reversed(tools)
                    if isinstance(t, Mapping) and t.get("cache_control")), None)
@@ -72,21 +91,23 @@ def _tools(tools: list[Any], found: list[VolatileValue]) -> list[Any]:
     ordered = sorted(bare, key=lambda t: (_tool_name(t), json.dumps(t, sort_keys=True,
                                                                    default=str)))
     for index, tool in enumerate(ordered):
-        found += find_volatile(json.dumps(tool, default=str), f"tools[{index}]")
+        if not is_shared(tool, shared):
+            found += find_volatile(json.dumps(tool, default=str), f"tools[{index}]")
     if marker is not None and ordered and isinstance(ordered[-1], Mapping):
         ordered[-1] = {**ordered[-1], "cache_control": marker}
     return ordered
 
 
 def _text_parts(blocks: list[Any], where: str, found: list[VolatileValue], text_type: str,
-                move: bool) -> list[Any]:
+                move: bool, shared: Collection[Any]) -> list[Any]:
     """Split each text block into stable and volatile paragraphs; volatile ones go last."""
     stable: list[Any] = []
     moved: list[Any] = []
     values: list[VolatileValue] = []
     for index, block in enumerate(blocks):
         text = block.get("text") if isinstance(block, Mapping) else None
-        here = find_volatile(text, f"{where}[{index}]") if isinstance(text, str) else []
+        here = find_volatile(text, f"{where}[{index}]") if isinstance(text, str) and not \
+            is_shared(block, shared) else []
         if not here or not move:
             stable.append(block)
             values += here
@@ -108,8 +129,8 @@ def _moved(value: VolatileValue, moved: bool) -> VolatileValue:
 
 
 def _system_text(text: str, where: str, found: list[VolatileValue], move: bool,
-                 as_blocks: bool) -> Any:
-    values = find_volatile(text, where)
+                 as_blocks: bool, shared: Collection[Any]) -> Any:
+    values = [] if shared_text(text, shared) else find_volatile(text, where)
     keep, volatile = split_paragraphs(text) if values and move else (text, "")
     found += [_moved(v, bool(keep) and bool(volatile)) for v in values]
     if not keep or not volatile:
@@ -127,12 +148,10 @@ def is_stable_block(block: Any, shared: Collection[Any]) -> bool:
         return False
     if block.get("type") in _DOCUMENT_TYPES or block.get("cache_control"):
         return True
-    text = block.get("text")
-    if isinstance(text, str) and len(text) >= LONG_TEXT_CHARS and not has_volatile(text):
+    if is_shared(block, shared):
         return True
-    bare = {k: v for k, v in block.items() if k not in ("cache_control",
-                                                          "prompt_cache_breakpoint")}
-    return bool(shared) and identity(bare) in shared
+    text = block.get("text")
+    return isinstance(text, str) and len(text) >= LONG_TEXT_CHARS and not has_volatile(text)
 
 
 def _first_user_message(messages: list[Any], field: str, shared: Collection[Any],
@@ -147,7 +166,7 @@ def _first_user_message(messages: list[Any], field: str, shared: Collection[Any]
         rest = [b for b in content if not is_stable_block(b, shared)]
         for position, block in enumerate(first):
             text = block.get("text") if isinstance(block, Mapping) else None
-            if isinstance(text, str):
+            if isinstance(text, str) and not is_shared(block, shared):
                 found += find_volatile(text, f"{field}[{index}].content[{position}]")
         if first and rest:
             return [*messages[:index], {**message, "content": first + rest},
@@ -156,7 +175,8 @@ def _first_user_message(messages: list[Any], field: str, shared: Collection[Any]
     return messages
 
 
-def _openai_system(messages: list[Any], found: list[VolatileValue], move: bool) -> list[Any]:
+def _openai_system(messages: list[Any], found: list[VolatileValue], move: bool,
+                   shared: Collection[Any]) -> list[Any]:
     out = list(messages)
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or message.get("role") not in _SYSTEM_ROLES:
@@ -165,17 +185,19 @@ def _openai_system(messages: list[Any], found: list[VolatileValue], move: bool) 
         where = f"messages[{index}].content"
         if isinstance(content, str):
             out[index] = {**message, "content": _system_text(content, where, found, move,
-                                                             as_blocks=True)}
+                                                             as_blocks=True, shared=shared)}
         elif isinstance(content, list):
             out[index] = {**message, "content": _text_parts(content, where, found, "text",
-                                                            move)}
+                                                            move, shared)}
     return out
 
 
 def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
             shared: Collection[Any] = (), move_volatile: bool = True) -> Arranged:
     """Stable content first (see the module docstring); ``shared`` holds the identities
-    (:func:`~spendguard.cache_order.layout.identity`) of blocks other requests also send.
+    (:func:`~spendguard.cache_order.layout.identity`) of blocks other requests also send: they
+    go first, and a timestamp or id in them is no reason to move them (it is the same in every
+    request, so it breaks no prefix).
 
     With ``move_volatile=False`` system text stays as it is; volatile values are only found.
     """
@@ -184,22 +206,23 @@ def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
     if endpoint == "embeddings":
         return Arranged(out, ())
     if isinstance(body.get("tools"), list) and body["tools"]:
-        out["tools"] = _tools(list(body["tools"]), found)
+        out["tools"] = _tools(list(body["tools"]), found, shared)
     field = "input" if provider == "openai" and endpoint == "responses" else "messages"
     if provider == "anthropic":
         system = body.get("system")
         if isinstance(system, str) and system:
             out["system"] = _system_text(system, "system", found, move_volatile,
-                                         as_blocks=True)
+                                         as_blocks=True, shared=shared)
         elif isinstance(system, list):
-            out["system"] = _text_parts(list(system), "system", found, "text", move_volatile)
+            out["system"] = _text_parts(list(system), "system", found, "text", move_volatile,
+                                        shared)
     elif endpoint == "responses":
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
             out["instructions"] = _system_text(instructions, "instructions", found,
-                                               move_volatile, as_blocks=False)
+                                               move_volatile, as_blocks=False, shared=shared)
     elif isinstance(body.get("messages"), list):
-        out["messages"] = _openai_system(body["messages"], found, move_volatile)
+        out["messages"] = _openai_system(body["messages"], found, move_volatile, shared)
     if isinstance(out.get(field), list):
         out[field] = _first_user_message(out[field], field, shared, found)
     return Arranged(out, tuple(found))

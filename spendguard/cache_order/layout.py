@@ -9,14 +9,31 @@ Nothing here changes a body.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Slot", "describe", "identity", "prefix_body", "slots"]
+__all__ = ["Slot", "describe", "identity", "prefix_body", "remembered_identities", "slots"]
 
 Path = tuple[Any, ...]
 _MARKERS = frozenset({"cache_control", "prompt_cache_breakpoint"})
+# id(dict) -> (the dict, its identity). The dict is held so that its id cannot be reused
+# while the memo lives; only a block that is never modified afterwards may be remembered.
+_memo: ContextVar[dict[int, tuple[Any, Any]] | None] = ContextVar("spendguard_identities",
+                                                                  default=None)
+
+
+@contextmanager
+def remembered_identities() -> Iterator[None]:
+    """Inside the block, :func:`identity` computes each dict's identity once (a planner sees
+    the same blocks many times). Dicts must not be modified inside the block."""
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +52,9 @@ class Slot:
 
 
 def _strip(value: Any) -> Any:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
+        if _MARKERS.isdisjoint(value):
+            return value
         return {k: v for k, v in value.items() if k not in _MARKERS}
     return value
 
@@ -45,7 +64,7 @@ def _message_slots(field: str, messages: Any) -> list[Slot]:
     if isinstance(messages, str):  # Responses: input as one string is one user message
         return [Slot((field, None, None), {"role": "user", "content": messages}, "user")]
     for index, message in enumerate(messages if isinstance(messages, list) else []):
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             found.append(Slot((field, index, None), message))
             continue
         role = message.get("role") if isinstance(message.get("role"), str) else None
@@ -83,10 +102,20 @@ def slots(provider: str, endpoint: str, body: Mapping[str, Any]) -> list[Slot]:
 
 def identity(value: Any) -> Any:
     """A hashable form of a JSON value: equal for equal content, whatever the key order."""
-    if isinstance(value, Mapping):
+    kind = type(value)  # exact types first: this runs for every block of every planned request
+    if kind is dict:
+        memo = _memo.get()
+        if memo is None:
+            return tuple(sorted((str(k), identity(v)) for k, v in value.items()))
+        hit = memo.get(id(value))
+        if hit is None:
+            hit = memo[id(value)] = (value, tuple(sorted((str(k), identity(v))
+                                                         for k, v in value.items())))
+        return hit[1]
+    if kind is not str and isinstance(value, Mapping):
         return tuple(sorted((str(k), identity(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return ("[", *(identity(item) for item in value))
+    if kind is list or kind is tuple:
+        return ("[", *map(identity, value))
     return value
 
 

@@ -10,12 +10,13 @@ would silently not cache it, and the slot is better kept). A per-request tail is
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spendguard.cache_order.arrange import is_stable_block
+from spendguard.cache_order.arrange import is_shared, is_stable_block, shared_text
 from spendguard.cache_order.layout import Path, Slot, describe, identity, slots
 from spendguard.cache_order.policy import choose_ttl, min_cacheable_tokens, pays_back
 from spendguard.cache_order.volatile import has_volatile
@@ -50,24 +51,38 @@ def _text_of(value: Any) -> str:
 
 
 def stable_ends(provider: str, endpoint: str, body: Mapping[str, Any],
-                shared: Collection[Any] = ()) -> tuple[int | None, int | None, Path | None]:
+                shared: Collection[Any] = (), *, found: Sequence[Slot] | None = None
+                ) -> tuple[int | None, int | None, Path | None]:
     """Where the stable prefix ends: the slot index after tools + system, the one after the
     shared documents at the start of the first user message (None where there is none), and
-    the path of a volatile head slot that cut it short (None if none did)."""
-    found = slots(provider, endpoint, body)
+    the path of a volatile head slot that cut it short (None if none did). ``found``: the
+    body's slots, when the caller has them already."""
+    found = slots(provider, endpoint, body) if found is None else found
     head: int | None = None
     for index, slot in enumerate(found):
         head_slot = slot.path[0] in ("tools", "system", "instructions") or (
             slot.role in _SYSTEM_ROLES)
         if not head_slot:
             return head, _documents_end(found, index, shared), None
-        if has_volatile(_text_of(slot.value)):
+        if not _shared_slot(slot, shared) and has_volatile(_text_of(slot.value)):
             return head, None, slot.path
         head = index
     return head, None, None
 
 
-def _documents_end(found: list[Slot], start: int, shared: Collection[Any]) -> int | None:
+def _shared_slot(slot: Slot, shared: Collection[Any]) -> bool:
+    if not shared:
+        return False
+    if identity(slot.value) in shared:
+        return True
+    content = slot.value.get("content") if isinstance(slot.value, Mapping) else None
+    text = slot.value.get("text", slot.value.get("instructions")) \
+        if isinstance(slot.value, Mapping) else None
+    return (isinstance(content, str) and shared_text(content, shared)) or (
+        isinstance(text, str) and shared_text(text, shared))
+
+
+def _documents_end(found: Sequence[Slot], start: int, shared: Collection[Any]) -> int | None:
     first = found[start]
     if first.role != "user" or len(first.path) < 3 or first.path[2] is None:
         return None
@@ -77,7 +92,8 @@ def _documents_end(found: list[Slot], start: int, shared: Collection[Any]) -> in
         if slot.path[:2] != first.path[:2]:
             break
         block = slot.value["block"] if slot.path[2] == 0 else slot.value
-        if not is_stable_block(block, shared) or has_volatile(_text_of(block)):
+        if not is_stable_block(block, shared) or (
+                not is_shared(block, shared) and has_volatile(_text_of(block))):
             break
         end = index
     return end
@@ -157,15 +173,23 @@ def _candidates(ends: tuple[int | None, int | None], found: list[Slot],
     return chosen
 
 
+@functools.lru_cache(maxsize=1024)
+def _cache_key(prefix: tuple[Any, ...]) -> str:
+    # A plan asks for the same few prefixes' keys thousands of times: digest each once.
+    return "sg-" + hashlib.sha256(repr(prefix).encode()).hexdigest()[:16]
+
+
 def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
          model_price: ModelPrice | None, prefix_tokens: PrefixTokens,
          shared: Collection[Any] = (), reuses: int | None = None,
-         reuse_gap_s: float | None = None, cache_key: bool = True) -> Marked:
+         reuse_gap_s: float | None = None, cache_key: bool = True,
+         found: Sequence[Slot] | None = None) -> Marked:
     """Add cache markers to an arranged body; ``reuses`` and ``reuse_gap_s`` are how many
-    later requests read the prefix and how far apart (None: unknown, one reuse assumed)."""
+    later requests read the prefix and how far apart (None: unknown, one reuse assumed).
+    ``found``: the body's slots, when the caller has them already."""
     out = dict(body)
     notes: list[str] = []
-    found = slots(provider, endpoint, out)
+    found = list(slots(provider, endpoint, out) if found is None else found)
     ttl = choose_ttl(provider, endpoint, reuse_gap_s)
     if ttl is None:
         notes.append(f"not cached: reuses {reuse_gap_s:.0f} s apart outlive every TTL")
@@ -174,7 +198,7 @@ def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
         notes.append(f"not cached: {reuses or 0} expected reuse(s) do not pay back a {ttl} "
                      f"cache write")
         return Marked(out, (), None, None, tuple(notes))
-    head, documents, blocked = stable_ends(provider, endpoint, out, shared)
+    head, documents, blocked = stable_ends(provider, endpoint, out, shared, found=found)
     if blocked is not None:
         notes.append(f"the cacheable prefix stops at {describe(blocked)}: it holds a value that "
                      "changes per request, so nothing after it is read from the cache (move it "
@@ -219,9 +243,8 @@ def _openai(body: dict[str, Any], found: list[Slot], chosen: list[int], ttl: str
     deepest = max(chosen)
     key = body.get("prompt_cache_key")
     if cache_key and not key:
-        digest = hashlib.sha256(repr([identity(s.value) for s in found[:deepest + 1]])
-                                .encode()).hexdigest()
-        key = body["prompt_cache_key"] = f"sg-{digest[:16]}"
+        key = body["prompt_cache_key"] = _cache_key(tuple(identity(s.value)
+                                                          for s in found[:deepest + 1]))
     points: list[Path] = []
     # Explicit breakpoints and TTLs exist from gpt-5.6 on: the models that bill cache writes.
     if model_price is not None and model_price.cache_write_usd_per_million:

@@ -8,8 +8,8 @@ they change once a day, far less often than a cache entry (5 minutes to 1 hour) 
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = ["VolatileValue", "find_volatile", "has_volatile", "split_paragraphs"]
@@ -49,24 +49,27 @@ class VolatileValue:
         return f"{self.kind} {self.value!r} in {self.where}: {action}"
 
 
-def _matches(text: str) -> Iterator[tuple[str, str]]:
+@functools.lru_cache(maxsize=4096)
+def _matches(text: str) -> tuple[tuple[str, str], ...]:
+    # Scanning is slow (about 1 ms per pattern for 20 kB of text) and a plan shows the same
+    # system prompt or document many times: each distinct text is scanned once.
+    found: dict[str, str] = {}
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):
-            yield kind, match.group(0)[:_MAX_SHOWN]
+            value = match.group(0)[:_MAX_SHOWN]
+            if not any(value in seen or seen in value for seen in found):
+                found[value] = kind
+    return tuple((kind, value) for value, kind in found.items())
 
 
 def find_volatile(text: str, where: str) -> list[VolatileValue]:
     """Every volatile value in ``text`` (each distinct value once), located at ``where``."""
-    found: dict[str, VolatileValue] = {}
-    for kind, value in _matches(text):
-        if not any(value in seen or seen in value for seen in found):
-            found[value] = VolatileValue(where, kind, value)
-    return list(found.values())
+    return [VolatileValue(where, kind, value) for kind, value in _matches(text)]
 
 
 def has_volatile(text: str) -> bool:
     """Whether ``text`` holds any volatile value."""
-    return any(pattern.search(text) for _, pattern in _PATTERNS)
+    return bool(_matches(text))
 
 
 def split_paragraphs(text: str) -> tuple[str, str]:

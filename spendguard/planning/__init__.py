@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from spendguard.cache_order.kind import model_price_or_none
+from spendguard.cache_order.layout import remembered_identities
 from spendguard.cache_order.volatile import VolatileValue
 from spendguard.caching import CacheOrder, as_cache_order
 from spendguard.calls import Endpoint
@@ -31,7 +32,7 @@ from spendguard.planning.model import Plan, PlanTotals
 from spendguard.planning.ordering import order_plan
 from spendguard.planning.prefixes import expect_cache
 from spendguard.planning.results import PlanResult, RequestOutcome
-from spendguard.prices import PriceTable, default_table
+from spendguard.prices import ModelPrice, PriceTable, default_table
 from spendguard.tokens import count_request_tokens
 
 __all__ = ["Plan", "PlanResult", "PlanTotals", "PlannedRequest", "RequestOutcome",
@@ -72,8 +73,17 @@ def plan(requests: str | os.PathLike[str] | Iterable[Mapping[str, Any]], *,
     loaded = load_requests(requests, provider=provider, table=table)
     models = {str(r.body.get("model")) for r in loaded}
     prices = {model: model_price_or_none(model, table) for model in models}
-    assumptions = Assumptions(first_token_s, output_tok_s)
     options = as_cache_order(cache_order)
+    with remembered_identities():  # the same blocks recur in every request
+        return _plan(loaded, options, task=task, ledger=ledger, concurrency=concurrency,
+                     table=table, prices=prices, models=models,
+                     assumptions=Assumptions(first_token_s, output_tok_s))
+
+
+def _plan(loaded: list[PlannedRequest], options: CacheOrder | None, *, task: str | None,
+          ledger: Ledger | str | os.PathLike[str] | None, concurrency: int, table: PriceTable,
+          prices: dict[str, ModelPrice | None], models: set[str],
+          assumptions: Assumptions) -> Plan:
     volatile: tuple[VolatileValue, ...] = ()
     notes: tuple[str, ...] = ()
     if options is not None:

@@ -75,10 +75,18 @@ class RequestPlan:
         return self.input_tokens - self.cache_read_tokens - sum(self.cache_write_tokens.values())
 
 
+Split = tuple[int, int, tuple[tuple[str, int], ...], int, str | None, str | None]
+"""Uncached input, cache reads, cache writes by TTL, output, speed, region."""
+
+
 @functools.lru_cache(maxsize=8192)
-def _priced(model: str, usage: Usage, batch: bool, tier: str | None,
+def _priced(model: str, split: Split, batch: bool, tier: str | None,
             table: PriceTable | None) -> Decimal:
-    # Requests of a fan-out mostly repeat the same few token splits: price each split once.
+    # Requests of a fan-out mostly repeat the same few token splits: price each split once
+    # (keyed by a plain tuple, which hashes far faster than a Usage).
+    uncached, read, writes, output, speed, geo = split
+    usage = Usage(input_tokens=uncached, cache_read_tokens=read, cache_write_tokens=dict(writes),
+                  output_tokens=output, speed=speed, inference_geo=geo)
     return cost(model, usage, batch=batch, service_tier=tier, table=table).total
 
 
@@ -125,11 +133,9 @@ def estimate_request(request: PlannedRequest, counted: TokenCount, cache: Expect
     central = counted.expected
     writes = {ttl: min(n, central) for ttl, n in cache.write_tokens.items() if n}
     read = min(cache.read_tokens, central - sum(writes.values()))
-    expected = Usage(input_tokens=central - read - sum(writes.values()), cache_read_tokens=read,
-                     cache_write_tokens=writes, output_tokens=output, speed=call.speed,
-                     inference_geo=call.inference_geo)
-    plain = Usage(input_tokens=central, output_tokens=output, speed=call.speed,
-                  inference_geo=call.inference_geo)
+    expected: Split = (central - read - sum(writes.values()), read, tuple(sorted(writes.items())),
+                       output, call.speed, call.inference_geo)
+    plain: Split = (central, 0, (), output, call.speed, call.inference_geo)
     tier = _billable(call.service_tier)
     try:
         batch: Decimal | None = _priced(call.model, expected, True, None, table)

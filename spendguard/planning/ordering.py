@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spendguard.cache_order.arrange import arrange
-from spendguard.cache_order.layout import Path, identity, prefix_body, slots
+from spendguard.cache_order.layout import Path, Slot, identity, prefix_body, slots
 from spendguard.cache_order.marks import mark, stable_ends
 from spendguard.cache_order.volatile import VolatileValue
 from spendguard.caching import CacheOrder
@@ -52,10 +52,27 @@ def _first_user_blocks(request: PlannedRequest) -> list[Any]:
     return []
 
 
+def _head_identities(request: PlannedRequest) -> set[Any]:
+    """Tools and system text of a request, in every form the orderer looks them up by."""
+    found: set[Any] = set()
+    for slot in slots(request.provider, request.endpoint, request.body):
+        if slot.path[0] not in ("tools", "system", "instructions") and slot.role not in (
+                "system", "developer"):
+            break
+        found.add(identity(slot.value))
+        value = slot.value if isinstance(slot.value, Mapping) else {}
+        for key in ("text", "content", "instructions"):
+            if isinstance(value.get(key), str):
+                found.add(identity({"type": "text", "text": value[key]}))
+    return found
+
+
 def _shared_blocks(requests: Sequence[PlannedRequest]) -> frozenset[Any]:
+    """What more than one request sends: its head (tools, system) and first-message blocks."""
     seen: Counter[Any] = Counter()
     for request in requests:
-        seen.update({identity(block) for block in _first_user_blocks(request)})
+        seen.update({identity(block) for block in _first_user_blocks(request)}
+                    | _head_identities(request))
     return frozenset(block for block, count in seen.items() if count > 1)
 
 
@@ -97,19 +114,22 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
     index = ChainIndex()
     groups: list[int | None] = []
     chains: list[dict[Path, int]] = []
+    layouts: list[list[Slot]] = []
     for request in arranged:
         found = slots(request.provider, request.endpoint, request.body)
+        layouts.append(found)
         chain = index.chain(request, found)
         chains.append({slot.path: cid for slot, cid in zip(found, chain, strict=True)})
         head, documents, _ = stable_ends(request.provider, request.endpoint, request.body,
-                                         shared)
+                                         shared, found=found)
         deepest = documents if documents is not None else head
         groups.append(chain[deepest] if deepest is not None else None)
     sizes = Counter(g for g in groups if g is not None)
     gaps = _gaps_s(arranged, groups, sizes, concurrency, assumptions)
     memo: dict[int, int] = {}
     ordered, notes = [], []
-    for request, group, chain_at, gap in zip(arranged, groups, chains, gaps, strict=True):
+    for request, group, chain_at, gap, found in zip(arranged, groups, chains, gaps, layouts,
+                                                    strict=True):
         def prefix_tokens(path: Path, request: PlannedRequest = request,
                           chain_at: dict[Path, int] = chain_at) -> int:
             cid = chain_at[path]
@@ -120,7 +140,7 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
         marked = mark(request.provider, request.endpoint, request.body,
                       model_price=prices.get(str(request.body.get("model"))),
                       prefix_tokens=prefix_tokens, shared=shared, reuses=reuses,
-                      reuse_gap_s=gap, cache_key=options.prompt_cache_key)
+                      reuse_gap_s=gap, cache_key=options.prompt_cache_key, found=found)
         ordered.append(replace(request, body=marked.body))
         notes += [n for n in marked.notes if n not in notes]
     return Ordered(tuple(ordered), _dedupe_volatile(volatile), tuple(notes[:_MAX_NOTES]))
