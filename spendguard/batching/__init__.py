@@ -25,7 +25,8 @@ from spendguard.batching.limits import BatchLimits
 from spendguard.batching.polling import Polling
 from spendguard.batching.requests import BatchRequest
 from spendguard.batching.results import BatchResult
-from spendguard.batching.run import BatchRun, abatch, batch
+from spendguard.batching.run import BatchRun
+from spendguard.batching.submit import abatch, batch
 
 __all__ = [
     "BatchJob",

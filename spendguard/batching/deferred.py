@@ -21,7 +21,8 @@ from spendguard.batching.limits import BatchLimits
 from spendguard.batching.polling import Polling
 from spendguard.batching.requests import BatchRequest
 from spendguard.batching.results import BatchResult
-from spendguard.batching.run import DEFAULT_FALLBACK_LEAD_S, BatchRun, LedgerArg, abatch, batch
+from spendguard.batching.run import BatchRun, LedgerArg
+from spendguard.batching.submit import DEFAULT_FALLBACK_LEAD_S, abatch, batch
 from spendguard.errors import ConfigError
 
 __all__ = ["Deferred", "DeferredAnthropic", "DeferredClient", "DeferredOpenAI",

@@ -1,0 +1,152 @@
+"""Submitting: ``spendguard.batch()`` / ``abatch()`` plan, reserve, record and send requests.
+
+The requests are read and priced (:mod:`.requests`), split to the provider's limits
+(:mod:`.limits`), reserved all or none at batch prices (:mod:`.holds`) and recorded in the
+ledger's job store before the first byte goes to the provider; what comes back is a
+:class:`~.run.BatchRun` to wait on.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from spendguard.batching.context import ClientContext, client_context, store_for
+from spendguard.batching.driver import asubmit, submit
+from spendguard.batching.holds import Holds, hold_requests
+from spendguard.batching.job import JobCore, deadline_from, moment
+from spendguard.batching.limits import BatchLimits, split
+from spendguard.batching.polling import Polling
+from spendguard.batching.requests import BatchRequest, plan_requests
+from spendguard.batching.run import BatchRun, LedgerArg
+from spendguard.errors import ConfigError
+from spendguard.ledger.jobs import JobItem, JobRecord
+from spendguard.money import ZERO
+
+__all__ = ["DEFAULT_FALLBACK_LEAD_S", "abatch", "batch", "prepare"]
+
+DEFAULT_FALLBACK_LEAD_S = 600.0
+"""Time left before the deadline for the ordinary calls that rescue a late batch (seconds)."""
+
+Requests = Iterable[Mapping[str, Any] | BatchRequest]
+
+
+def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
+            deadline: datetime | timedelta | float | None, fallback: bool,
+            fallback_lead_s: float, ledger: LedgerArg, limits: BatchLimits | None,
+            polling: Polling) -> list[JobCore]:
+    """Plan, split, reserve (all or none) and record jobs; nothing is sent to the provider."""
+    if fallback and deadline is None:
+        raise ConfigError("fallback=True needs a deadline: it is when ordinary calls take over")
+    if fallback and context.guard is None:
+        raise ConfigError("fallback=True needs a guarded client (spendguard.OpenAI(...) or "
+                          "spendguard.wrap(client)), so the ordinary calls are budgeted too")
+    if fallback_lead_s < 0:
+        raise ConfigError(f"fallback_lead_s: {fallback_lead_s!r} must be >= 0 seconds")
+    now_s = polling.clock()
+    due = deadline_from(deadline, now_s)
+    planned = plan_requests(context.provider, requests, endpoint=endpoint, table=context.table,
+                            line_bytes=context.api.line_bytes)
+    parts = split(planned, context.provider, limits or BatchLimits(),
+                  overhead_bytes=context.api.overhead_bytes())
+    job_ids = [f"sgb_{uuid.uuid4().hex[:20]}" for _ in parts]
+    owners = {p.custom_id: job_id for job_id, part in zip(job_ids, parts, strict=True)
+              for p in part}
+    store = store_for(ledger, context.budget)
+    holds = hold_requests(context.budget, planned, provider=context.provider.value,
+                          job_ids=owners, prompt_text=context.store_prompts)
+    cores: list[JobCore] = []
+    try:
+        for job_id, part in zip(job_ids, parts, strict=True):
+            job = JobRecord(job_id, context.provider.value, part[0].path, "reserved",
+                            moment(now_s), moment(now_s), len(part),
+                            sum((p.worst_usd for p in part), ZERO), deadline=due,
+                            fallback=fallback, fallback_lead_s=float(fallback_lead_s),
+                            counts={"total": len(part)}, owner_pid=os.getpid(),
+                            owner_host=socket.gethostname())
+            items = [JobItem(job_id, p.custom_id, p.index, p.model, p.worst_usd,
+                             holds.stored(p.custom_id), body=p.body) for p in part]
+            store.add(job, items)
+            cores.append(JobCore(store, job, items, holds, context.api, context.table))
+    except BaseException as exc:
+        _undo(cores, parts[len(cores):], holds, exc, now_s, context)
+        raise
+    return cores
+
+
+def _not_sent(cores: Sequence[JobCore], exc: BaseException, now_s: float) -> None:
+    """A part was refused: the caller gets that error, so the parts after it are not sent."""
+    for core in cores:
+        core.submit_failed(f"not submitted: an earlier part of the same batch was refused "
+                           f"({type(exc).__name__}: {exc})", now_s)
+
+
+def _undo(recorded: list[JobCore], unrecorded: Sequence[Sequence[Any]], holds: Holds,
+          exc: BaseException, now_s: float, context: ClientContext) -> None:
+    for core in recorded:
+        core.submit_failed(exc, now_s)
+    for part in unrecorded:
+        for request in part:
+            item = JobItem("", request.custom_id, 0, request.model, request.worst_usd, ())
+            holds.release(holds.for_item(item, context.provider.value, ""), "batch not recorded")
+
+
+def batch(requests: Requests, *, client: Any, endpoint: str | None = None,
+          deadline: datetime | timedelta | float | None = None, fallback: bool = False,
+          fallback_lead_s: float = DEFAULT_FALLBACK_LEAD_S, ledger: LedgerArg = None,
+          limits: BatchLimits | None = None, polling: Polling | None = None) -> BatchRun:
+    """Submit many requests through the provider's batch API, at its discount.
+
+    ``requests`` are the ordinary ``create()`` arguments (dicts, or
+    :class:`~spendguard.BatchRequest` to name an endpoint or a custom id). Their worst case at
+    batch prices is reserved before anything is sent (``BudgetExceeded``, nothing submitted,
+    if it does not fit). ``deadline`` (an aware datetime, a timedelta or seconds from now)
+    bounds the wait; with ``fallback=True`` whatever the batch has not finished
+    ``fallback_lead_s`` before it is cancelled and sent as ordinary calls (full price, still
+    budgeted). Jobs are kept in the ledger (``ledger``, default: the budget's) so another
+    process can resume them. Returns a :class:`BatchRun`: call ``.results()``.
+    """
+    context = client_context(client)
+    if context.is_async:
+        raise ConfigError("client: an async client submits with `await spendguard.abatch(...)`")
+    polling = polling or Polling()
+    cores = prepare(context, requests, endpoint=endpoint, deadline=deadline, fallback=fallback,
+                    fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
+                    polling=polling)
+    now_s = polling.clock()
+    for index, core in enumerate(cores):
+        if not core.rescue_due(now_s):
+            try:
+                submit(core, client, now_s)
+            except Exception as exc:
+                _not_sent(cores[index + 1:], exc, now_s)
+                raise
+    return BatchRun(context, cores, polling)
+
+
+async def abatch(requests: Requests, *, client: Any, endpoint: str | None = None,
+                 deadline: datetime | timedelta | float | None = None, fallback: bool = False,
+                 fallback_lead_s: float = DEFAULT_FALLBACK_LEAD_S, ledger: LedgerArg = None,
+                 limits: BatchLimits | None = None, polling: Polling | None = None,
+                 ) -> BatchRun:
+    """The async twin of :func:`batch` (an ``AsyncOpenAI`` / ``AsyncAnthropic`` client)."""
+    context = client_context(client)
+    if not context.is_async:
+        raise ConfigError("client: a sync client submits with spendguard.batch(...)")
+    polling = polling or Polling()
+    cores = prepare(context, requests, endpoint=endpoint, deadline=deadline, fallback=fallback,
+                    fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
+                    polling=polling)
+    now_s = polling.clock()
+    for index, core in enumerate(cores):
+        if not core.rescue_due(now_s):
+            try:
+                await asubmit(core, client, now_s)
+            except Exception as exc:
+                _not_sent(cores[index + 1:], exc, now_s)
+                raise
+    return BatchRun(context, cores, polling)
