@@ -40,7 +40,7 @@ class BatchRun:
         self._delivered: dict[str, BatchResult] = {}
         self._looked_s: dict[str, float] = {}
         self._lock = threading.RLock()
-        self._async_lock: asyncio.Lock | None = None
+        self._async_locks: dict[int, asyncio.Lock] = {}
 
     @property
     def job_ids(self) -> list[str]:
@@ -103,9 +103,10 @@ class BatchRun:
             return self._round(cores, now_s)
 
     async def _alook(self, cores: Sequence[JobCore]) -> Round:
-        if self._async_lock is None:
-            self._async_lock = asyncio.Lock()
-        async with self._async_lock:
+        # An asyncio lock belongs to one event loop; a run awaited from another gets its own.
+        loop = id(asyncio.get_running_loop())
+        lock = self._async_locks.setdefault(loop, asyncio.Lock())
+        async with lock:
             now_s = self.polling.clock()
             for core in cores:
                 if self._busy(core) and not self._fresh(core, now_s):
