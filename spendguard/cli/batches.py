@@ -58,7 +58,10 @@ def batches() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per job.")
 def list_jobs(ledger: str | None, active: bool, as_json: bool) -> None:
     """List batch jobs, newest first: state, requests, cost so far of the worst case held."""
-    for job in batch_jobs(ledger=ledger, active=active):
+    jobs = batch_jobs(ledger=ledger, active=active)
+    if not jobs and not as_json:
+        click.echo("spendguard: no batch jobs" + (" still active" if active else ""), err=True)
+    for job in jobs:
         if as_json:
             click.echo(json.dumps({k: v for k, v in job.as_dict().items() if k != "requests"}))
         else:
