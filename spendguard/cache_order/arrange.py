@@ -15,6 +15,7 @@ Conversation turns are never reordered and never merged. The input body is not m
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from spendguard.cache_order.volatile import (
     split_paragraphs,
 )
 
-__all__ = ["Arranged", "arrange", "is_shared", "is_stable_block", "shared_text"]
+__all__ = ["Arranged", "arrange", "is_shared", "is_stable_block", "shared_text", "text_identity"]
 
 _DOCUMENT_TYPES = frozenset({"document", "image", "image_url", "input_image", "input_file",
                              "file", "search_result"})
@@ -65,7 +66,13 @@ def _tool_name(tool: Any) -> str:
 
 def shared_text(text: str, shared: Collection[Any]) -> bool:
     """Whether other requests send this very text too (then it cannot break a prefix)."""
-    return bool(shared) and identity({"type": "text", "text": text}) in shared
+    return bool(shared) and text_identity(text) in shared
+
+
+@functools.lru_cache(maxsize=4096)
+def text_identity(text: str) -> Any:
+    """The identity of ``{"type": "text", "text": text}``, computed once per text."""
+    return identity({"type": "text", "text": text})
 
 
 _MARKERS = frozenset({"cache_control", "prompt_cache_breakpoint"})

@@ -100,22 +100,32 @@ def slots(provider: str, endpoint: str, body: Mapping[str, Any]) -> list[Slot]:
     return found + _message_slots("messages", body.get("messages"))
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _items(value: Mapping[Any, Any]) -> tuple[Any, ...]:
+    # Scalars inline: identity() runs for every block of every planned request.
+    return tuple(sorted((str(k), v if type(v) in _SCALARS else identity(v))
+                        for k, v in value.items()))
+
+
 def identity(value: Any) -> Any:
     """A hashable form of a JSON value: equal for equal content, whatever the key order."""
-    kind = type(value)  # exact types first: this runs for every block of every planned request
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
     if kind is dict:
         memo = _memo.get()
         if memo is None:
-            return tuple(sorted((str(k), identity(v)) for k, v in value.items()))
+            return _items(value)
         hit = memo.get(id(value))
         if hit is None:
-            hit = memo[id(value)] = (value, tuple(sorted((str(k), identity(v))
-                                                         for k, v in value.items())))
+            hit = memo[id(value)] = (value, _items(value))
         return hit[1]
-    if kind is not str and isinstance(value, Mapping):
-        return tuple(sorted((str(k), identity(v)) for k, v in value.items()))
     if kind is list or kind is tuple:
         return ("[", *map(identity, value))
+    if isinstance(value, Mapping):
+        return _items(value)
     return value
 
 

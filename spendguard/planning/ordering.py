@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spendguard.cache_order.arrange import arrange
+from spendguard.cache_order.arrange import arrange, text_identity
 from spendguard.cache_order.layout import Path, Slot, identity, prefix_body, slots
 from spendguard.cache_order.marks import mark, stable_ends
 from spendguard.cache_order.volatile import VolatileValue
@@ -63,7 +63,7 @@ def _head_identities(request: PlannedRequest) -> set[Any]:
         value = slot.value if isinstance(slot.value, Mapping) else {}
         for key in ("text", "content", "instructions"):
             if isinstance(value.get(key), str):
-                found.add(identity({"type": "text", "text": value[key]}))
+                found.add(text_identity(value[key]))
     return found
 
 
