@@ -90,6 +90,9 @@ class CacheOrder:
 
     - ``move_volatile``: move system paragraphs holding timestamps, uuids or ids after the
       stable ones (False: only flag them);
+    - ``volatile_to_last_message``: move them to the end of the last user message instead,
+      so that nothing after the system prompt loses its cache (the model then reads them as
+      part of the user's message);
     - ``breakpoints``: add cache markers (False: only reorder);
     - ``prompt_cache_key``: set OpenAI's ``prompt_cache_key`` per shared prefix;
     - ``reuses``: how many later requests read a prefix (None: unknown, at least one assumed);
@@ -101,6 +104,7 @@ class CacheOrder:
     """
 
     move_volatile: bool = True
+    volatile_to_last_message: bool = False
     breakpoints: bool = True
     prompt_cache_key: bool = True
     reuses: int | None = None
@@ -115,7 +119,8 @@ class CacheOrder:
         provider, endpoint = request_kind(body, provider=provider, endpoint=endpoint,
                                           table=self.table)
         arranged = arrange(provider, endpoint, body, shared=shared,
-                           move_volatile=self.move_volatile)
+                           move_volatile=self.move_volatile,
+                           to_last_message=self.volatile_to_last_message)
         result = arranged.body
         if not self.breakpoints or endpoint == "embeddings":
             return OrderedRequest(result, provider, endpoint, arranged.volatile)
@@ -150,8 +155,8 @@ def _prefix_counter(provider: str, endpoint: str, body: Mapping[str, Any]) -> Pr
 def order_for_cache(body: Mapping[str, Any], *, provider: str | None = None,
                     endpoint: str | None = None, shared: Iterable[Any] = (),
                     reuses: int | None = None, reuse_gap_s: float | None = None,
-                    move_volatile: bool = True, breakpoints: bool = True,
-                    prompt_cache_key: bool = True,
+                    move_volatile: bool = True, volatile_to_last_message: bool = False,
+                    breakpoints: bool = True, prompt_cache_key: bool = True,
                     table: PriceTable | None = None) -> OrderedRequest:
     """Order a request body (OpenAI or Anthropic shape) for the prompt cache.
 
@@ -159,10 +164,13 @@ def order_for_cache(body: Mapping[str, Any], *, provider: str | None = None,
     are read from the model and the body's shape when not given. ``shared`` lists blocks (or
     texts) other requests send too, to be moved before the rest of the first user message;
     ``reuses`` and ``reuse_gap_s`` say how often and how far apart the prefix will be read
-    again, which picks the TTL and whether a write pays back. The body is not modified; the
-    result's ``.body`` is the ordered copy.
+    again, which picks the TTL and whether a write pays back. The other options are
+    :class:`CacheOrder`'s. The body is not modified; the result's ``.body`` is the ordered
+    copy.
     """
-    options = CacheOrder(move_volatile=move_volatile, breakpoints=breakpoints,
+    options = CacheOrder(move_volatile=move_volatile,
+                         volatile_to_last_message=volatile_to_last_message,
+                         breakpoints=breakpoints,
                          prompt_cache_key=prompt_cache_key, table=table)
     return options.order(body, provider=provider, endpoint=endpoint,
                          shared=_shared_identities(shared), reuses=reuses,

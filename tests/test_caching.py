@@ -206,3 +206,40 @@ def test_report_lists_markers_flags_and_notes() -> None:
     stamped = spendguard.order_for_cache({**anthropic_fanout(1)[0], "system": STAMPED}).report()
     assert "breakpoints none" in stamped
     assert "volatile: timestamp" in stamped and "stops at system[1]" in stamped
+
+
+def test_volatile_system_text_can_move_to_the_end_of_the_last_user_message() -> None:
+    body = {**anthropic_fanout(1)[0], "system": STAMPED}
+    result = spendguard.order_for_cache(body, volatile_to_last_message=True)
+    assert result.body["system"] == SYSTEM
+    last = result.body["messages"][-1]["content"]
+    assert [b["type"] for b in last] == ["document", "text", "text"]
+    assert "2026-05-21T10:22:33Z" in last[-1]["text"]
+    assert {v.moved_to for v in result.volatile} == {"the end of the last user message"}
+    assert result.breakpoints == ("messages[0].content[0]",)  # the document caches again
+    again = spendguard.order_for_cache(result.body, volatile_to_last_message=True)
+    assert again.body == result.body
+
+
+def test_openai_volatile_text_moves_to_the_last_user_message_too() -> None:
+    chat = openai_fanout(1)[0]
+    chat["messages"][0]["content"] = STAMPED
+    chat["messages"] += [{"role": "assistant", "content": "Acme."},
+                         {"role": "user", "content": "And item 9?"}]
+    moved = spendguard.order_for_cache(chat, volatile_to_last_message=True).body["messages"]
+    assert moved[0]["content"] == SYSTEM
+    assert moved[3]["content"][0] == {"type": "text", "text": "And item 9?"}
+    assert "req_8f3a9b2c11d4e5" in moved[3]["content"][1]["text"]
+    responses = {"model": "gpt-5.5", "instructions": STAMPED, "input": "q?"}
+    body = spendguard.order_for_cache(responses, volatile_to_last_message=True).body
+    assert body["instructions"] == SYSTEM
+    assert body["input"][0]["role"] == "user"
+    assert [part["type"] for part in body["input"][0]["content"]] == ["input_text"] * 2
+
+
+def test_without_a_user_message_volatile_text_stays_in_the_system_prompt() -> None:
+    body = {"model": CLAUDE, "max_tokens": 5, "system": STAMPED,
+            "messages": [{"role": "assistant", "content": "Hello"}]}
+    result = spendguard.order_for_cache(body, volatile_to_last_message=True)
+    assert result.body["system"][1]["text"].startswith("Current time")
+    assert {v.moved_to for v in result.volatile} == {"the end of the system prompt"}

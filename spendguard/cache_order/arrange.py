@@ -5,7 +5,8 @@ What moves, and why it keeps the meaning:
 - tools: sorted by name, keys sorted at every level (a set or a dict built in another order
   would otherwise give different bytes, and a tool change invalidates every cache entry);
 - system text: paragraphs holding a volatile value (timestamp, uuid, id) go after the stable
-  ones, in a block of their own where the API allows it; nothing is reworded;
+  ones, in a block of their own where the API allows it, or (opt-in) to the end of the last
+  user message, where they no longer cut the cached prefix short; nothing is reworded;
 - the first user message: documents, images, files, long texts and blocks shared across
   requests go before the rest of that message (long content before the question, as both
   providers advise).
@@ -18,11 +19,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from spendguard.cache_order.layout import identity
 from spendguard.cache_order.volatile import (
+    END_OF_LAST_MESSAGE,
+    END_OF_SYSTEM,
     VolatileValue,
     find_volatile,
     has_volatile,
@@ -105,46 +108,63 @@ def _tools(tools: list[Any], found: list[VolatileValue], shared: Collection[Any]
     return ordered
 
 
-def _text_parts(blocks: list[Any], where: str, found: list[VolatileValue], text_type: str,
-                move: bool, shared: Collection[Any]) -> list[Any]:
-    """Split each text block into stable and volatile paragraphs; volatile ones go last."""
-    stable: list[Any] = []
-    moved: list[Any] = []
-    values: list[VolatileValue] = []
-    for index, block in enumerate(blocks):
-        text = block.get("text") if isinstance(block, Mapping) else None
-        here = find_volatile(text, f"{where}[{index}]") if isinstance(text, str) and not \
-            is_shared(block, shared) else []
-        if not here or not move:
-            stable.append(block)
+@dataclass(slots=True)
+class _System:
+    """How system text is handled: where volatile paragraphs go, and what was found."""
+
+    move: bool
+    to_last_message: bool
+    shared: Collection[Any]
+    found: list[VolatileValue]
+    tail: list[str] = field(default_factory=list)
+    """Volatile paragraphs bound for the last user message."""
+
+    def _record(self, values: list[VolatileValue], moved: bool) -> None:
+        destination = END_OF_LAST_MESSAGE if self.to_last_message else END_OF_SYSTEM
+        self.found += [VolatileValue(v.where, v.kind, v.value, destination if moved else None)
+                       for v in values]
+
+    def parts(self, blocks: list[Any], where: str, text_type: str) -> list[Any]:
+        """Text blocks with each one's volatile paragraphs moved out of it."""
+        stable: list[Any] = []
+        moved: list[Any] = []
+        values: list[VolatileValue] = []
+        for index, block in enumerate(blocks):
+            text = block.get("text") if isinstance(block, Mapping) else None
+            here = find_volatile(text, f"{where}[{index}]") if isinstance(text, str) and \
+                not is_shared(block, self.shared) else []
             values += here
-            continue
-        values += here
-        keep, volatile = split_paragraphs(str(text))
-        if keep:
-            stable.append({**block, "text": keep})
-            moved.append({"type": block.get("type", text_type), "text": volatile})
-        else:
-            moved.append(block)
-    # Moving helps only when stable content is left to go first.
-    found += [_moved(v, move and bool(stable) and bool(moved)) for v in values]
-    return stable + moved
+            if not here or not self.move:
+                stable.append(block)
+                continue
+            keep, volatile = split_paragraphs(str(text))
+            if keep:
+                stable.append({**block, "text": keep})
+                moved.append({"type": block.get("type", text_type), "text": volatile})
+            else:
+                moved.append(block)
+        # Moving helps only when stable content is left to go first.
+        ok = self.move and bool(stable) and bool(moved)
+        self._record(values, ok)
+        if ok and self.to_last_message:
+            self.tail += [str(block.get("text", "")) for block in moved]
+            return stable
+        return stable + moved
 
-
-def _moved(value: VolatileValue, moved: bool) -> VolatileValue:
-    return VolatileValue(value.where, value.kind, value.value, moved)
-
-
-def _system_text(text: str, where: str, found: list[VolatileValue], move: bool,
-                 as_blocks: bool, shared: Collection[Any]) -> Any:
-    values = [] if shared_text(text, shared) else find_volatile(text, where)
-    keep, volatile = split_paragraphs(text) if values and move else (text, "")
-    found += [_moved(v, bool(keep) and bool(volatile)) for v in values]
-    if not keep or not volatile:
-        return text
-    if as_blocks:
-        return [{"type": "text", "text": keep}, {"type": "text", "text": volatile}]
-    return f"{keep}\n\n{volatile}"
+    def text(self, text: str, where: str, as_blocks: bool) -> Any:
+        """A system string with its volatile paragraphs moved out of it."""
+        values = [] if shared_text(text, self.shared) else find_volatile(text, where)
+        keep, volatile = split_paragraphs(text) if values and self.move else (text, "")
+        ok = bool(keep) and bool(volatile)
+        self._record(values, ok)
+        if not ok:
+            return text
+        if self.to_last_message:
+            self.tail.append(volatile)
+            return keep
+        if as_blocks:
+            return [{"type": "text", "text": keep}, {"type": "text", "text": volatile}]
+        return f"{keep}\n\n{volatile}"
 
 
 def is_stable_block(block: Any, shared: Collection[Any]) -> bool:
@@ -182,8 +202,7 @@ def _first_user_message(messages: list[Any], field: str, shared: Collection[Any]
     return messages
 
 
-def _openai_system(messages: list[Any], found: list[VolatileValue], move: bool,
-                   shared: Collection[Any]) -> list[Any]:
+def _openai_system(messages: list[Any], system: _System) -> list[Any]:
     out = list(messages)
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or message.get("role") not in _SYSTEM_ROLES:
@@ -191,22 +210,43 @@ def _openai_system(messages: list[Any], found: list[VolatileValue], move: bool,
         content = message.get("content")
         where = f"messages[{index}].content"
         if isinstance(content, str):
-            out[index] = {**message, "content": _system_text(content, where, found, move,
-                                                             as_blocks=True, shared=shared)}
+            out[index] = {**message, "content": system.text(content, where, as_blocks=True)}
         elif isinstance(content, list):
-            out[index] = {**message, "content": _text_parts(content, where, found, "text",
-                                                            move, shared)}
+            out[index] = {**message, "content": system.parts(content, where, "text")}
     return out
 
 
+def _append_to_last_user(messages: list[Any], texts: list[str], text_type: str) -> list[Any]:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            content = message.get("content")
+            blocks = [{"type": text_type, "text": content}] if isinstance(content, str) \
+                else list(content or [])
+            blocks += [{"type": text_type, "text": text} for text in texts]
+            return [*messages[:index], {**message, "content": blocks}, *messages[index + 1:]]
+    return messages
+
+
+def _has_user(messages: Any) -> bool:
+    if isinstance(messages, str):
+        return bool(messages)
+    return isinstance(messages, list) and any(
+        isinstance(m, Mapping) and m.get("role") == "user" for m in messages)
+
+
 def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
-            shared: Collection[Any] = (), move_volatile: bool = True) -> Arranged:
+            shared: Collection[Any] = (), move_volatile: bool = True,
+            to_last_message: bool = False) -> Arranged:
     """Stable content first (see the module docstring); ``shared`` holds the identities
     (:func:`~spendguard.cache_order.layout.identity`) of blocks other requests also send: they
     go first, and a timestamp or id in them is no reason to move them (it is the same in every
     request, so it breaks no prefix).
 
-    With ``move_volatile=False`` system text stays as it is; volatile values are only found.
+    Volatile system paragraphs go to the end of the system prompt, or with
+    ``to_last_message`` to the end of the last user message (where they no longer cut the
+    cached prefix short, but the model reads them as the user's words). With
+    ``move_volatile=False`` system text stays as it is; volatile values are only found.
     """
     out = dict(body)
     found: list[VolatileValue] = []
@@ -214,22 +254,26 @@ def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
         return Arranged(out, ())
     if isinstance(body.get("tools"), list) and body["tools"]:
         out["tools"] = _tools(list(body["tools"]), found, shared)
-    field = "input" if provider == "openai" and endpoint == "responses" else "messages"
+    turns = "input" if provider == "openai" and endpoint == "responses" else "messages"
+    system = _System(move_volatile, to_last_message and _has_user(body.get(turns)), shared,
+                     found)
     if provider == "anthropic":
-        system = body.get("system")
-        if isinstance(system, str) and system:
-            out["system"] = _system_text(system, "system", found, move_volatile,
-                                         as_blocks=True, shared=shared)
-        elif isinstance(system, list):
-            out["system"] = _text_parts(list(system), "system", found, "text", move_volatile,
-                                        shared)
+        value = body.get("system")
+        if isinstance(value, str) and value:
+            out["system"] = system.text(value, "system", as_blocks=True)
+        elif isinstance(value, list):
+            out["system"] = system.parts(list(value), "system", "text")
     elif endpoint == "responses":
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
-            out["instructions"] = _system_text(instructions, "instructions", found,
-                                               move_volatile, as_blocks=False, shared=shared)
+            out["instructions"] = system.text(instructions, "instructions", as_blocks=False)
     elif isinstance(body.get("messages"), list):
-        out["messages"] = _openai_system(body["messages"], found, move_volatile, shared)
-    if isinstance(out.get(field), list):
-        out[field] = _first_user_message(out[field], field, shared, found)
+        out["messages"] = _openai_system(body["messages"], system)
+    if system.tail and isinstance(out.get(turns), str):  # Responses: input as one user message
+        out[turns] = [{"role": "user", "content": out[turns]}]
+    if isinstance(out.get(turns), list):
+        out[turns] = _first_user_message(out[turns], turns, shared, found)
+        if system.tail:
+            out[turns] = _append_to_last_user(out[turns], system.tail,
+                                              "input_text" if turns == "input" else "text")
     return Arranged(out, tuple(found))

@@ -201,8 +201,9 @@ def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
     head, documents, blocked = stable_ends(provider, endpoint, out, shared, found=found)
     if blocked is not None:
         notes.append(f"the cacheable prefix stops at {describe(blocked)}: it holds a value that "
-                     "changes per request, so nothing after it is read from the cache (move it "
-                     "to the end of the last user message, or leave it out)")
+                     "changes per request, so nothing after it is read from the cache "
+                     "(volatile_to_last_message=True moves it to the end of the last user "
+                     "message; or leave it out)")
     minimum = min_cacheable_tokens(model_price)
     chosen = _candidates((head, documents), found, prefix_tokens, minimum, notes)
     if provider == "anthropic":

@@ -12,7 +12,8 @@ import functools
 import re
 from dataclasses import dataclass
 
-__all__ = ["VolatileValue", "find_volatile", "has_volatile", "split_paragraphs"]
+__all__ = ["END_OF_LAST_MESSAGE", "END_OF_SYSTEM", "VolatileValue", "find_volatile",
+           "has_volatile", "split_paragraphs"]
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("uuid", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -29,23 +30,33 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _MAX_SHOWN = 60
 
 
+END_OF_SYSTEM = "the end of the system prompt"
+END_OF_LAST_MESSAGE = "the end of the last user message"
+
+
 @dataclass(frozen=True, slots=True)
 class VolatileValue:
     """A value in a prompt that likely differs per request.
 
     ``where`` is a path in the body (``"system"``, ``"tools[2]"``, ``"messages[0].content[1]"``);
     ``kind`` is ``"uuid"``, ``"timestamp"``, ``"time of day"``, ``"epoch time"``,
-    ``"request id"`` or ``"hex id"``; ``moved`` says whether cache ordering moved it after the
-    stable content (otherwise it still breaks the prefix at ``where``).
+    ``"request id"`` or ``"hex id"``; ``moved_to`` says where cache ordering moved its paragraph
+    (``END_OF_SYSTEM`` or ``END_OF_LAST_MESSAGE``), None where it stayed and still breaks the
+    prefix.
     """
 
     where: str
     kind: str
     value: str
-    moved: bool = False
+    moved_to: str | None = None
+
+    @property
+    def moved(self) -> bool:
+        """Whether cache ordering moved it out of the stable text."""
+        return self.moved_to is not None
 
     def __str__(self) -> str:
-        action = "moved after the stable prefix" if self.moved else "breaks the cached prefix"
+        action = f"moved to {self.moved_to}" if self.moved_to else "breaks the cached prefix"
         return f"{self.kind} {self.value!r} in {self.where}: {action}"
 
 

@@ -106,7 +106,8 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
     """Order every request of a plan for the cache (see the module docstring)."""
     shared = _shared_blocks(requests)
     results = [arrange(r.provider, r.endpoint, r.body, shared=shared,
-                       move_volatile=options.move_volatile) for r in requests]
+                       move_volatile=options.move_volatile,
+                       to_last_message=options.volatile_to_last_message) for r in requests]
     arranged = [replace(r, body=result.body) for r, result in zip(requests, results, strict=True)]
     volatile = [value for result in results for value in result.volatile]
     if not options.breakpoints:

@@ -1,0 +1,40 @@
+"""The planning and cache-ordering examples and the planning benchmark run offline."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_fanout_example_plans_approves_and_measures(capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_path(str(ROOT / "examples" / "fanout_plan.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "approval asked: worst case" in out and "-> approved" in out
+    assert "hit rate  97.8% measured, 97.8% expected" in out
+    assert "as written" in out and "0.0%" in out
+
+
+def test_cache_ordering_example_shows_the_hit_rate_move(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    runpy.run_path(str(ROOT / "examples" / "cache_ordering.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "moved to the end of the last user message" in out
+    assert "cache_order=CacheOrder(volatile_to_last_message=True):\n  10 calls: hit rate 89" in out
+    assert "handbook sent first: True" in out
+
+
+def test_planning_benchmark_prints_its_table(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "argv", ["planning.py", "--requests", "40", "--documents", "2",
+                                      "--document-tokens", "1200", "--raw-sample", "0",
+                                      "--repeat", "1"])
+    runpy.run_path(str(ROOT / "benchmarks" / "planning.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    for row in ("raw tiktoken (40 requests)", "counting (spendguard.tokens)", "plan",
+                "plan, ordered for the cache"):
+        assert row in out
