@@ -6,6 +6,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spendguard
 from tests.plan_helpers import CLAUDE, DOCUMENT, GPT, SYSTEM, anthropic_fanout, openai_fanout
@@ -243,3 +245,20 @@ def test_without_a_user_message_volatile_text_stays_in_the_system_prompt() -> No
     result = spendguard.order_for_cache(body, volatile_to_last_message=True)
     assert result.body["system"][1]["text"].startswith("Current time")
     assert {v.moved_to for v in result.volatile} == {"the end of the system prompt"}
+
+
+@given(st.integers(min_value=0, max_value=12),
+       st.sampled_from(["claude-sonnet-4-6", "claude-opus-4-8", "claude-haiku-4-5"]),
+       st.sampled_from([60.0, 1800.0]))
+@settings(max_examples=40, deadline=None)
+def test_a_breakpoint_is_placed_exactly_when_the_write_pays_back(
+        reuses: int, model: str, gap_s: float) -> None:
+    rates = spendguard.price(model)
+    ttl = "5m" if gap_s <= 300 else "1h"
+    write = rates.cache_write_usd_per_million[ttl]
+    read = rates.cache_read_usd_per_million or rates.input_usd_per_million
+    pays = reuses >= 1 and write + reuses * read < (1 + reuses) * rates.input_usd_per_million
+    body = anthropic_fanout(1, model=model)[0]
+    result = spendguard.order_for_cache(body, reuses=reuses, reuse_gap_s=gap_s)
+    assert bool(result.breakpoints) == pays
+    assert result.ttl == (ttl if pays else None)

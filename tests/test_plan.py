@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spendguard
 from spendguard.tokens.bpe import _count_cached
@@ -219,3 +221,20 @@ def test_a_timestamp_every_request_shares_is_not_volatile() -> None:
     plan = spendguard.plan(bodies, cache_order=True)
     assert plan.volatile == ()
     assert plan.rows[3].cache_read_tokens > 4000
+
+
+@given(st.integers(min_value=1, max_value=12), st.integers(min_value=1, max_value=4000),
+       st.booleans(), st.sampled_from(["anthropic", "openai"]))
+@settings(max_examples=25, deadline=None)
+def test_every_row_splits_its_input_exactly_and_stays_under_its_worst_case(
+        count: int, cap: int, ordered: bool, provider: str) -> None:
+    bodies = anthropic_fanout(count, max_tokens=cap) if provider == "anthropic" else \
+        openai_fanout(count, max_tokens=cap)
+    plan = spendguard.plan(bodies, cache_order=ordered)
+    for row in plan.rows:
+        writes = sum(row.cache_write_tokens.values())
+        assert row.uncached_input_tokens + row.cache_read_tokens + writes == row.input_tokens
+        assert row.uncached_input_tokens >= 0
+        assert row.expected_usd <= row.worst_usd
+        assert row.output_tokens == cap
+    assert plan.totals.cache_read_tokens <= plan.totals.input_tokens

@@ -260,3 +260,16 @@ def test_progress_counts_money_and_failures() -> None:
     bar.close()
     assert "2/3" in stream.getvalue() and "$0.5000" in stream.getvalue()
     assert "1 failed" in stream.getvalue()
+
+
+def test_responses_and_embeddings_requests_run_too() -> None:
+    bodies: list[dict[str, Any]] = [
+        {"model": "gpt-5.5", "instructions": "Answer briefly.", "input": f"q{i}?",
+         "max_output_tokens": 20} for i in range(2)]
+    bodies.append({"model": "text-embedding-3-small", "input": ["a", "b"]})
+    plan = spendguard.plan(bodies)
+    assert [r.endpoint for r in plan.rows] == ["responses", "responses", "embeddings"]
+    assert plan.rows[2].output_basis == "none" and plan.rows[2].output_tokens == 0
+    result = plan.run(openai_client(emulator(), budget()))
+    assert not result.failures
+    assert result.outcomes[2].usage is not None and result.outcomes[2].usage.input_tokens == 2
