@@ -14,6 +14,7 @@ import pytest
 import spendguard
 from spendguard.testing import ANTHROPIC_BASE_URL, Emulator
 from tests.plan_helpers import (
+    GPT,
     anthropic_client,
     anthropic_fanout,
     async_anthropic_client,
@@ -273,3 +274,16 @@ def test_responses_and_embeddings_requests_run_too() -> None:
     result = plan.run(openai_client(emulator(), budget()))
     assert not result.failures
     assert result.outcomes[2].usage is not None and result.outcomes[2].usage.input_tokens == 2
+
+
+def test_a_custom_price_table_prices_the_plan_and_its_replies() -> None:
+    table = spendguard.PriceTable.bundled().with_overrides({"models": {GPT: {
+        "usd_per_million": {"input": "4.00", "output": "16.00"},
+        "source": "negotiated", "as_of": "2026-11-15"}}})
+    bodies = openai_fanout(2)
+    plan = spendguard.plan(bodies, table=table)
+    assert plan.expected_usd == 10 * spendguard.plan(bodies).expected_usd
+    result = plan.run(openai_client(emulator(), budget(), prices=table))
+    usage = result.outcomes[0].usage
+    assert usage is not None
+    assert result.outcomes[0].cost_usd == spendguard.cost(GPT, usage, table=table).total

@@ -103,4 +103,4 @@ def _plan(loaded: list[PlannedRequest], options: CacheOrder | None, *, task: str
     return Plan(id=uuid.uuid4().hex[:12], requests=tuple(loaded), rows=rows,
                 totals=PlanTotals.of(rows), concurrency=concurrency, task=task,
                 cache_ordered=options is not None, volatile=volatile, notes=notes,
-                table_version=table.version)
+                table_version=table.version, table=table)

@@ -72,8 +72,8 @@ def refusal(plan: Plan, budget: Budget, *, asked: bool) -> BudgetExceeded:
 def ledger_for(client: object) -> Ledger:
     """Where the run's calls are recorded first: the client's budget's ledger, the innermost
     entered budget's, else the default ledger."""
-    budgets = collect_budgets(client_budget(client))
     own = client_budget(client)
     if own is not None:
         return own.ledger
+    budgets = collect_budgets(None)
     return budgets[-1].ledger if budgets else open_ledger()

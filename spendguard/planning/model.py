@@ -15,6 +15,7 @@ from spendguard.money import ZERO, format_usd
 from spendguard.planning.estimates import RequestPlan
 from spendguard.planning.inputs import PlannedRequest
 from spendguard.planning.schedule import simulate_duration_s
+from spendguard.prices import PriceTable
 
 if TYPE_CHECKING:
     from spendguard.planning.results import PlanResult
@@ -90,6 +91,8 @@ class Plan:
     notes: tuple[str, ...] = ()
     table_version: str = ""
     budget_left_usd: Decimal | None = None
+    table: PriceTable | None = field(default=None, repr=False, compare=False)
+    """The prices the plan was made with; :meth:`run` prices the replies with them too."""
 
     # -- the headline numbers --------------------------------------------------------------
 

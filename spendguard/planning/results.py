@@ -64,8 +64,9 @@ class PlanResult:
     @property
     def cache(self) -> CacheStats:
         """Measured hit rate and savings, with the plan's expectation alongside."""
-        measured = tally((o.model, o.usage, o.cost_usd) for o in self.outcomes
-                         if o.usage is not None and o.cost_usd is not None)
+        measured = tally(((o.model, o.usage, o.cost_usd) for o in self.outcomes
+                          if o.usage is not None and o.cost_usd is not None),
+                         table=self.plan.table)
         return CacheStats(measured.requests, measured.input_tokens, measured.cache_read_tokens,
                           measured.cache_write_tokens, measured.cost_usd, measured.saved_usd,
                           self.plan.expected_usd, self.plan.expected_hit_rate)

@@ -31,6 +31,7 @@ from spendguard.planning.model import Approve, Plan
 from spendguard.planning.progress import Progress
 from spendguard.planning.results import PlanResult, RequestOutcome
 from spendguard.planning.schedule import Schedule
+from spendguard.prices import PriceTable
 from spendguard.scopes import tags
 from spendguard.usage import usage_from
 
@@ -83,7 +84,8 @@ def _arguments(method: Any, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _outcome(request: PlannedRequest, response: Any = None,
-             error: BaseException | None = None) -> RequestOutcome:
+             error: BaseException | None = None, *,
+             table: PriceTable | None = None) -> RequestOutcome:
     model = str(request.body.get("model"))
     if error is not None:
         return RequestOutcome(request.index, request.custom_id, model, error=error)
@@ -91,7 +93,7 @@ def _outcome(request: PlannedRequest, response: Any = None,
         usage = usage_from(request.provider, response, endpoint=request.endpoint)
         tier = request.body.get("service_tier")
         billable = None if tier in (None, "auto", "default", "standard_only") else str(tier)
-        spent: Decimal | None = cost(model, usage, service_tier=billable).total
+        spent: Decimal | None = cost(model, usage, service_tier=billable, table=table).total
     except Exception as exc:  # the reply came back; its usage could not be read or priced
         return RequestOutcome(request.index, request.custom_id, model, response, error=exc)
     return RequestOutcome(request.index, request.custom_id, model, response, None, usage, spent)
@@ -137,7 +139,8 @@ def run_plan(plan: Plan, client: Any, *, concurrency: int, approve: Approve | No
     def send(request: PlannedRequest) -> RequestOutcome:
         try:
             method = _method(client, request.endpoint)
-            return _outcome(request, method(**_arguments(method, request.body)))
+            return _outcome(request, method(**_arguments(method, request.body)),
+                            table=plan.table)
         except Exception as exc:
             return _outcome(request, error=exc)
 
@@ -198,7 +201,8 @@ async def arun_plan(plan: Plan, client: Any, *, concurrency: int, approve: Appro
     async def send(request: PlannedRequest) -> RequestOutcome:
         try:
             method = _method(client, request.endpoint)
-            return _outcome(request, await method(**_arguments(method, request.body)))
+            return _outcome(request, await method(**_arguments(method, request.body)),
+                            table=plan.table)
         except Exception as exc:
             return _outcome(request, error=exc)
 
