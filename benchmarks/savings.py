@@ -192,7 +192,7 @@ def cascade(count: int) -> Part:
             check=spendguard.check_matches(r"^ANSWER:"), keep_order=True)
         floor += result.attempts[-1].call_usd  # the oracle pays only for the tier that passes
     return Part("cascade", naive.spent, guarded.spent, floor,
-                f"{count} questions; {WEAK} → {STRONG}, 30% escalate")
+                f"{count} questions; {WEAK} → {STRONG}, ~30% escalate")
 
 
 def _usd(value: Decimal | None) -> str:
