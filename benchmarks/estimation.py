@@ -8,7 +8,9 @@ Part 1 sends each kind of request through a guarded client to the offline emulat
 prompts from 20 to ~2,000 words, and compares, call by call, what the guard knew before
 sending with what the emulator billed: the input tokens it reserved (an exact count, or an
 upper bound for Claude) and their central estimate, against the billed input (uncached + cache
-reads + cache writes); and the worst-case cost it reserved against the billed cost. The
+reads + cache writes); the worst-case cost it reserved against the billed cost; and
+``spendguard.plan``'s expected cost, from the output cap alone and then with the ledger's
+history of this kind of call (``task=``; the history includes the call itself). The
 emulator counts input with spendguard's own counter, so the input rows measure the bound's
 margin, not tokenizer accuracy against a real provider; output is the emulator's default
 16-64-token reply, so worst/actual shows how much headroom a reservation holds while a call is
@@ -147,22 +149,30 @@ def estimate_rows(samples: int) -> list[list[str]]:
                 http_client=httpx2.Client(transport=emulator.transport())),
         }
         expected: list[int] = []
-        for index in range(samples):
-            words = round(20 * 100 ** (index / max(samples - 1, 1)))  # 20 .. 2,000 words
-            body = kind.body(words, index)
-            expected.append(count_request_tokens(kind.provider, kind.path, body).expected)
-            send(kind, body, clients)
+        bodies: list[dict[str, Any]] = []
+        task = f"bench-{KINDS.index(kind)}"
+        with spendguard.tags(task=task):  # the history spendguard.plan(task=...) reads
+            for index in range(samples):
+                words = round(20 * 100 ** (index / max(samples - 1, 1)))  # 20 .. 2,000 words
+                body = kind.body(words, index)
+                expected.append(count_request_tokens(kind.provider, kind.path, body).expected)
+                bodies.append(body)
+                send(kind, body, clients)
         records = list(budget.ledger.records())
-        bound, central, worst, under = [], [], [], 0
-        for record, central_tokens in zip(records, expected, strict=True):
+        bound, central, worst, cold, warm, under = [], [], [], [], [], 0
+        for record, central_tokens, body in zip(records, expected, bodies, strict=True):
             billed_in = sum(n for k, n in record.tokens.items()
                             if k not in ("output", "reasoning"))
             bound.append((record.estimated_input_tokens or 0) / billed_in)
             central.append(central_tokens / billed_in)
             worst.append(float(record.estimated_usd / record.actual_usd))
             under += record.actual_usd > record.estimated_usd
+            # The plan's expected cost: output from the cap alone, then from this kind's history.
+            cold.append(float(spendguard.plan([body]).expected_usd / record.actual_usd))
+            warm.append(float(spendguard.plan([body], task=task, ledger=budget.ledger)
+                              .expected_usd / record.actual_usd))
         rows.append([kind.name, str(len(records)), _stats(bound), _stats(central),
-                     _stats(worst), f"{under}/{len(records)}"])
+                     _stats(worst), _stats(cold), _stats(warm), f"{under}/{len(records)}"])
     return rows
 
 
@@ -212,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Estimate against what the emulator billed, per call ({samples} prompts per kind, "
           "20 to 2,000 words); ratios are median (max)\n")
     print(markdown_table(["request kind", "calls", "input reserved / billed",
-                          "input expected / billed", "worst cost / billed cost",
+                          "input expected / billed", "worst cost (reserved) / billed",
+                          "plan expected / billed", "plan expected, with history / billed",
                           "billed above reserved"], rows))
     tokens, rows = counting_rows(rounds + 5, rounds)
     print(f"\nToken counting, one chat request ({tokens:.0f} tokens on average: a shared system "
