@@ -30,7 +30,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from spendguard.cascade_learning import Learning, MemoryStats
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.money import ZERO
 from spendguard.prices import price
 from spendguard.usage import Usage

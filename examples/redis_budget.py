@@ -21,7 +21,7 @@ from decimal import Decimal
 import _client
 
 import spendguard
-from spendguard.ledger.drain import drain
+from spendguard.ledger.draining import drain
 
 LIMIT_USD = Decimal("0.01")
 

@@ -29,11 +29,11 @@ __version__ = "0.1.0"
 # public name -> module that defines it; resolved lazily by __getattr__ below.
 _LAZY: dict[str, str] = {
     # issue 2: prices, usage and cost
-    "Cost": "spendguard.cost",
+    "Cost": "spendguard.costing",
     "ModelPrice": "spendguard.prices",
     "PriceTable": "spendguard.prices",
     "Usage": "spendguard.usage",
-    "cost": "spendguard.cost",
+    "cost": "spendguard.costing",
     "price": "spendguard.prices",
     "register_prices": "spendguard.prices",
     "usage_from": "spendguard.usage",
@@ -163,8 +163,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.checks import check_parses as check_parses
     from spendguard.checks import check_with as check_with
     from spendguard.clients import wrap as wrap
-    from spendguard.cost import Cost as Cost
-    from spendguard.cost import cost as cost
+    from spendguard.costing import Cost as Cost
+    from spendguard.costing import cost as cost
     from spendguard.errors import BatchRequestFailed as BatchRequestFailed
     from spendguard.errors import BudgetWarning as BudgetWarning
     from spendguard.errors import CascadeFailed as CascadeFailed

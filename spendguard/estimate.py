@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from spendguard.calls import Call, Endpoint
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ConfigError
 from spendguard.prices import ModelPrice, PriceTable, default_table
 from spendguard.tokens import TokenCount, count_request_tokens

@@ -24,7 +24,7 @@ import httpx2
 
 from spendguard.budget import Budget
 from spendguard.calls import Call, Endpoint, Provider, build_call, classify, parse_body
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ProviderResponseError, SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard.ledger.base import CallInfo

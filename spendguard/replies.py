@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from spendguard.calls import Endpoint, Provider, build_call
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ConfigError
 from spendguard.estimate import estimate_call
 from spendguard.reservations import remaining_for_call

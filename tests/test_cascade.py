@@ -14,7 +14,7 @@ import respx
 
 import spendguard
 from spendguard import AttemptOutcome, CascadeFailed, Learning, MemoryStats, check_matches
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ConfigError, UnknownModelError
 from spendguard.usage import Usage
 from tests.cascade_helpers import (

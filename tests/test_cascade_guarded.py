@@ -10,7 +10,7 @@ import respx
 import spendguard
 from spendguard import AttemptOutcome, Budget, CascadeFailed, check_matches
 from spendguard.cascade_learning import LedgerStats
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.usage import Usage
 from tests.cascade_helpers import IN_TOKENS, OPENAI_CHAT, OUT_TOKENS, Script
 

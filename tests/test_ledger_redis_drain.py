@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-import spendguard.ledger.drain
+import spendguard.ledger
 from spendguard.errors import ConfigError
 from spendguard.ledger import ScopeClaim, Settlement, SpendRecord, open_ledger
-from spendguard.ledger.drain import DrainResult, drain
 from spendguard.ledger.drain_postgres import PostgresArchive
+from spendguard.ledger.draining import DrainResult, drain
 from spendguard.ledger.redis import RedisLedger
 from spendguard.ledger.sqlite import SqliteLedger
 from tests.ledger_helpers import START, call_info
@@ -106,11 +106,11 @@ def test_draining_twice_never_duplicates(source: RedisLedger, tmp_path: Path) ->
     archive.close()
 
 
-def test_the_module_can_be_called_and_a_window_drained(source: RedisLedger,
+def test_drain_is_exported_by_the_ledger_package_and_drains_a_window(source: RedisLedger,
                                                       tmp_path: Path) -> None:
     archive_url = f"sqlite:///{tmp_path}/archive.db"
     # The module answers calls at run time; type checkers see a module, hence the ignore.
-    result = spendguard.ledger.drain(  # type: ignore[operator]
+    result = spendguard.ledger.drain(
         source, archive_url, since=START + timedelta(minutes=1),
         until=START + timedelta(minutes=3))
     assert result.written == 2  # the release and the recovered call

@@ -10,7 +10,7 @@ import respx
 
 import spendguard
 from spendguard import LoopGuard, StopReason
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ConfigError
 from spendguard.usage import Usage
 from tests.cascade_helpers import OPENAI_CHAT, Script

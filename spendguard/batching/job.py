@@ -19,7 +19,7 @@ from typing import Any
 from spendguard.batching.holds import Holds
 from spendguard.batching.results import BatchResult, standard_usd
 from spendguard.batching.wire import BatchAPI, LineOutcome, Snapshot, Submitted
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import BudgetExceeded, ConfigError, SpendguardError
 from spendguard.estimate import ENDPOINT_PATHS
 from spendguard.ledger.jobs import JobItem, JobRecord, JobStore

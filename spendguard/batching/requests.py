@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from spendguard.calls import Call, Endpoint, Provider, build_call
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ConfigError
 from spendguard.estimate import ENDPOINT_PATHS, max_output_tokens
 from spendguard.prices import PriceTable

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import BatchRequestFailed, SpendguardError
 from spendguard.money import ZERO, format_usd
 from spendguard.prices import PriceTable

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import UnknownModelError
 from spendguard.ledger.base import SpendRecord
 from spendguard.money import ZERO, format_usd

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from spendguard.cost import cost as price_usage
+from spendguard.costing import cost as price_usage
 from spendguard.errors import SpendguardError
 from spendguard.export.allocation import split_cost
 from spendguard.export.records import ADJUSTMENT, billed_tokens, is_batch, is_marker

@@ -13,6 +13,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from spendguard.errors import ConfigError
 from spendguard.ledger.base import (
@@ -29,6 +30,7 @@ from spendguard.ledger.paths import default_ledger_path, default_ledger_url, hom
 __all__ = [
     "CallInfo",
     "Crossing",
+    "DrainResult",
     "Ledger",
     "ScopeClaim",
     "Settlement",
@@ -36,10 +38,23 @@ __all__ = [
     "Totals",
     "default_ledger_path",
     "default_ledger_url",
+    "drain",
     "home_dir",
     "open_ledger",
     "resolve_ledger_url",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spendguard.ledger.draining import DrainResult as DrainResult
+    from spendguard.ledger.draining import drain as drain
+
+
+def __getattr__(name: str) -> Any:
+    # drain() reads and writes ledgers, so it is loaded on first use (no import cycle).
+    if name in ("drain", "DrainResult"):
+        return getattr(importlib.import_module("spendguard.ledger.draining"), name)
+    raise AttributeError(f"module 'spendguard.ledger' has no attribute {name!r}")
+
 
 # scheme -> "module:factory"; a factory takes the resolved URL. A new backend adds one line.
 _BACKENDS: dict[str, str] = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from spendguard.calls import Call, Endpoint, Provider, build_call
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ConfigError, UnknownModelError
 from spendguard.estimate import max_output_tokens, worst_cost_usd
 from spendguard.planning.history import Observed

@@ -20,7 +20,7 @@ from typing import Any
 
 from spendguard import replies
 from spendguard.cache_order.stats import EXPECTED_HIT_TAG, EXPECTED_USD_TAG
-from spendguard.cost import cost
+from spendguard.costing import cost
 from spendguard.errors import ConfigError
 from spendguard.money import ZERO
 from spendguard.periods import utc_now

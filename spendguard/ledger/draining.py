@@ -21,8 +21,6 @@ they come with the next drain. Nothing is deleted from the source.
 from __future__ import annotations
 
 import os
-import sys
-import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,16 +114,3 @@ def _insert(tx: Tx, record: SpendRecord) -> bool:
         tx.put_totals(claim.scope, claim.period_key,
                       Totals(old.spent_usd + record.actual_usd, old.reserved_usd))
     return True
-
-
-class _CallableModule(types.ModuleType):
-    # `spendguard.ledger.drain` names both this module and its function: importing the module
-    # sets the package attribute to the module, so the module answers calls (as
-    # `spendguard.cost` does).
-    def __call__(self, src_url: str | os.PathLike[str] | Ledger,
-                 dst_url: str | os.PathLike[str] | Ledger, *, since: datetime | None = None,
-                 until: datetime | None = None, batch_size: int = 500) -> DrainResult:
-        return drain(src_url, dst_url, since=since, until=until, batch_size=batch_size)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -14,8 +14,6 @@ reports "priority" for a "fast" request, and may serve "default" when "flex" was
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -155,15 +153,3 @@ def _rate(model_price: ModelPrice, kind: str, tier: LongContextTier | None,
         if modifier.applies_to(kind):
             rate *= modifier.multiplier
     return rate
-
-
-class _CallableModule(types.ModuleType):
-    # `spendguard.cost` names both this module and the exported function. Importing the
-    # submodule makes Python set the package attribute `spendguard.cost` to the module, which
-    # would shadow the function for `from spendguard import cost`; so the module answers calls.
-    def __call__(self, model: str, usage: Usage | object, *, batch: bool = False,
-                 service_tier: str | None = None, table: PriceTable | None = None) -> Cost:
-        return cost(model, usage, batch=batch, service_tier=service_tier, table=table)
-
-
-sys.modules[__name__].__class__ = _CallableModule
