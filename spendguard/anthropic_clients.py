@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anthropic
 
-from spendguard.budget import Budget
-from spendguard.caching import CacheOrder
 from spendguard.calls import Provider
-from spendguard.clients import UNSET, guard_client
-from spendguard.prices import PriceTable
+from spendguard.clients import Guarded
 
 if TYPE_CHECKING:
     from spendguard.batching.deferred import DeferredAnthropic
@@ -18,40 +15,33 @@ if TYPE_CHECKING:
 __all__ = ["Anthropic", "AsyncAnthropic"]
 
 
-class Anthropic(anthropic.Anthropic):
-    """``anthropic.Anthropic`` whose every request is budgeted; arguments as :class:`OpenAI`."""
+class Anthropic(Guarded, anthropic.Anthropic):
+    """``anthropic.Anthropic`` whose every request is budgeted before it is sent.
 
-    def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
-                 allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
-                 **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        guard_client(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget,
-                     cap_output=cap_output, allow_unpriced=allow_unpriced,
-                     store_prompts=store_prompts, prices=prices, cache_order=cache_order)
+    Takes the official constructor's arguments plus spendguard's (see
+    :class:`~spendguard.clients.Guarded`): ``budget``, ``cap_output``, ``allow_unpriced``,
+    ``store_prompts``, ``prices``, ``cache_order``.
+    """
+
+    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_sdk_error = anthropic.AnthropicError
 
     @property
     def deferred(self) -> DeferredAnthropic:
         """Requests that may wait for the batch API, at its discount.
 
-        ``client.deferred.messages.create(...)`` returns a handle: call .result().
+        ``client.deferred.messages.create(...)`` returns a handle: call ``.result()``.
         """
         from spendguard.batching.deferred import anthropic_deferred  # noqa: PLC0415
 
         return anthropic_deferred(self, is_async=False)
 
 
-class AsyncAnthropic(anthropic.AsyncAnthropic):
-    """``anthropic.AsyncAnthropic``, budgeted; arguments as :class:`OpenAI`."""
+class AsyncAnthropic(Guarded, anthropic.AsyncAnthropic):
+    """``anthropic.AsyncAnthropic``, budgeted; arguments as :class:`Anthropic`."""
 
-    def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
-                 allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
-                 **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        guard_client(self, Provider.ANTHROPIC, anthropic.AnthropicError, budget,
-                     cap_output=cap_output, allow_unpriced=allow_unpriced,
-                     store_prompts=store_prompts, prices=prices, cache_order=cache_order)
+    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_sdk_error = anthropic.AnthropicError
 
     @property
     def deferred(self) -> DeferredAnthropic:

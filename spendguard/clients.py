@@ -7,7 +7,7 @@ SDK (each takes a second or more to import) and vice versa.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx2
 
@@ -19,9 +19,33 @@ from spendguard.metering import Guard, GuardOptions
 from spendguard.prices import PriceTable
 from spendguard.transport import install, installed_guard
 
-__all__ = ["UNSET", "guard_client", "wrap"]
+__all__ = ["UNSET", "Guarded", "guard_client", "wrap"]
 
 UNSET: Any = object()
+
+
+class Guarded:
+    """The arguments spendguard adds to the official constructors (a mixin of the four
+    drop-in clients, placed before the SDK class).
+
+    ``budget``: the :class:`~spendguard.Budget` every call is charged to; ``cap_output``:
+    shrink the output cap to fit what is left instead of refusing; ``allow_unpriced``: let
+    requests the guard cannot price through, uncounted; ``store_prompts``: keep request text
+    in the ledger (a hash otherwise); ``prices``: a custom price table; ``cache_order``: True
+    or a :class:`~spendguard.CacheOrder`, to order each request for the prompt cache.
+    """
+
+    _spendguard_provider: ClassVar[Provider]
+    _spendguard_sdk_error: ClassVar[type[Exception]]
+
+    def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
+                 allow_unpriced: bool = False, store_prompts: bool = False,
+                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # the SDK class that follows in the MRO
+        guard_client(self, self._spendguard_provider, self._spendguard_sdk_error, budget,
+                     cap_output=cap_output, allow_unpriced=allow_unpriced,
+                     store_prompts=store_prompts, prices=prices, cache_order=cache_order)
 
 
 def guard_client(client: Any, provider: Provider, sdk_error: type[Exception], budget: Any, *,
