@@ -10,7 +10,6 @@ from spendguard's provider emulator (or, when that is not installed, a tiny mock
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -18,6 +17,7 @@ import httpx2
 import openai
 
 import spendguard
+from spendguard.testing import Emulator
 
 MODEL = "gpt-4o-mini"
 BASE_URL = "https://api.openai.com/v1"
@@ -31,22 +31,7 @@ def research(prompt: str) -> str:
 
 
 def _offline_transport() -> httpx2.BaseTransport:
-    try:
-        from spendguard.testing import Emulator  # noqa: PLC0415 - optional, may be absent
-    except ImportError:
-        def reply(request: httpx2.Request) -> httpx2.Response:
-            body = json.loads(request.content)
-            text = research(str(body["messages"][-1]["content"]))
-            tokens = len(json.dumps(body["messages"])) // 4
-            return httpx2.Response(200, json={
-                "id": "chatcmpl-offline", "object": "chat.completion", "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": tokens, "completion_tokens": len(text) // 4,
-                          "total_tokens": tokens + len(text) // 4}})
-
-        return httpx2.MockTransport(reply)
+    """spendguard's provider emulator (offline, labelled), answering with the stand-in."""
     return Emulator(respond=lambda prompt: research(prompt.last_user_text)).transport()
 
 

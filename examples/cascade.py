@@ -17,6 +17,7 @@ import openai
 import pydantic
 
 import spendguard
+from spendguard.testing import Emulator
 
 MODELS = ["gpt-4o", "gpt-4o-mini"]  # any order: the cascade tries the cheapest first
 BASE_URL = "https://api.openai.com/v1"
@@ -49,25 +50,9 @@ def _last_user_text(body: dict[str, Any]) -> str:
 
 
 def _offline_transport() -> httpx2.BaseTransport:
-    try:
-        from spendguard.testing import Emulator  # noqa: PLC0415 - optional, may be absent
-    except ImportError:
-        def reply(request: httpx2.Request) -> httpx2.Response:
-            body = json.loads(request.content)
-            text = answer(body["model"], _last_user_text(body))
-            prompt_tokens = len(json.dumps(body["messages"])) // 4
-            return httpx2.Response(200, json={
-                "id": "chatcmpl-offline", "object": "chat.completion", "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text) // 4,
-                          "total_tokens": prompt_tokens + len(text) // 4}})
-
-        return httpx2.MockTransport(reply)
-    emulator = Emulator(respond=lambda prompt: answer(prompt.model, _last_user_text(
-        dict(prompt.body))))
-    return emulator.transport()
+    """spendguard's provider emulator (offline, labelled), answering with the stand-in."""
+    return Emulator(respond=lambda prompt: answer(prompt.model, _last_user_text(
+        dict(prompt.body)))).transport()
 
 
 def make_client(budget: spendguard.Budget | None = None) -> openai.OpenAI:
