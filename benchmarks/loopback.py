@@ -21,21 +21,9 @@ from spendguard.testing import Emulator, EmulatorServer, serve
 __all__ = ["emulator_server", "server_process"]
 
 
-def _tune_server() -> None:
-    # The emulator's HTTP server writes a response's headers and body separately; with Nagle's
-    # algorithm on, the body then waits for the client's delayed ACK (~40 ms on Linux), which
-    # would swamp every figure here. And its listen backlog is socketserver's default of 5, so
-    # 20 clients connecting at once get connection errors. Production servers set both.
-    from spendguard.testing import server
-
-    server._Handler.disable_nagle_algorithm = True
-    server._Server.request_queue_size = 128
-
-
 @contextlib.contextmanager
 def emulator_server(emulator: Emulator) -> Iterator[EmulatorServer]:
-    """``serve(emulator)`` on 127.0.0.1, any free port, without Nagle's delay."""
-    _tune_server()
+    """``serve(emulator)`` on 127.0.0.1, any free port."""
     with serve(emulator) as running:
         yield running
 

@@ -33,13 +33,11 @@ HERE = Path(__file__).resolve().parent
 
 @dataclass(frozen=True, slots=True)
 class Script:
-    """One benchmark: its file, whether it wants the peers' Python, and its fallback."""
+    """One benchmark: its file, and whether it wants the peers' Python."""
 
     name: str
     file: str
     peers: bool = False
-    instead_of: str | None = None
-    """Run only when this other script is absent (a stand-in for another helper's)."""
 
 
 SCRIPTS = [
@@ -48,7 +46,6 @@ SCRIPTS = [
     Script("overhead_loopback", "overhead_loopback.py", peers=True),
     Script("enforcement", "enforcement.py", peers=True),
     Script("ledger_throughput", "ledger_throughput.py"),
-    Script("ledger_local", "ledger_local.py", instead_of="ledger_throughput.py"),
     Script("planning", "planning.py"),
     Script("estimation", "estimation.py"),
     Script("savings", "savings.py"),
@@ -66,9 +63,7 @@ def run(script: Script, *, quick: bool, home: str, peers: Path | None) -> tuple[
     """The script's report section, and whether it succeeded."""
     path = HERE / script.file
     if not path.exists():
-        return f"not run: benchmarks/{script.file} is not in this checkout (not built yet)", True
-    if script.instead_of and (HERE / script.instead_of).exists():
-        return f"not run: benchmarks/{script.instead_of} covers it", True
+        return f"not run: benchmarks/{script.file} is not in this checkout", True
     python = str(peers) if script.peers and peers is not None else sys.executable
     env = peer_environment() if script.peers and peers is not None else dict(os.environ)
     env["SPENDGUARD_HOME"] = home

@@ -19,7 +19,7 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 OWN_SCRIPTS = ["overhead.py", "overhead_loopback.py", "enforcement.py", "import_time.py",
-               "ledger_local.py", "estimation.py", "savings.py"]
+               "estimation.py", "savings.py"]
 COMPARES_WITH_PEERS = {"overhead_loopback.py", "enforcement.py", "import_time.py"}
 
 
@@ -48,7 +48,7 @@ def test_each_benchmark_runs_in_quick_mode_and_prints_a_table(tmp_path: Path,
 def test_the_runner_reports_machine_command_and_each_section(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     result = run_script(tmp_path, str(BENCHMARKS / "run_all.py"), "--quick", "--only",
-                        "ledger_local,estimation", "--output", str(report))
+                        "estimation", "--output", str(report))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     text = report.read_text()
     for expected in ("- machine:", "- date:", "- command:", "## estimation"):

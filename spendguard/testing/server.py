@@ -29,6 +29,7 @@ _HOLD_S = 3600.0  # an injected timeout waits this long at most (or until close)
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # socketserver's 5 refuses a burst of concurrent clients
 
     def __init__(self, address: tuple[str, int], emulator: Emulator) -> None:
         super().__init__(address, _Handler)
@@ -42,6 +43,9 @@ class _Server6(_Server):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body are written separately; with Nagle's algorithm the body would wait
+    # for the client's delayed ACK (~40 ms on Linux) on every response.
+    disable_nagle_algorithm = True
     server: _Server
     server_version = "spendguard-emulator"
 
