@@ -13,6 +13,7 @@ import click
 # command name -> "module:attribute" of a click command or group
 _COMMANDS: dict[str, str] = {
     "demo": "spendguard.cli.demo:demo",
+    "ledger": "spendguard.cli.ledger:ledger",
     "emulate": "spendguard.cli.emulate:emulate",
     "prices": "spendguard.cli.prices:prices",
     "size": "spendguard.cli.size:size",

@@ -1,0 +1,74 @@
+"""``spendguard ledger``: look after the ledger itself — check its books, copy it elsewhere."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import click
+
+from spendguard.errors import SpendguardError
+
+__all__ = ["ledger"]
+
+_LEDGER_HELP = ("Ledger URL (sqlite:///..., redis://..., memory://name); default: "
+                "$SPENDGUARD_LEDGER, else the SQLite file in spendguard's data directory.")
+
+
+@click.group()
+def ledger() -> None:
+    """Check the ledger's books, recover abandoned calls, copy it for long-term records."""
+
+
+@ledger.command()
+@click.option("--ledger", "ledger_url", metavar="URL", help=_LEDGER_HELP)
+def verify(ledger_url: str | None) -> None:
+    """Replay the ledger's events and compare them with its running totals.
+
+    Exits 1 when any total disagrees with its events (each difference is printed).
+    """
+    from spendguard.ledger import open_ledger  # noqa: PLC0415 - keeps --help fast
+
+    opened = open_ledger(ledger_url)
+    problems = opened.verify()
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        raise SystemExit(1)
+    click.echo(f"{opened.url}: the totals agree with the events")
+
+
+@ledger.command()
+@click.option("--ledger", "ledger_url", metavar="URL", help=_LEDGER_HELP)
+def recover(ledger_url: str | None) -> None:
+    """Charge reservations whose time ran out (their process died) at their worst case.
+
+    spendguard does this by itself on the next reservation; this does it now.
+    """
+    from spendguard.ledger import open_ledger  # noqa: PLC0415
+
+    opened = open_ledger(ledger_url)
+    recovered = opened.recover_expired(datetime.now(UTC))
+    click.echo(f"{opened.url}: {len(recovered)} abandoned call(s) charged at their worst case")
+
+
+@ledger.command()
+@click.argument("destination", metavar="DEST_URL")
+@click.option("--ledger", "ledger_url", metavar="URL", help=_LEDGER_HELP)
+@click.option("--since", type=click.DateTime(), help="Only calls from this UTC time on.")
+@click.option("--until", type=click.DateTime(), help="Only calls before this UTC time.")
+def drain(destination: str, ledger_url: str | None, since: datetime | None,
+          until: datetime | None) -> None:
+    """Copy finished calls into DEST_URL (sqlite:///... or postgresql://...), each once.
+
+    Running it again copies only what is new, so it can run from cron.
+    """
+    from spendguard.ledger import drain as drain_ledger  # noqa: PLC0415
+    from spendguard.ledger import resolve_ledger_url  # noqa: PLC0415
+
+    try:
+        result = drain_ledger(resolve_ledger_url(ledger_url), destination,
+                              since=since.replace(tzinfo=UTC) if since else None,
+                              until=until.replace(tzinfo=UTC) if until else None)
+    except SpendguardError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"read {result.read} record(s), wrote {result.written} new")
