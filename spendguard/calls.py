@@ -69,11 +69,11 @@ class Call:
 _OPENAI_PRICED = {
     "/chat/completions": Endpoint.CHAT,
     "/responses": Endpoint.RESPONSES,
+    "/responses/compact": Endpoint.RESPONSES,  # compaction is a billed model call
     "/embeddings": Endpoint.EMBEDDINGS,
 }
 # POST paths that cannot spend: uploads, token counts, cancels, moderation (free).
-_OPENAI_FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads",
-                         "/compact")
+_OPENAI_FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads")
 _ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files")
 
 

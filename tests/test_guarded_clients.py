@@ -357,3 +357,23 @@ def test_a_background_response_is_recorded_at_its_worst_case(ledger_url: str) ->
     [record] = spendguard.open_ledger(ledger_url).records()
     assert record.status == "background"
     assert record.actual_usd == record.estimated_usd == b.spent
+
+
+@respx.mock
+def test_responses_compaction_is_priced_like_a_response(ledger_url: str) -> None:
+    route = respx.post("https://api.openai.com/v1/responses/compact").respond(200, json={
+        "id": "cmp_1", "object": "response.compaction", "created_at": 1800000000,
+        "output": [], "usage": {"input_tokens": 1000, "output_tokens": 100,
+                                "total_tokens": 1100,
+                                "input_tokens_details": {"cached_tokens": 0},
+                                "output_tokens_details": {"reasoning_tokens": 0}}})
+    b = budget("0.00001", ledger_url)
+    client = spendguard.OpenAI(api_key="k", budget=b)
+    with pytest.raises(spendguard.BudgetExceeded):
+        client.responses.compact(model="gpt-4o-mini", input="a long conversation")
+    assert route.call_count == 0
+    funded = budget("1", ledger_url)
+    spendguard.OpenAI(api_key="k", budget=funded).responses.compact(
+        model="gpt-4o-mini", input="a long conversation")
+    # 1,000 in × $0.15 + 100 out × $0.60, per million
+    assert funded.spent == Decimal("0.00021")
