@@ -9,6 +9,7 @@ default so unpriced spend never slips through).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -74,6 +75,9 @@ _OPENAI_PRICED = {
 }
 # POST paths that cannot spend: uploads, token counts, cancels, moderation (free).
 _OPENAI_FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads")
+# Stored-object updates that generate nothing: conversations and their items, and the
+# metadata of stored chat completions.
+_OPENAI_FREE_PATHS = re.compile(r"/conversations(/[^/]+(/items)?)?$|/chat/completions/[^/]+$")
 _ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files")
 
 
@@ -96,7 +100,8 @@ def classify(provider: Provider, method: str, path: str, *,
         for tail, endpoint in _OPENAI_PRICED.items():
             if suffix.endswith(tail):
                 return endpoint
-        if suffix.endswith(_OPENAI_FREE_SUFFIXES) or "/uploads/" in suffix:
+        if suffix.endswith(_OPENAI_FREE_SUFFIXES) or "/uploads/" in suffix \
+                or _OPENAI_FREE_PATHS.search(suffix):
             return Endpoint.FREE
     else:
         if suffix.endswith("/messages"):

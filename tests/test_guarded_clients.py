@@ -377,3 +377,12 @@ def test_responses_compaction_is_priced_like_a_response(ledger_url: str) -> None
         model="gpt-4o-mini", input="a long conversation")
     # 1,000 in × $0.15 + 100 out × $0.60, per million
     assert funded.spent == Decimal("0.00021")
+
+
+@respx.mock
+def test_stored_object_updates_pass_as_free(ledger_url: str) -> None:
+    respx.post("https://api.openai.com/v1/conversations").respond(
+        200, json={"id": "conv_1", "object": "conversation", "created_at": 1, "metadata": {}})
+    b = budget("0.000001", ledger_url)
+    spendguard.OpenAI(api_key="k", budget=b).conversations.create()
+    assert b.spent == 0 and b.reserved == 0
