@@ -386,3 +386,26 @@ def test_stored_object_updates_pass_as_free(ledger_url: str) -> None:
     b = budget("0.000001", ledger_url)
     spendguard.OpenAI(api_key="k", budget=b).conversations.create()
     assert b.spent == 0 and b.reserved == 0
+
+
+@respx.mock
+def test_no_api_key_or_prompt_reaches_the_ledger_file_or_the_logs(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG")
+    respx.post(OPENAI_CHAT).respond(200, json=chat_completion())
+    respx.post(ANTHROPIC_MESSAGES).respond(200, json=anthropic_message())
+    path = tmp_path / "ledger.db"
+    b = spendguard.Budget("1", ledger=f"sqlite:///{path}")
+    prompt: Any = [{"role": "user", "content": "the-secret-prompt-text"}]
+    spendguard.OpenAI(api_key="sk-live-KEY123", budget=b).chat.completions.create(
+        model="gpt-4o-mini", messages=prompt, max_tokens=5)
+    spendguard.Anthropic(api_key="sk-ant-KEY456", budget=b).messages.create(
+        model="claude-haiku-4-5", messages=prompt, max_tokens=5)
+    spendguard.open_ledger(f"sqlite:///{path}").close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("ledger.db*"))
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("spendguard"))
+    assert ours  # spendguard did log (the calls cost more than the mock's tiny prompt)
+    for secret in (b"KEY123", b"KEY456", b"the-secret-prompt-text"):
+        assert secret not in stored
+        assert secret.decode() not in ours
+    assert len(list(spendguard.open_ledger(f"sqlite:///{path}").records())) == 2
