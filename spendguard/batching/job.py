@@ -13,33 +13,24 @@ import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from spendguard.batching.holds import Holds
 from spendguard.batching.results import BatchResult, standard_usd
+from spendguard.batching.times import epoch, moment
 from spendguard.batching.wire import BatchAPI, LineOutcome, Snapshot, Submitted
 from spendguard.costing import cost
-from spendguard.errors import BudgetExceeded, ConfigError, SpendguardError
+from spendguard.errors import BudgetExceeded, SpendguardError
 from spendguard.estimate import ENDPOINT_PATHS
 from spendguard.ledger.jobs import JobItem, JobRecord, JobStore
 from spendguard.money import ZERO
 from spendguard.prices import PriceTable
 from spendguard.usage import Usage, usage_from
 
-__all__ = ["JobCore", "deadline_from", "epoch", "moment"]
+__all__ = ["JobCore"]
 
 _HOST = socket.gethostname()
 _ENDPOINT_NAMES = {path: endpoint.value for endpoint, path in ENDPOINT_PATHS.items()}
-
-
-def moment(epoch_s: float) -> datetime:
-    """Epoch seconds (the polling clock) as an aware UTC datetime."""
-    return datetime.fromtimestamp(epoch_s, UTC)
-
-
-def epoch(when: datetime) -> float:
-    return when.timestamp()
 
 
 class JobCore:
@@ -263,21 +254,3 @@ def _message(error: Mapping[str, Any] | None) -> str | None:
     nested = error.get("error")
     inner: Mapping[str, Any] = nested if isinstance(nested, dict) else error
     return str(inner.get("message") or inner.get("type") or error)[:500]
-
-
-def deadline_from(deadline: datetime | timedelta | float | None,
-                  now_s: float) -> datetime | None:
-    """A deadline given as an aware datetime, a timedelta or seconds from now (``now_s``)."""
-    if deadline is None:
-        return None
-    if isinstance(deadline, datetime):
-        if deadline.tzinfo is None:
-            raise ConfigError(f"deadline: {deadline!r} has no time zone; pass an aware "
-                              f"datetime, e.g. datetime.now(timezone.utc) + timedelta(hours=6)")
-        return deadline.astimezone(UTC)
-    if isinstance(deadline, timedelta):
-        return moment(now_s + deadline.total_seconds())
-    if isinstance(deadline, bool) or not isinstance(deadline, int | float):
-        raise ConfigError(f"deadline: expected a datetime, a timedelta or seconds from now, "
-                          f"got {type(deadline).__name__}")
-    return moment(now_s + float(deadline))

@@ -16,9 +16,10 @@ from typing import Any
 
 from spendguard.batching.context import ClientContext
 from spendguard.batching.driver import aadvance, acancel, advance, cancel
-from spendguard.batching.job import JobCore, epoch
+from spendguard.batching.job import JobCore
 from spendguard.batching.polling import Polling, Round, apoll_until, poll_until
 from spendguard.batching.results import BatchResult
+from spendguard.batching.times import epoch
 from spendguard.errors import ConfigError
 from spendguard.ledger.base import Ledger
 from spendguard.money import ZERO

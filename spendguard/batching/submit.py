@@ -18,11 +18,12 @@ from typing import Any
 from spendguard.batching.context import ClientContext, client_context, store_for
 from spendguard.batching.driver import asubmit, submit
 from spendguard.batching.holds import Holds, hold_requests
-from spendguard.batching.job import JobCore, deadline_from, moment
+from spendguard.batching.job import JobCore
 from spendguard.batching.limits import BatchLimits, split
 from spendguard.batching.polling import Polling
 from spendguard.batching.requests import BatchRequest, plan_requests
 from spendguard.batching.run import BatchRun, LedgerArg
+from spendguard.batching.times import deadline_from, moment
 from spendguard.errors import ConfigError
 from spendguard.ledger.jobs import JobItem, JobRecord
 from spendguard.money import ZERO
