@@ -88,9 +88,10 @@ def test_a_crash_right_after_submitting_finds_or_resubmits_the_batch(
     with monkeypatch.context() as patch:
         patch.setattr(JobCore, "submitted", die)
         with pytest.raises(Crash):
-            spendguard.batch([build("a")], client=client, polling=world.polling)
+            spendguard.batch([build("a")], client=client, polling=world.polling,
+                             keep_bodies=True)
     # OpenAI keeps the job id in the batch's metadata, so the batch is found again; an
-    # Anthropic Message Batch carries none, so the request is submitted once more.
+    # Anthropic Message Batch carries none, so the request (its body kept) is submitted again.
     results = spendguard.resume_batches(client, ledger=world.budget.ledger,
                                         polling=world.polling)
     assert contents(results) == ["echo: a"]
@@ -170,9 +171,11 @@ def test_a_job_that_never_reached_the_provider_is_submitted_on_resume_or_cancell
     with monkeypatch.context() as patch:
         patch.setattr(JobCore, "mark_submitting", die)
         with pytest.raises(Crash):
-            spendguard.batch([chat("a")], client=world.openai(), polling=world.polling)
+            spendguard.batch([chat("a")], client=world.openai(), polling=world.polling,
+                             keep_bodies=True)
         with pytest.raises(Crash):
-            spendguard.batch([chat("b")], client=world.openai(), polling=world.polling)
+            spendguard.batch([chat("b")], client=world.openai(), polling=world.polling,
+                             keep_bodies=True)
     assert world.submissions() == 0
     first, second = reversed(batch_jobs(ledger=world.budget.ledger))
     assert (first.state, second.state) == ("reserved", "reserved")

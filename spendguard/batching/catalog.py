@@ -183,7 +183,12 @@ def _cores(context: ClientContext, ledger: Ledger, job_id: str | None, *,
         if job.fallback and not fallback:  # recorded, so every later look honours it
             chosen = replace(job, fallback=False)
             store.save(chosen)
-        cores.append(JobCore(store, chosen, items, holds, context.api, context.table))
+        # Only what the ledger kept: without keep_bodies a request that needs its body to be
+        # resubmitted or rescued ends with a note saying so (see JobCore.cannot_submit).
+        bodies = {item.custom_id: item.body for item in items
+                  if item.body is not None and not item.final}
+        cores.append(JobCore(store, chosen, items, holds, context.api, context.table,
+                             bodies=bodies, keep_bodies=bool(bodies) or context.store_prompts))
     return cores
 
 

@@ -39,6 +39,7 @@ class _Options:
     ledger: LedgerArg = None
     limits: BatchLimits | None = None
     polling: Polling | None = None
+    keep_bodies: bool | None = None
 
 
 class Deferred:
@@ -191,7 +192,8 @@ class _Queue:
 def _kwargs(options: _Options) -> dict[str, Any]:
     return {"deadline": options.deadline, "fallback": options.fallback,
             "fallback_lead_s": options.fallback_lead_s, "ledger": options.ledger,
-            "limits": options.limits, "polling": options.polling}
+            "limits": options.limits, "polling": options.polling,
+            "keep_bodies": options.keep_bodies}
 
 
 class _Create:
@@ -219,9 +221,10 @@ class DeferredClient:
     def __call__(self, *, deadline: datetime | timedelta | float | None = None,
                  fallback: bool = False, fallback_lead_s: float = DEFAULT_FALLBACK_LEAD_S,
                  ledger: LedgerArg = None, limits: BatchLimits | None = None,
-                 polling: Polling | None = None) -> Self:
+                 polling: Polling | None = None, keep_bodies: bool | None = None) -> Self:
         """A view with options (as :func:`spendguard.batch` takes them), same queue."""
-        options = _Options(deadline, fallback, fallback_lead_s, ledger, limits, polling)
+        options = _Options(deadline, fallback, fallback_lead_s, ledger, limits, polling,
+                           keep_bodies)
         return type(self)(self._queue, options)
 
     def _defer(self, endpoint: str, params: Mapping[str, Any]) -> Deferred:

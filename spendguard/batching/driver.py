@@ -26,6 +26,9 @@ def submit(core: JobCore, client: Any, now_s: float) -> None:
     if found is not None:
         core.submitted(Submitted(api.retrieve(client, found)), now_s)
         return
+    if core.bodies_missing():
+        core.cannot_submit(now_s)
+        return
     core.mark_submitting(now_s)
     try:
         # The worst case is already reserved per request: the guard lets this one through.
@@ -43,6 +46,9 @@ async def asubmit(core: JobCore, client: Any, now_s: float) -> None:
     found = await api.afind(client, job.id) if job.note == "submitting" else None
     if found is not None:
         core.submitted(Submitted(await api.aretrieve(client, found)), now_s)
+        return
+    if core.bodies_missing():
+        core.cannot_submit(now_s)
         return
     core.mark_submitting(now_s)
     try:
@@ -81,11 +87,20 @@ def advance(core: JobCore, client: Any, now_s: float) -> None:
                         core.job.id, exc)
     for item in core.fallback_targets(now_s):
         try:
-            response = api.call(client, core.job.endpoint, item.body or {})
+            response = api.call(client, core.job.endpoint, core.bodies[item.custom_id])
         except Exception as exc:  # refused by the budget, or failed: recorded, not raised
             core.fell_back(item, now_s, error=exc)
         else:
             core.fell_back(item, now_s, response=response)
+    core.give_up(now_s)
+    if core.job.state == "ended" and batch_id is not None and core.missing_responses():
+        try:  # results settled before a restart (or elsewhere), not kept: fetch them again
+            core.refill(api.results(client, api.retrieve(client, batch_id)))
+        except Exception as exc:
+            if not api.transient(exc):
+                raise
+            log.warning("spendguard: could not fetch the results of %s again (%s); trying "
+                        "again later", core.job.id, exc)
 
 
 async def aadvance(core: JobCore, client: Any, now_s: float) -> None:
@@ -114,11 +129,20 @@ async def aadvance(core: JobCore, client: Any, now_s: float) -> None:
                         core.job.id, exc)
     for item in core.fallback_targets(now_s):
         try:
-            response = await api.acall(client, core.job.endpoint, item.body or {})
+            response = await api.acall(client, core.job.endpoint, core.bodies[item.custom_id])
         except Exception as exc:
             core.fell_back(item, now_s, error=exc)
         else:
             core.fell_back(item, now_s, response=response)
+    core.give_up(now_s)
+    if core.job.state == "ended" and batch_id is not None and core.missing_responses():
+        try:
+            core.refill(await api.aresults(client, await api.aretrieve(client, batch_id)))
+        except Exception as exc:
+            if not api.transient(exc):
+                raise
+            log.warning("spendguard: could not fetch the results of %s again (%s); trying "
+                        "again later", core.job.id, exc)
 
 
 def cancel(core: JobCore, client: Any, now_s: float) -> None:

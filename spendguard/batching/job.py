@@ -5,6 +5,12 @@
 job in the ledger's job store in one transaction, after closing any reservation the change
 closes, so a process that dies between two steps is resumed from the last one recorded (a
 reservation closed twice is ignored; see :mod:`.holds`).
+
+Request bodies (the prompts) and batch responses are the caller's data: by default they stay in
+this process's memory (:attr:`JobCore.bodies`, :attr:`JobCore.responses`) and the ledger keeps
+only the request's state. A restarted process fetches batch results again from the provider;
+what it cannot do without a body (resubmit, rescue) ends with :data:`NOT_KEPT` in its note.
+With ``keep_bodies`` the ledger keeps both until they are no longer needed.
 """
 
 from __future__ import annotations
@@ -20,14 +26,18 @@ from spendguard.batching.results import BatchResult, standard_usd
 from spendguard.batching.times import epoch, moment
 from spendguard.batching.wire import BatchAPI, LineOutcome, Snapshot, Submitted
 from spendguard.costing import cost
-from spendguard.errors import BudgetExceeded, SpendguardError
+from spendguard.errors import BudgetExceeded, ProviderResponseError, SpendguardError
 from spendguard.estimate import ENDPOINT_PATHS
 from spendguard.ledger.jobs import JobItem, JobRecord, JobStore
 from spendguard.money import ZERO
 from spendguard.prices import PriceTable
 from spendguard.usage import Usage, usage_from
 
-__all__ = ["JobCore"]
+__all__ = ["NOT_KEPT", "JobCore"]
+
+NOT_KEPT = ("request body not kept: pass keep_bodies=True (or use a client with "
+            "store_prompts=True) to let a restarted process resubmit it")
+"""Why a resumed request that needed its body ended without a response."""
 
 _HOST = socket.gethostname()
 _ENDPOINT_NAMES = {path: endpoint.value for endpoint, path in ENDPOINT_PATHS.items()}
@@ -37,21 +47,37 @@ class JobCore:
     """A job's record and items, and what may happen to them next."""
 
     def __init__(self, store: JobStore, job: JobRecord, items: list[JobItem], holds: Holds,
-                 api: BatchAPI, table: PriceTable) -> None:
+                 api: BatchAPI, table: PriceTable, *,
+                 bodies: Mapping[str, Mapping[str, Any]] | None = None,
+                 keep_bodies: bool = False) -> None:
         self.store = store
         self.job = job
         self.items = {item.custom_id: item for item in items}
         self.holds = holds
         self.api = api
         self.table = table
+        self.keep_bodies = keep_bodies
+        """Whether the ledger keeps request and batch response bodies (the caller opted in)."""
+        self.bodies: dict[str, Mapping[str, Any]] = dict(bodies or {})
+        """Request bodies of unfinished requests, by custom id. Kept apart from ``items`` so
+        that items read back from the store (which may hold none) never lose them."""
+        self.responses: dict[str, Mapping[str, Any]] = {}
+        """Batch response bodies held in this process only (not kept in the ledger)."""
         self.objects: dict[str, Any] = {}
         """SDK objects received in this process (fallback responses), by custom id."""
 
     # -- timing ---------------------------------------------------------------------------
 
     def rescue_at_s(self) -> float | None:
-        """When unfinished requests go to ordinary calls (epoch s), if the job falls back."""
+        """When unfinished requests go to ordinary calls (epoch s), if the job falls back.
+
+        None also when no unfinished request has its body here (a restart without
+        ``keep_bodies``): nothing could be sent, so the batch is left to finish.
+        """
         if not self.job.fallback or self.job.deadline is None:
+            return None
+        unfinished = [cid for cid, item in self.items.items() if not item.final]
+        if unfinished and not any(cid in self.bodies for cid in unfinished):
             return None
         return epoch(self.job.deadline) - self.job.fallback_lead_s
 
@@ -90,11 +116,40 @@ class JobCore:
                       owner_host=_HOST, **changes)
         self.store.save(job, items)
         self.job = job
-        self.items.update((item.custom_id, item) for item in items)
+        for item in items:
+            self.items[item.custom_id] = item
+            if item.final:  # never sent again: no reason to hold the prompt any longer
+                self.bodies.pop(item.custom_id, None)
 
     def pending_requests(self) -> list[tuple[str, Mapping[str, Any]]]:
-        return [(item.custom_id, item.body or {}) for item in self.items.values()
-                if not item.final]
+        return [(item.custom_id, self.bodies[item.custom_id])
+                for item in self.items.values() if not item.final]
+
+    def bodies_missing(self) -> bool:
+        """Whether some unfinished request has no body here (kept by no one): not sendable."""
+        return any(not item.final and item.custom_id not in self.bodies
+                   for item in self.items.values())
+
+    def cannot_submit(self, now_s: float) -> None:
+        """A restarted process without the bodies cannot (re)submit: release, answer errored.
+
+        Unlike :meth:`submit_failed` nobody received an exception, so the results wait to be
+        collected by whoever resumed the job.
+        """
+        note = (f"the process stopped while submitting and the batch was not found again (the "
+                f"provider may have run it, unbudgeted); {NOT_KEPT}"
+                if self.job.note == "submitting"
+                else f"not submitted before the process stopped; {NOT_KEPT}")
+        changed = []
+        for item in self.items.values():
+            if item.final:
+                continue
+            if item.hold == "held":
+                self.holds.release(self._reservation(item), "batch not submitted")
+            changed.append(replace(item, hold="released" if item.hold == "held" else item.hold,
+                                   state="errored", body=None, result={"message": note},
+                                   note=note))
+        self._save(now_s, changed, state="failed", ended_at=moment(now_s), note=note)
 
     def mark_submitting(self, now_s: float) -> None:
         """Recorded before the request leaves: a restart then looks for the batch first."""
@@ -187,11 +242,19 @@ class JobCore:
                                note="also finished by its cancelled batch: billed twice")
             return item
         if outcome.status == "succeeded":
+            if not self.keep_bodies and outcome.body is not None:
+                # Held here until handed over; after a restart it is fetched again.
+                self.responses[item.custom_id] = outcome.body
             return replace(item, state="succeeded", route="batch", body=None,
-                           result=outcome.body, actual_usd=billed,
+                           result=outcome.body if self.keep_bodies else None,
+                           actual_usd=billed,
                            usage=None if outcome.usage is None else outcome.usage.as_dict())
         if outcome.status in ("expired", "cancelled") and self.job.fallback:
-            return item  # still pending: an ordinary call answers it
+            if item.custom_id in self.bodies:
+                return item  # still pending: an ordinary call answers it
+            note = f"{outcome.status} in its batch and not rescued: {NOT_KEPT}"
+            return replace(item, state=outcome.status, body=None,
+                           result={**(outcome.error or {}), "note": note}, note=note)
         return replace(item, state=outcome.status, body=None, result=outcome.error,
                        note=_message(outcome.error))
 
@@ -200,8 +263,27 @@ class JobCore:
         if not self.job.fallback:
             return []
         due = self.rescue_due(now_s)
-        return [item for item in self.items.values()
-                if not item.final and (due or item.hold != "held")]
+        return [item for item in self.items.values() if not item.final
+                and item.custom_id in self.bodies and (due or item.hold != "held")]
+
+    def give_up(self, now_s: float) -> None:
+        """End requests the batch did not answer that no ordinary call will answer either.
+
+        Their reservation is already released; without a body here (a restart without
+        ``keep_bodies``) or with the rescue turned off, they would otherwise wait forever.
+        """
+        changed = []
+        for item in self.items.values():
+            if item.final or item.hold == "held" or (
+                    self.job.fallback and item.custom_id in self.bodies):
+                continue
+            note = (f"not answered by its batch and not rescued: {NOT_KEPT}"
+                    if item.custom_id not in self.bodies
+                    else "not answered by its batch and not rescued: the fallback is off")
+            changed.append(replace(item, state="expired", body=None,
+                                   result={"message": note}, note=note))
+        if changed:
+            self._save(now_s, changed)
 
     def fell_back(self, item: JobItem, now_s: float, *, response: Any = None,
                   error: BaseException | None = None) -> None:
@@ -223,6 +305,36 @@ class JobCore:
                           note=str(error)[:500])
         self._save(now_s, [new])
 
+    def needs_fetch(self, custom_id: str) -> bool:
+        """Whether a batch result to hand over is held neither here nor in the ledger:
+        collected by another process, or before a restart, without ``keep_bodies``."""
+        item = self.items[custom_id]
+        return (item.state == "succeeded" and item.route == "batch" and not item.delivered
+                and item.result is None and custom_id not in self.responses)
+
+    def missing_responses(self) -> list[str]:
+        """The custom ids of :meth:`needs_fetch`: to fetch again from the provider."""
+        return [cid for cid in self.items if self.needs_fetch(cid)]
+
+    def refill(self, lines: list[dict[str, Any]]) -> None:
+        """Take the missing batch results from the provider's result lines, fetched again.
+
+        Nothing is settled again: the items were settled when they were first collected.
+        """
+        missing = set(self.missing_responses())
+        for line in lines:
+            outcome = self.api.outcome(line, self.job.endpoint)
+            if outcome.custom_id in missing and outcome.body is not None:
+                self.responses[outcome.custom_id] = outcome.body
+        lost = self.missing_responses()
+        if lost:
+            raise ProviderResponseError(
+                f"batch job {self.job.id} ({self.job.provider} batch "
+                f"{self.job.provider_batch_id}): the provider no longer returns the result of "
+                f"{', '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}; they were settled "
+                f"but not handed over. Results are kept in the ledger until delivered only "
+                f"with keep_bodies=True")
+
     def _reservation(self, item: JobItem) -> Any:
         return self.holds.for_item(item, self.job.provider,
                                    _ENDPOINT_NAMES.get(self.job.endpoint, self.job.endpoint))
@@ -233,8 +345,9 @@ class JobCore:
         """A final item as the caller receives it."""
         usage = Usage.from_dict(item.usage) if item.usage else None
         response = self.objects.get(item.custom_id)
-        if response is None and item.state == "succeeded" and item.result is not None:
-            response = self.api.response_object(self.job.endpoint, item.result)
+        body = item.result if item.result is not None else self.responses.get(item.custom_id)
+        if response is None and item.state == "succeeded" and body is not None:
+            response = self.api.response_object(self.job.endpoint, body)
         error = None if item.state == "succeeded" else (item.result or {"message": item.note})
         return BatchResult(item.position, item.custom_id, item.state, item.route, item.model,
                            self.job.id, response, error, usage, item.actual_usd or ZERO,

@@ -60,6 +60,8 @@ class BatchResult:
         if self.error:
             message = self.error.get("message") or self.error.get("error", {})
             detail = f": {message}" if message else ""
+            if self.error.get("note"):  # why spendguard could not do more (e.g. rescue it)
+                detail += f" ({self.error['note']})"
         raise BatchRequestFailed(
             f"deferred request {self.custom_id} ({self.model}, via {self.route}) "
             f"{self.status}{detail}", custom_id=self.custom_id, status=self.status,

@@ -77,8 +77,10 @@ class BatchRun:
 
     def _busy(self, core: JobCore) -> bool:
         # A waiting caller needs every result; a resume also settles what a rescued batch
-        # still holds, so it waits for the batches themselves to end.
-        return core.unresolved() or (self.until_ended and not core.ended())
+        # still holds, so it waits for the batches themselves to end. Results settled but
+        # not held here (a restart without keep_bodies) are fetched again before they go out.
+        return (core.unresolved() or (self.until_ended and not core.ended())
+                or bool(core.missing_responses()))
 
     def _round(self, cores: Sequence[JobCore], now_s: float) -> Round:
         rescues = [moment_s for core in cores if core.unresolved()
@@ -171,7 +173,9 @@ class BatchRun:
     def _collect(self, wanted: set[str] | None, new_only: bool) -> list[BatchResult]:
         fresh: set[str] = set()
         for core in self.cores:
-            ids = [cid for cid in core.items if wanted is None or cid in wanted]
+            # A result not fetched again yet is not claimed: claiming would lose it.
+            ids = [cid for cid in core.items
+                   if (wanted is None or cid in wanted) and not core.needs_fetch(cid)]
             if not any(cid not in self._delivered for cid in ids):
                 continue
             for item in core.store.claim(core.job.id, ids):

@@ -28,7 +28,7 @@ from spendguard.errors import ConfigError
 from spendguard.ledger.jobs import JobItem, JobRecord
 from spendguard.money import ZERO
 
-__all__ = ["DEFAULT_FALLBACK_LEAD_S", "abatch", "batch", "prepare"]
+__all__ = ["DEFAULT_FALLBACK_LEAD_S", "abatch", "batch", "keeps_bodies", "prepare"]
 
 DEFAULT_FALLBACK_LEAD_S = 600.0
 """Time left before the deadline for the ordinary calls that rescue a late batch (seconds)."""
@@ -36,11 +36,22 @@ DEFAULT_FALLBACK_LEAD_S = 600.0
 Requests = Iterable[Mapping[str, Any] | BatchRequest]
 
 
+def keeps_bodies(context: ClientContext, keep_bodies: bool | None) -> bool:
+    """Whether the ledger keeps request and response bodies: asked for, or the client
+    stores prompts (``store_prompts=True``) and the caller did not say otherwise."""
+    if keep_bodies is not None and not isinstance(keep_bodies, bool):
+        raise ConfigError(f"keep_bodies: expected True, False or None, got {keep_bodies!r}")
+    return context.store_prompts if keep_bodies is None else keep_bodies
+
+
 def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
             deadline: datetime | timedelta | float | None, fallback: bool,
             fallback_lead_s: float, ledger: LedgerArg, limits: BatchLimits | None,
-            polling: Polling) -> list[JobCore]:
-    """Plan, split, reserve (all or none) and record jobs; nothing is sent to the provider."""
+            polling: Polling, keep_bodies: bool = False) -> list[JobCore]:
+    """Plan, split, reserve (all or none) and record jobs; nothing is sent to the provider.
+
+    Request bodies go into the ledger only with ``keep_bodies``; the cores hold them anyway.
+    """
     if fallback and deadline is None:
         raise ConfigError("fallback=True needs a deadline: it is when ordinary calls take over")
     if fallback and context.guard is None:
@@ -70,9 +81,12 @@ def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
                             counts={"total": len(part)}, owner_pid=os.getpid(),
                             owner_host=socket.gethostname())
             items = [JobItem(job_id, p.custom_id, p.index, p.model, p.worst_usd,
-                             holds.stored(p.custom_id), body=p.body) for p in part]
+                             holds.stored(p.custom_id), body=p.body if keep_bodies else None)
+                     for p in part]
             store.add(job, items)
-            cores.append(JobCore(store, job, items, holds, context.api, context.table))
+            cores.append(JobCore(store, job, items, holds, context.api, context.table,
+                                 bodies={p.custom_id: p.body for p in part},
+                                 keep_bodies=keep_bodies))
     except BaseException as exc:
         _undo(cores, parts[len(cores):], holds, exc, now_s, context)
         raise
@@ -99,7 +113,8 @@ def _undo(recorded: list[JobCore], unrecorded: Sequence[Sequence[Any]], holds: H
 def batch(requests: Requests, *, client: Any, endpoint: str | None = None,
           deadline: datetime | timedelta | float | None = None, fallback: bool = False,
           fallback_lead_s: float = DEFAULT_FALLBACK_LEAD_S, ledger: LedgerArg = None,
-          limits: BatchLimits | None = None, polling: Polling | None = None) -> BatchRun:
+          limits: BatchLimits | None = None, polling: Polling | None = None,
+          keep_bodies: bool | None = None) -> BatchRun:
     """Submit many requests through the provider's batch API, at its discount.
 
     ``requests`` are the ordinary ``create()`` arguments (dicts, or
@@ -109,7 +124,11 @@ def batch(requests: Requests, *, client: Any, endpoint: str | None = None,
     bounds the wait; with ``fallback=True`` whatever the batch has not finished
     ``fallback_lead_s`` before it is cancelled and sent as ordinary calls (full price, still
     budgeted). Jobs are kept in the ledger (``ledger``, default: the budget's) so another
-    process can resume them. Returns a :class:`BatchRun`: call ``.results()``.
+    process can resume them. ``keep_bodies=True`` also keeps each request's body (the prompt)
+    there until it is answered, and each batch response until it is handed over, so a
+    restarted process can resubmit or rescue; the default follows the client's
+    ``store_prompts`` (off: bodies stay in this process's memory; results are fetched again
+    from the provider after a restart). Returns a :class:`BatchRun`: call ``.results()``.
     """
     context = client_context(client)
     if context.is_async:
@@ -117,7 +136,7 @@ def batch(requests: Requests, *, client: Any, endpoint: str | None = None,
     polling = polling or Polling()
     cores = prepare(context, requests, endpoint=endpoint, deadline=deadline, fallback=fallback,
                     fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
-                    polling=polling)
+                    polling=polling, keep_bodies=keeps_bodies(context, keep_bodies))
     now_s = polling.clock()
     for index, core in enumerate(cores):
         if not core.rescue_due(now_s):
@@ -133,7 +152,7 @@ async def abatch(requests: Requests, *, client: Any, endpoint: str | None = None
                  deadline: datetime | timedelta | float | None = None, fallback: bool = False,
                  fallback_lead_s: float = DEFAULT_FALLBACK_LEAD_S, ledger: LedgerArg = None,
                  limits: BatchLimits | None = None, polling: Polling | None = None,
-                 ) -> BatchRun:
+                 keep_bodies: bool | None = None) -> BatchRun:
     """The async twin of :func:`batch` (an ``AsyncOpenAI`` / ``AsyncAnthropic`` client)."""
     context = client_context(client)
     if not context.is_async:
@@ -141,7 +160,7 @@ async def abatch(requests: Requests, *, client: Any, endpoint: str | None = None
     polling = polling or Polling()
     cores = prepare(context, requests, endpoint=endpoint, deadline=deadline, fallback=fallback,
                     fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
-                    polling=polling)
+                    polling=polling, keep_bodies=keeps_bodies(context, keep_bodies))
     now_s = polling.clock()
     for index, core in enumerate(cores):
         if not core.rescue_due(now_s):

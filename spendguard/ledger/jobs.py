@@ -96,9 +96,11 @@ class JobItem:
     state: str = "pending"
     route: str = "batch"
     body: Mapping[str, Any] | None = None
-    """The request body; kept until the item is final (to resubmit or fall back)."""
+    """The request body, only if the caller opted in (``keep_bodies`` / ``store_prompts``);
+    kept until the item is final (to resubmit or fall back after a restart)."""
     result: Mapping[str, Any] | None = None
-    """The response body (or error), kept until it is delivered."""
+    """The response body (or error), kept until it is delivered; a batch response only if the
+    caller opted in (otherwise it is fetched again from the provider after a restart)."""
     usage: Mapping[str, Any] | None = None
     """:meth:`spendguard.Usage.as_dict` of what it used, once known."""
     actual_usd: Decimal | None = None
