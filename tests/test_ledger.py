@@ -246,6 +246,12 @@ def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
     fresh: Ledger = MemoryLedger()  # one ledger per example; `ledger` only picks the backend
     if isinstance(ledger, SqliteLedger):
         fresh = SqliteLedger(ledger.path.with_name(f"{uuid.uuid4().hex}.db"))
+    check_operations(fresh, steps)
+    fresh.close()
+
+
+def check_operations(fresh: Ledger, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
+    """Apply random ledger operations; limits always hold, totals equal records + open ones."""
     limits = {"p": D("5"), "q": D("8"), "r": None}
     now = START
     open_ids: list[tuple[str, Decimal, set[str]]] = []
@@ -281,4 +287,3 @@ def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
         still_open = {rid for rid, _, _ in open_ids} - {r.id for r in records}
         assert totals.reserved_usd == sum((w for rid, w, s in open_ids
                                            if rid in still_open and scope in s), D(0))
-    fresh.close()

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from spendguard.errors import BudgetExceeded
 from spendguard.ledger import Ledger, ScopeClaim, Settlement
 from spendguard.ledger.redis import RedisLedger
 from tests.ledger_helpers import START, call_info
@@ -28,6 +26,7 @@ from tests.redis_helpers import (
 )
 from tests.test_ledger import (
     EXPIRY,
+    check_operations,
     operations,
     reserve,
     settlement,
@@ -112,46 +111,8 @@ def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
     prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"  # one namespace per example
     fresh = RedisLedger(ledger_url(prefix))
     try:
-        _run_operations(fresh, steps)
+        check_operations(fresh, steps)
     finally:
         fresh.close()
         drop_prefix(prefix)
-
-
-def _run_operations(fresh: Ledger, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
-    limits = {"p": D("5"), "q": D("8"), "r": None}
-    now = START
-    open_ids: list[tuple[str, Decimal, set[str]]] = []
-    for kind, scopes, amount, pick in steps:
-        chosen = [ScopeClaim(s, "all", limits[s]) for s in sorted(scopes)]
-        if kind == "reserve":
-            try:
-                rid = fresh.reserve(chosen, amount, call_info(), time=now,
-                                    expires_at=now + timedelta(minutes=15), tags={})
-            except BudgetExceeded:
-                continue
-            open_ids.append((rid, amount, scopes))
-        elif kind in ("settle", "release") and open_ids:
-            rid, worst, _ = open_ids.pop(pick % len(open_ids))
-            if kind == "settle":
-                fresh.settle(rid, settlement(str(min(amount, worst))))
-            else:
-                fresh.release(rid, reason="test", time=now)
-        elif kind == "adjust":
-            fresh.adjust(chosen, -amount, time=now, note="credit")
-        elif kind == "expire":
-            now += timedelta(minutes=pick)
-            fresh.recover_expired(now)
-        for scope, limit in limits.items():
-            totals = fresh.totals(scope, "all")
-            assert limit is None or totals.committed_usd <= limit
-    assert fresh.verify() == []
-    records = list(fresh.records())
-    for scope in limits:
-        totals = fresh.totals(scope, "all")
-        assert totals.spent_usd == sum((r.actual_usd for r in records if scope in r.scopes),
-                                       D(0))
-        still_open = {rid for rid, _, _ in open_ids} - {r.id for r in records}
-        assert totals.reserved_usd == sum((w for rid, w, s in open_ids
-                                           if rid in still_open and scope in s), D(0))
 
