@@ -152,11 +152,9 @@ class _Queue:
                 run = batch([d.request for d in group], client=self.client, **_kwargs(options))
             except Exception as exc:  # every request of the group shares the refusal
                 failed = failed or exc
-                for deferred in group:
-                    deferred._attach(None, 0, exc)
+                _attach_all(group, None, exc)
                 continue
-            for position, deferred in enumerate(group):
-                deferred._attach(run, position, None)
+            _attach_all(group, run, None)
             runs.append(run)
         if failed is not None:
             raise failed
@@ -178,15 +176,19 @@ class _Queue:
                 run = await task
             except Exception as exc:
                 failed = failed or exc
-                for deferred in group:
-                    deferred._attach(None, 0, exc)
+                _attach_all(group, None, exc)
                 continue
-            for position, deferred in enumerate(group):
-                deferred._attach(run, position, None)
+            _attach_all(group, run, None)
             runs.append(run)
         if failed is not None:
             raise failed
         return runs
+
+
+def _attach_all(group: list[Deferred], run: BatchRun | None, error: Exception | None) -> None:
+    """Give every handle of a submitted group its run (and position), or the shared error."""
+    for position, deferred in enumerate(group):
+        deferred._attach(run, position if run is not None else 0, error)
 
 
 def _kwargs(options: _Options) -> dict[str, Any]:
