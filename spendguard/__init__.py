@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it; resolved lazily by __getattr__ below.
 _LAZY: dict[str, str] = {
-    # issue 2: prices, usage and cost
+    # prices, usage and cost
     "Cost": "spendguard.costing",
     "ModelPrice": "spendguard.prices",
     "PriceTable": "spendguard.prices",
@@ -37,23 +37,23 @@ _LAZY: dict[str, str] = {
     "price": "spendguard.prices",
     "register_prices": "spendguard.prices",
     "usage_from": "spendguard.usage",
-    # issue 2: offline token counting
+    # offline token counting
     "TokenCount": "spendguard.tokens",
     "count_tokens": "spendguard.tokens",
     "count_tokens_exact": "spendguard.tokens",
-    # issue 3: guarded clients
+    # guarded clients
     "OpenAI": "spendguard.openai_clients",
     "AsyncOpenAI": "spendguard.openai_clients",
     "Anthropic": "spendguard.anthropic_clients",
     "AsyncAnthropic": "spendguard.anthropic_clients",
     "wrap": "spendguard.clients",
-    # issue 3: budgets, scopes and the ledger
+    # budgets, scopes and the ledger
     "Budget": "spendguard.budget",
     "BudgetWarning": "spendguard.errors",
     "SpendRecord": "spendguard.ledger",
     "open_ledger": "spendguard.ledger",
     "tags": "spendguard.scopes",
-    # issue 8: cascade and loop guard
+    # cascade and loop guard
     "cascade": "spendguard.cascading",
     "acascade": "spendguard.cascading",
     "CascadeResult": "spendguard.cascading",
@@ -85,13 +85,13 @@ _LAZY: dict[str, str] = {
     "stop_when": "spendguard.stops",
     "stop_when_stalled": "spendguard.stops",
     "stop_when_unaffordable": "spendguard.stops",
-    # issue 5: GPU sizing and self-hosting break-even
+    # GPU sizing and self-hosting break-even
     "size_model": "spendguard.sizing",
     "breakeven": "spendguard.sizing",
     "SizingResult": "spendguard.sizing",
     "GpuOption": "spendguard.sizing",
     "BreakEven": "spendguard.sizing",
-    # issue 6: plan before fan-out, cache ordering
+    # plan before fan-out, cache ordering
     "plan": "spendguard.planning",
     "Plan": "spendguard.planning",
     "PlanResult": "spendguard.planning",
@@ -100,12 +100,12 @@ _LAZY: dict[str, str] = {
     "OrderedRequest": "spendguard.caching",
     "cache_stats": "spendguard.caching",
     "CacheStats": "spendguard.caching",
-    # issue 9: spend logs for finance
+    # spend logs for finance
     "export_spend": "spendguard.export",
     "validate_focus": "spendguard.export",
     "report_spend": "spendguard.report",
     "reconcile_spend": "spendguard.reconcile",
-    # issue 7: deferrable work through the batch APIs
+    # deferrable work through the batch APIs
     "BatchJob": "spendguard.batching",
     "BatchLimits": "spendguard.batching",
     "BatchRequest": "spendguard.batching",

@@ -1,7 +1,7 @@
 """Speed: F8's decode ceiling, the single-stream estimate, the roofline, and training time.
 
 F8  tok/s <= (count × bandwidth) ÷ active_weight_bytes: a memory-bound ceiling for one stream.
-The compute skill's estimate: one stream decodes at about bandwidth × 0.7 ÷ bytes read per token
+The compute.md sizing guide's estimate: one stream decodes at about bandwidth × 0.7 ÷ bytes read per token
 (active weights plus that stream's KV cache). Training takes about 6 × active params × tokens
 FLOPs (LoRA about 4 ×), at 35 % of the GPUs' dense peak.
 
@@ -24,8 +24,8 @@ from spendguard.sizing.precision import ComputeFormat
 __all__ = ["MFU", "SINGLE_STREAM_EFFICIENCY", "Roofline", "TrainingTime", "decode_ceiling_tok_s",
            "roofline", "single_stream_tok_s", "training_time"]
 
-SINGLE_STREAM_EFFICIENCY = 0.7  # the compute skill's share of bandwidth one stream gets
-MFU = 0.35  # the compute skill's share of dense peak FLOP/s for wall-clock estimates
+SINGLE_STREAM_EFFICIENCY = 0.7  # the compute.md guide's share of bandwidth one stream gets
+MFU = 0.35  # the compute.md guide's share of dense peak FLOP/s for wall-clock estimates
 
 Bound = Literal["memory", "compute"]
 
