@@ -36,7 +36,7 @@ def decode_ceiling_tok_s(active_bytes: float, gpus: GpuCount) -> float:
 
 
 def single_stream_tok_s(active_bytes: float, sequence_kv_bytes: float, gpus: GpuCount) -> float:
-    """The skill's estimate for one stream: bandwidth × 0.7 ÷ (active weights + its KV cache)."""
+    """The compute.md guide's estimate for one stream: bandwidth × 0.7 ÷ (active weights + its KV cache)."""
     bandwidth = gpus.count * gpus.gpu.bandwidth_bytes_s
     return bandwidth * SINGLE_STREAM_EFFICIENCY / (active_bytes + sequence_kv_bytes)
 
