@@ -1,7 +1,7 @@
 """An agent loop capped by a per-run budget: it warns at 80 % and stops at 100 %.
 
 Each run gets its own child budget under the project's monthly one; the refused call is never
-sent. ``budget.loop()`` also stops the loop when it finds nothing new.
+sent. ``spendguard.loop(budget=run)`` also stops the loop when it finds nothing new.
 
     .venv/bin/python examples/agent_run_budget.py
 """
@@ -22,7 +22,7 @@ def main() -> None:
     client = _client.openai_client(budget=project)
     history = [{"role": "system", "content": "You are a research agent."}]
     with run:
-        guard = run.loop(max_steps=50)
+        guard = spendguard.loop(budget=run, max_steps=50)
         for step in guard:
             history.append({"role": "user", "content": f"Step {step.index}: go on."})
             try:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
 from spendguard.errors import BudgetConfigError, ConfigError
 from spendguard.ledger import open_ledger, resolve_ledger_url
@@ -30,9 +30,6 @@ from spendguard.reservations import (
 )
 from spendguard.scopes import enter, leave
 from spendguard.thresholds import WarnCallback, check_warn_at, warn_usd
-
-if TYPE_CHECKING:
-    from spendguard.loop_guard import LoopGuard
 
 __all__ = [
     "DEFAULT_RESERVATION_TTL_S",
@@ -168,16 +165,6 @@ class Budget:
             scope=f"{self.scope}/{name}", clock=self.clock,
             reservation_ttl_s=self.reservation_ttl_s, _parent=self,
         )
-
-    def loop(self, **options: Any) -> LoopGuard:
-        """An agent-loop guard charged to this budget: ``for step in budget.loop(patience=3):``.
-
-        Takes :func:`spendguard.loop`'s options; the loop stops before a step this budget
-        cannot cover.
-        """
-        from spendguard.loop_guard import loop  # noqa: PLC0415 - the loop guard imports budgets
-
-        return loop(budget=self, **options)
 
     def __enter__(self) -> Budget:
         enter(self)

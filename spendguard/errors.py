@@ -29,10 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from spendguard.cascading import CascadeAttempt
+from typing import Any
 
 __all__ = [
     "BatchRequestFailed",
@@ -165,13 +162,14 @@ class BatchRequestFailed(SpendguardError):
 class CascadeFailed(SpendguardError):
     """Every tier of a cascade failed its check, or the money ran out; names each attempt."""
 
-    def __init__(self, message: str, *, reason: str, attempts: Sequence[CascadeAttempt],
+    def __init__(self, message: str, *, reason: str, attempts: Sequence[Any],
                  cost_usd: Decimal) -> None:
         super().__init__(message)
         self.reason = reason
         """``"all_failed"`` or ``"budget"``."""
         self.attempts = tuple(attempts)
-        """The cascade's trace, in order."""
+        """The cascade's trace, in order: :class:`spendguard.CascadeAttempt` records (typed
+        ``Any`` here because the error layer does not import the cascade)."""
         self.cost_usd = cost_usd
 
 

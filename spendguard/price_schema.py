@@ -21,7 +21,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveInt, ValidationError
 
-import spendguard
 from spendguard.errors import PriceFileError
 from spendguard.money import parse_usd
 
@@ -128,7 +127,7 @@ class PriceFile:
 
 def bundled_files() -> list[Path]:
     """The shipped price files: ``spendguard/_pricing`` in a wheel, else the repo's ``pricing/``."""
-    package = Path(spendguard.__file__).parent
+    package = Path(__file__).resolve().parent
     for folder in (package / "_pricing", package.parent / "pricing"):
         files = [folder / name for name in BUNDLED_FILES]
         if all(file.is_file() for file in files):

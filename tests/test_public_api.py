@@ -50,6 +50,6 @@ def test_building_an_openai_client_does_not_import_anthropic() -> None:
 
 def test_a_budget_guards_an_agent_loop(tmp_path: Path) -> None:
     budget = spendguard.Budget("1", ledger=f"sqlite:///{tmp_path / 'l.db'}")
-    guard = budget.loop(max_steps=2)
+    guard = spendguard.loop(budget=budget, max_steps=2)
     assert [step.index for step in guard] == [0, 1]
     assert guard.stop_reason == spendguard.StopReason.STEPS

@@ -127,7 +127,7 @@ def size_model(
                  else spec_kv_format(chosen) if mode == "spec" else engine_kv_format(chosen))
 
     formula = weight_bytes(arch, chosen)
-    # The compute.md guide prefers the real size on disk to the formula when the checkpoint is known.
+    # The compute.md guide prefers the real size on disk to the formula when it is known.
     checkpoint = arch.checkpoint_bytes if native and task == "serve" else None
     use_checkpoint = checkpoint is not None
     weights = float(checkpoint) if checkpoint is not None else formula

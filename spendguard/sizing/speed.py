@@ -1,9 +1,9 @@
 """Speed: F8's decode ceiling, the single-stream estimate, the roofline, and training time.
 
 F8  tok/s <= (count × bandwidth) ÷ active_weight_bytes: a memory-bound ceiling for one stream.
-The compute.md sizing guide's estimate: one stream decodes at about bandwidth × 0.7 ÷ bytes read per token
-(active weights plus that stream's KV cache). Training takes about 6 × active params × tokens
-FLOPs (LoRA about 4 ×), at 35 % of the GPUs' dense peak.
+The compute.md sizing guide's estimate: one stream decodes at about bandwidth × 0.7 ÷ bytes read
+per token (active weights plus that stream's KV cache). Training takes about
+6 × active params × tokens FLOPs (LoRA about 4 ×), at 35 % of the GPUs' dense peak.
 
 The roofline follows the reference script's method (seed 002): a decode step reads the weights
 and every sequence's cache once and does 2 × active params FLOPs per sequence; a prefill does
@@ -36,7 +36,7 @@ def decode_ceiling_tok_s(active_bytes: float, gpus: GpuCount) -> float:
 
 
 def single_stream_tok_s(active_bytes: float, sequence_kv_bytes: float, gpus: GpuCount) -> float:
-    """The compute.md guide's estimate for one stream: bandwidth × 0.7 ÷ (active weights + its KV cache)."""
+    """The compute.md guide's one-stream estimate: bandwidth × 0.7 ÷ (active weights + its KV)."""
     bandwidth = gpus.count * gpus.gpu.bandwidth_bytes_s
     return bandwidth * SINGLE_STREAM_EFFICIENCY / (active_bytes + sequence_kv_bytes)
 

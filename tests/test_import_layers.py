@@ -1,0 +1,120 @@
+"""The import rule: a module imports only from its own layer or the layers below it.
+
+Every import counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included, and so
+does a module named in a string (``importlib.import_module("spendguard.x")``, ``_LAZY``
+tables, ``sys.modules[...]``): a reach-back through any of them makes an import circle as
+surely as a top-level import. The layers are ARCHITECTURE.md's, lowest first.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "spendguard"
+
+# Lowest first. A top-level module or package of spendguard belongs to exactly one layer.
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("foundation", frozenset({"errors", "money", "periods"})),
+    ("data", frozenset({"price_schema", "prices", "usage", "providers", "costing", "tokens",
+                        "calls", "estimate", "sizing"})),
+    ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
+                                     "reservations"})),
+    # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
+    # option), so it sits below the choke point and knows nothing of it.
+    ("request shaping", frozenset({"caching", "cache_order"})),
+    ("choke point", frozenset({"sse", "metering", "transport", "clients"})),
+    ("strategies", frozenset({"replies", "planning", "batching",
+                              "cascading", "checks", "cascade_learning", "loop_guard", "stops",
+                              "novelty"})),
+    ("reporting", frozenset({"export", "report", "reconcile"})),
+    ("emulator", frozenset({"testing"})),
+    ("public surface", frozenset({"openai_clients", "anthropic_clients", "demo", "cli",
+                                  "__init__"})),
+)
+
+
+def _layer_of(unit: str) -> int:
+    for index, (_name, units) in enumerate(LAYERS):
+        if unit in units:
+            return index
+    raise AssertionError(
+        f"spendguard.{unit} is in no layer: add it to LAYERS in {Path(__file__).name} "
+        "(and to ARCHITECTURE.md's layer table)")
+
+
+def _unit(module: str) -> str:
+    """``spendguard.ledger.sqlite`` -> ``ledger``; ``spendguard`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, source: str | None = None) -> set[str]:
+    """Every spendguard module ``path`` (or ``source`` standing in for it) imports."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    text = path.read_text(encoding="utf-8") if source is None else source
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "spendguard":  # ``from spendguard import replies``: the submodule
+                found.update(f"spendguard.{alias.name}" if _is_module(alias.name)
+                             else "spendguard" for alias in node.names)
+            else:
+                found.add(target)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and node.value.startswith("spendguard.") and _is_module(node.value[11:])):
+            found.add(node.value)
+    return {name for name in found if name == "spendguard" or name.startswith("spendguard.")}
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether ``spendguard.<dotted>`` is a module or package (not a public name)."""
+    base = PACKAGE.joinpath(*dotted.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _modules() -> list[Path]:
+    return sorted(path for path in PACKAGE.rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    for path in _modules():
+        _layer_of(_unit(_module_name(path)))
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_no_module_imports_a_higher_layer(path: Path) -> None:
+    own_unit = _unit(_module_name(path))
+    own = _layer_of(own_unit)
+    higher = sorted(
+        f"{name} ({LAYERS[_layer_of(_unit(name))][0]})" for name in _imports(path)
+        if _unit(name) != own_unit and _layer_of(_unit(name)) > own)
+    assert not higher, (
+        f"{_module_name(path)} ({LAYERS[own][0]}) reaches up to: {', '.join(higher)}")
+
+
+def test_the_rule_sees_lazy_type_checking_and_string_imports() -> None:
+    money = PACKAGE / "money.py"
+    source = money.read_text(encoding="utf-8") + (
+        "\n\ndef _late() -> None:\n    from spendguard.cascading import cascade\n"
+        "\nif TYPE_CHECKING:\n    from .loop_guard import LoopGuard\n"
+        "\n_TABLE = {'report': 'spendguard.report'}\n")
+    assert {"spendguard.cascading", "spendguard.loop_guard",
+            "spendguard.report"} <= _imports(money, source)
