@@ -53,6 +53,12 @@ _LAZY: dict[str, str] = {
     "SpendRecord": "spendguard.ledger",
     "open_ledger": "spendguard.ledger",
     "tags": "spendguard.scopes",
+    # runaway detection and degrading before refusing
+    "Degrade": "spendguard.degrade",
+    "RunawayRefused": "spendguard.errors",
+    "RunawayRules": "spendguard.runaway",
+    "RunawayTrip": "spendguard.runaway",
+    "lift_runaway": "spendguard.runaway",
     # cascade and loop guard
     "cascade": "spendguard.cascading",
     "acascade": "spendguard.cascading",
@@ -165,9 +171,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.clients import wrap as wrap
     from spendguard.costing import Cost as Cost
     from spendguard.costing import cost as cost
+    from spendguard.degrade import Degrade as Degrade
     from spendguard.errors import BatchRequestFailed as BatchRequestFailed
     from spendguard.errors import BudgetWarning as BudgetWarning
     from spendguard.errors import CascadeFailed as CascadeFailed
+    from spendguard.errors import RunawayRefused as RunawayRefused
     from spendguard.export import export_spend as export_spend
     from spendguard.export import validate_focus as validate_focus
     from spendguard.ledger import SpendRecord as SpendRecord
@@ -185,6 +193,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.prices import register_prices as register_prices
     from spendguard.reconcile import reconcile_spend as reconcile_spend
     from spendguard.report import report_spend as report_spend
+    from spendguard.runaway import RunawayRules as RunawayRules
+    from spendguard.runaway import RunawayTrip as RunawayTrip
+    from spendguard.runaway import lift_runaway as lift_runaway
     from spendguard.scopes import tags as tags
     from spendguard.sizing import BreakEven as BreakEven
     from spendguard.sizing import GpuOption as GpuOption
@@ -233,6 +244,7 @@ __all__ = [
     "ConfigError",
     "Cost",
     "Deferred",
+    "Degrade",
     "GpuOption",
     "Learning",
     "LedgerError",
@@ -248,6 +260,9 @@ __all__ = [
     "PriceFileError",
     "PriceTable",
     "ProviderResponseError",
+    "RunawayRefused",
+    "RunawayRules",
+    "RunawayTrip",
     "SizingResult",
     "SpendRecord",
     "SpendguardError",
@@ -280,6 +295,7 @@ __all__ = [
     "count_tokens",
     "count_tokens_exact",
     "export_spend",
+    "lift_runaway",
     "loop",
     "open_ledger",
     "order_for_cache",

@@ -17,6 +17,7 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TypeVar
 
+from spendguard.degrade import Degrade
 from spendguard.errors import BudgetConfigError, ConfigError
 from spendguard.ledger import open_ledger, resolve_ledger_url
 from spendguard.ledger.base import CallInfo, Ledger, ScopeClaim, Totals
@@ -28,6 +29,7 @@ from spendguard.reservations import (
     remaining_for_call,
     reserve_call,
 )
+from spendguard.runaway import RunawayRules
 from spendguard.scopes import enter, leave
 from spendguard.thresholds import WarnCallback, check_warn_at, warn_usd
 
@@ -42,6 +44,15 @@ __all__ = [
 
 _MAX_SCOPE_LENGTH = 200
 _INHERIT: object = object()
+DEFAULT_RUNAWAY = RunawayRules()
+_P = TypeVar("_P")
+
+
+def _check_policy(value: _P | None, kind: type[_P], name: str) -> _P | None:
+    if value is None or isinstance(value, kind):
+        return value
+    raise BudgetConfigError(f"{name}: expected a {kind.__name__} or None, got "
+                            f"{type(value).__name__}", field=name)
 
 
 class Budget:
@@ -60,6 +71,8 @@ class Budget:
                  scope: str | None = None, period: Period | None = None,
                  clock: Clock | None = None,
                  reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
+                 runaway: RunawayRules | None = DEFAULT_RUNAWAY,
+                 degrade: Degrade | None = None,
                  _parent: Budget | None = None) -> None:
         try:
             self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd")
@@ -73,6 +86,8 @@ class Budget:
         self.clock: Clock = _check_callable(clock, "clock") or utc_now
         self.reservation_ttl_s = _check_ttl(reservation_ttl_s)
         self.parent = _parent
+        self.runaway = _check_policy(runaway, RunawayRules, "runaway")
+        self.degrade = _check_policy(degrade, Degrade, "degrade")
         self._warn_usd = warn_usd(self.limit_usd, self.warn_at)
         self._ledger: Ledger | None = None
         self._ledger_url: str | None = None
@@ -163,7 +178,8 @@ class Budget:
             on_warn=self.on_warn if on_warn is _INHERIT else on_warn,  # type: ignore[arg-type]
             period=self.period if period is _INHERIT else period,  # type: ignore[arg-type]
             scope=f"{self.scope}/{name}", clock=self.clock,
-            reservation_ttl_s=self.reservation_ttl_s, _parent=self,
+            reservation_ttl_s=self.reservation_ttl_s, runaway=self.runaway,
+            degrade=self.degrade, _parent=self,
         )
 
     def __enter__(self) -> Budget:

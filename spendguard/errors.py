@@ -13,6 +13,7 @@
     ├── LedgerError                 the ledger cannot be opened, migrated or written
     │   └── LedgerUnavailable       a shared ledger (Redis) cannot be reached; fails closed
     ├── BudgetExceeded              a call refused because it could overspend a scope
+    │   └── RunawayRefused          refused by a runaway rule (repeats, velocity, attempts)
     ├── BatchRequestFailed          a deferred (batch) request errored, expired or was refused
     └── CascadeFailed               every cascade tier failed its check, or the money ran out
 
@@ -42,6 +43,7 @@ __all__ = [
     "LedgerUnavailable",
     "PriceFileError",
     "ProviderResponseError",
+    "RunawayRefused",
     "SpendguardError",
     "TokenizerError",
     "UnknownModelError",
@@ -142,6 +144,23 @@ class BudgetExceeded(SpendguardError):
     def remaining_usd(self) -> Decimal:
         """What the scope had left when the call was refused (USD)."""
         return self.limit_usd - self.spent_usd - self.reserved_usd
+
+
+class RunawayRefused(BudgetExceeded):
+    """A call refused before it was sent because a runaway rule of its scope tripped (the same
+    request over and over, spend too fast, too many attempts); names the rule and how to lift
+    it. A :class:`BudgetExceeded`, so code that handles refusals handles this one too."""
+
+    def __init__(self, message: str, *, scope: str, rule: str | None, until: Any,
+                 limit_usd: Decimal, spent_usd: Decimal, reserved_usd: Decimal,
+                 estimate_usd: Decimal) -> None:
+        super().__init__(message, scope=scope, limit_usd=limit_usd, spent_usd=spent_usd,
+                         reserved_usd=reserved_usd, estimate_usd=estimate_usd)
+        self.rule = rule
+        """``"repeats"``, ``"velocity"``, ``"attempts_per_call"``, ``"attempts_per_minute"``, or
+        None for a refusal during a cool-down tripped earlier."""
+        self.until = until
+        """When the cool-down ends (an aware ``datetime``), when known."""
 
 
 class BatchRequestFailed(SpendguardError):

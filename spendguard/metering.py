@@ -23,6 +23,7 @@ from typing import Any
 import httpx2
 
 from spendguard.budget import Budget
+from spendguard.call_policies import AttemptLinks, call_tags, check_runaways, degrade
 from spendguard.calls import Call, Endpoint, Provider, build_call, classify, parse_body
 from spendguard.costing import cost
 from spendguard.errors import ProviderResponseError, SpendguardError
@@ -270,6 +271,7 @@ class Guard:
         self.provider = provider
         self.budget = budget
         self.options = options or GuardOptions()
+        self.links = AttemptLinks()
 
     @property
     def table(self) -> PriceTable:
@@ -295,21 +297,29 @@ class Guard:
                 parsed = ordered
         call = build_call(self.provider, endpoint, parsed)
         estimate = estimate_call(call, self.table)
+        degraded = degrade(self.budget, call, estimate, self.table)
+        if degraded is not None:
+            call, estimate = degraded.call, degraded.estimate
+            request, body = _with_body(request, call.body)
         if self.options.cap_output and call.cap_field is not None:
             request, call, estimate = self._fit_output(request, call, estimate)
+        attempt_number = _attempt_number(request)
+        check_runaways(self.budget, call, attempt=attempt_number, estimate_usd=estimate.worst_usd)
+        prompt_hash = hashlib.sha256(body).hexdigest()
         info = CallInfo(
             provider=call.provider.value,
             model=call.model,
             endpoint=call.endpoint.value,
-            attempt=_attempt_number(request),
+            attempt=attempt_number,
             request_id=None,
-            prompt_hash=hashlib.sha256(body).hexdigest(),
+            prompt_hash=prompt_hash,
             prompt_text=body.decode("utf-8", "replace") if self.options.store_prompts else None,
             estimated_input_tokens=int(estimate.input_tokens),
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
         )
-        reservation = reserve_call(self.budget, estimate.worst_usd, call=info)
+        tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
+        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, tags=tags)
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
                                 info.attempt)
 

@@ -129,12 +129,13 @@ class Reservation:
 
 
 def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
-                 call: CallInfo) -> Reservation:
+                 call: CallInfo, tags: Mapping[str, str] | None = None) -> Reservation:
     """Reserve a call's worst case in every budget it is charged to, all or none.
 
     The budgets are the client's, the ones entered around the call and all their parents.
     Raises ``BudgetExceeded`` naming the tightest scope the call does not fit in. With no
-    budget anywhere the call is still recorded, unlimited, in the default ledger.
+    budget anywhere the call is still recorded, unlimited, in the default ledger. ``tags`` are
+    added to the user's (spendguard's own, such as the call id linking retries).
     """
     worst = parse_usd(worst_usd, field="worst_usd")
     budgets = collect_budgets(client_budget)
@@ -151,7 +152,7 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     if not groups:
         ledger = open_ledger()
         groups[id(ledger)] = (ledger, [])
-    tags = current_tags()
+    tags = current_tags() if not tags else {**current_tags(), **tags}
     held: list[tuple[Ledger, str]] = []
     try:
         for ledger, claims in groups.values():

@@ -21,11 +21,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("data", frozenset({"price_schema", "prices", "usage", "providers", "costing", "tokens",
                         "calls", "estimate", "sizing"})),
     ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
-                                     "reservations"})),
+                                     "reservations", "runaway", "degrade"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
     ("request shaping", frozenset({"caching", "cache_order"})),
-    ("choke point", frozenset({"sse", "metering", "transport", "clients"})),
+    ("choke point", frozenset({"sse", "metering", "transport", "clients", "call_policies"})),
     ("strategies", frozenset({"replies", "planning", "batching",
                               "cascading", "checks", "cascade_learning", "loop_guard", "stops",
                               "novelty"})),

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["END_OF_LAST_MESSAGE", "END_OF_SYSTEM", "VolatileValue", "find_volatile",
-           "has_volatile", "split_paragraphs"]
+           "has_volatile", "mask_volatile", "split_paragraphs"]
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("uuid", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -93,3 +93,13 @@ def split_paragraphs(text: str) -> tuple[str, str]:
     stable = [p for p in paragraphs if not has_volatile(p)]
     volatile = [p for p in paragraphs if has_volatile(p)]
     return "\n\n".join(stable), "\n\n".join(volatile)
+
+
+def mask_volatile(text: str) -> str:
+    """``text`` with each volatile value replaced by its kind in angle brackets
+    (``"checked at <timestamp>"``): equal for texts that differ only in such values."""
+    if not text or not has_volatile(text):
+        return text
+    for kind, pattern in _PATTERNS:
+        text = pattern.sub(f"<{kind}>", text)
+    return text

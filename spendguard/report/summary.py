@@ -122,6 +122,8 @@ class SpendReport:
     estimates: list[EstimateCheck] = field(default_factory=list)
     adjustments_usd: Decimal = ZERO
     recovered_usd: Decimal = ZERO
+    runaway_trips: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Runaway rules that tripped, counted per (scope, rule)."""
     overlapping: bool = False  # groups may share records (scopes, tags)
 
     @property
@@ -149,6 +151,8 @@ class SpendReport:
             "batch_share": self.batch_share,
             "adjustments_usd": decimal_text(self.adjustments_usd),
             "recovered_usd": decimal_text(self.recovered_usd),
+            "runaway_trips": [{"scope": scope, "rule": rule, "trips": count}
+                              for (scope, rule), count in sorted(self.runaway_trips.items())],
             "budgets": [{"scope": b.scope, "period": b.period_key,
                          "spent_usd": decimal_text(b.spent_usd),
                          "reserved_usd": decimal_text(b.reserved_usd),
@@ -183,7 +187,11 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     latest: dict[str, tuple[datetime, str, Decimal | None]] = {}
     day_model: defaultdict[tuple[date, str], Decimal] = defaultdict(lambda: ZERO)
     for record in records:
-        if is_marker(record):
+        if is_marker(record):  # $0 events carried by tags: runaway trips are listed
+            if record.tags.get("spendguard.event") == "runaway":
+                trip = (record.scopes[-1] if record.scopes else "",
+                        record.tags.get("spendguard.rule", "?"))
+                report.runaway_trips[trip] = report.runaway_trips.get(trip, 0) + 1
             continue
         tokens = reported_tokens(record)
         model = record.model or "(no model)"

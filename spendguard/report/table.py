@@ -71,6 +71,10 @@ def render_text(report: SpendReport) -> str:
             (b.scope, b.period_key, usd(b.spent_usd),
              "unlimited" if b.limit_usd is None else usd(b.limit_usd), percent(b.used),
              _bar(b.used)) for b in report.budgets])]
+    if report.runaway_trips:
+        lines += ["", *_aligned(("RUNAWAY TRIPS", "RULE", "TRIPS"), rows=[
+            (scope, rule, f"{count:,}")
+            for (scope, rule), count in sorted(report.runaway_trips.items())])]
     if report.estimates:
         lines += ["", *_aligned(("ESTIMATES", "CALLS", "INPUT ERROR", "RESERVED", "ACTUAL"), rows=[
             (e.model, f"{e.calls:,}", percent(e.input_error, signed=True), usd(e.reserved_usd),
