@@ -100,8 +100,9 @@ class RunawayTrip:
                 "refuse_scope": "refusing every call of the scope"}[self.action]
         until = "" if self.until is None else f" until {self.until:%H:%M:%S} UTC"
         return (f"spendguard runaway detection in {self.scope!r}: {self.detail}; {done}{until}."
-                f" To lift it: raise RunawayRules({self.rule_field}=...) on the budget, or "
-                f"pass runaway=None to turn detection off for this scope")
+                f" To lift it: spendguard.lift_runaway({self.scope!r}), raise "
+                f"RunawayRules({self.rule_field}=...) on the budget, or pass runaway=None to "
+                f"turn detection off for this scope")
 
     @property
     def rule_field(self) -> str:
