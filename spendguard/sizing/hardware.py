@@ -43,6 +43,8 @@ class Gpu:
     as_of: str
     price_source: str | None
     price_as_of: str | None
+    # Why these figures where published ones disagree (shown next to any result that uses them).
+    figure_note: str | None = None
 
     @property
     def engine_memory_gib(self) -> float:
@@ -97,6 +99,7 @@ class _GpuEntry(BaseModel):
     price_source: str | None = None
     price_as_of: str | None = None
     usd_per_hour: tuple[Usd, Usd] | None = None
+    figure_note: str | None = Field(default=None, min_length=1)
 
     @field_validator("usd_per_hour")
     @classmethod
@@ -148,7 +151,7 @@ def load_gpus(path: str | Path) -> GpuCatalogue:
             fp4_tflops=entry.fp4_tflops, node_size=entry.node_size,
             visible_gib=entry.visible_gib, usd_per_hour_low=low, usd_per_hour_high=high,
             source=entry.source, as_of=entry.as_of, price_source=entry.price_source,
-            price_as_of=entry.price_as_of,
+            price_as_of=entry.price_as_of, figure_note=entry.figure_note,
         )
         aliases.update({normalise(alias): key for alias in entry.aliases})
     return GpuCatalogue(gpus, aliases)
