@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,8 @@ from click.testing import CliRunner
 
 from spendguard import size_model
 from spendguard.cli import main
+from spendguard.ledger import open_ledger
+from spendguard.ledger.base import CallInfo, ScopeClaim, Settlement
 from spendguard.sizing import serving_capacity
 from spendguard.sizing.arch import default_models, estimated_arch
 from spendguard.sizing.hardware import default_gpus
@@ -166,3 +170,49 @@ def test_size_model_keywords_and_a_request_give_the_same_result() -> None:
     request = SizingRequest("llama-3.1-8b", precision="fp8", context=8192, concurrency=4)
     assert size(request) == size_model("llama-3.1-8b", precision="fp8", context=8192,
                                        concurrency=4)
+
+
+def test_prefill_capacity_is_compute_bound_at_the_peak() -> None:
+    capacity = serving_capacity("llama-3.1-8b", gpu="h100", count=1, precision="bf16",
+                                context=4096)
+    # 4,096 tokens × 2 × 7.5 B active FLOPs at 989.5 TFLOP/s take 62.1 ms: 65,967 tokens/s.
+    assert capacity.roofline.prefill_bound == "compute"
+    assert capacity.prefill_tok_s == pytest.approx(989.5e12 / (2 * 7.5e9))
+    assert capacity.prefill_tok_s == pytest.approx(65_966.67, abs=0.01)
+
+
+def _input_heavy_ledger(url: str) -> None:
+    ledger = open_ledger(url)
+    now = datetime.now(UTC)
+    rid = ledger.reserve([ScopeClaim("global", "all")], Decimal("1"),
+                         CallInfo("openai", "gpt-in", "/v1/chat/completions"),
+                         time=now - timedelta(days=2), expires_at=now, tags={})
+    ledger.settle(rid, Settlement(time=now - timedelta(days=2), actual_usd=Decimal("33"),
+                                  tokens={"input": 10_800_000, "output": 28_000},
+                                  usage_estimated=False, table_version="t", latency_s=1.0))
+
+
+def test_breakeven_from_the_ledger_counts_input_at_the_prefill_rate() -> None:
+    _input_heavy_ledger("memory://sizing-prefill")
+    code, out = _run("breakeven", "--gpu", "h100", "--count", "1", "--usd-per-gpu-hour", "2.50",
+                     "--hours-per-day", "1", "--capacity-tok-s", "10", "--prefill-tok-s", "100",
+                     "--from-ledger", "--model", "gpt-in", "--ledger", "memory://sizing-prefill",
+                     "--json")
+    assert code == 0, out
+    ledger = json.loads(out)["ledger"]
+    # 30 days × 1 h = 108,000 rented seconds: 28,000 ÷ (10 × 108,000) decoding and
+    # 10.8 M ÷ (100 × 108,000) prefilling.
+    assert ledger["decode_busy"] == pytest.approx(28_000 / 1_080_000)
+    assert ledger["prefill_busy"] == pytest.approx(1.0)
+    assert ledger["utilisation"] == pytest.approx(1.0 + 28_000 / 1_080_000)
+
+
+def test_breakeven_from_the_ledger_shows_decode_and_prefill_busy_shares() -> None:
+    _input_heavy_ledger("memory://sizing-prefill-text")
+    code, out = _run("breakeven", "--gpu", "h100", "--count", "1", "--usd-per-gpu-hour", "2.50",
+                     "--candidate", "llama-3.1-8b", "--precision", "bf16", "--from-ledger",
+                     "--model", "gpt-in", "--ledger", "memory://sizing-prefill-text")
+    assert code == 0, out
+    # 10.8 M input tokens ÷ (65,967 tokens/s × 2,592,000 s) = 0.0063 % prefilling.
+    assert "prefill 0.0063 %" in out
+    assert "Prefill (estimate): 65,967 prompt tokens/s" in out

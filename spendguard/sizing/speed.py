@@ -73,6 +73,11 @@ class Roofline:
         return self.batch / max(self.decode_memory_s, self.decode_compute_s)
 
     @property
+    def prefill_tok_s(self) -> float:
+        """Prompt tokens per second a prefill of ``context`` tokens processes, at the roofline."""
+        return self.context / max(self.prefill_compute_s, self.prefill_memory_s)
+
+    @property
     def prefill_bound(self) -> Bound:
         """Which resource limits a prefill."""
         return "compute" if self.prefill_compute_s > self.prefill_memory_s else "memory"
