@@ -146,7 +146,7 @@ def test_kimi_k3_output_explains_the_difference_from_native() -> None:
     code, out = _run("size", "--model", "kimi-k3", "--precision", "mxfp4", "--context", "4k",
                      "--concurrency", "1")
     assert code == 0, out
-    assert ("4-bit values alone (0.5 B a weight, as model pages quote it): 1,389.50 GB → "
+    assert ("block scales left out (4-bit values at 0.5 B, as model pages quote them): 1,389.50 GB → "
             "h100 ×18 · h200 ×10 · b200 ×8 · gb300 ×5") in out
     assert "1,476.34 GB on disk" in out
     assert "vs native (bf16,experts=mxfp4): 1,558.97 GB" in out

@@ -114,7 +114,7 @@ def _floor_lines(result: SizingResult) -> list[str]:
     if values is not None:
         counted = " · ".join(f"{g} ×{values.floor[g]}" for g in wanted)
         lines.append(
-            f"  4-bit values alone (0.5 B a weight, as model pages quote it):"
+            f"  block scales left out (4-bit values at 0.5 B, as model pages quote them):"
             f" {_gb(values.weights_gb)} → {counted}; the block scales add"
             f" {_gb(result.memory.weights_gb - values.weights_gb)}, so"
             f" {_gb(result.memory.weights_gb)} on disk and in memory")
