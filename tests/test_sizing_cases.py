@@ -146,8 +146,8 @@ def test_kimi_k3_output_explains_the_difference_from_native() -> None:
     code, out = _run("size", "--model", "kimi-k3", "--precision", "mxfp4", "--context", "4k",
                      "--concurrency", "1")
     assert code == 0, out
-    assert ("block scales left out (4-bit values at 0.5 B, as model pages quote them): 1,389.50 GB → "
-            "h100 ×18 · h200 ×10 · b200 ×8 · gb300 ×5") in out
+    assert ("block scales left out (4-bit values at 0.5 B, as model pages quote them):"
+            " 1,389.50 GB → h100 ×18 · h200 ×10 · b200 ×8 · gb300 ×5") in out
     assert "1,476.34 GB on disk" in out
     assert "vs native (bf16,experts=mxfp4): 1,558.97 GB" in out
     assert "native keeps the 56.26 B non-expert weights in bf16" in out
