@@ -68,7 +68,7 @@ def test_an_embedding_output_of_zero_is_no_disagreement(tmp_path: Path) -> None:
 def test_a_litellm_file_alone_is_checked_without_genai_prices(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if not installed
-    agreeing = {"gpt-5": LITELLM["gpt-5"] | {"input_cost_per_token_priority": 2.5e-06}}
+    agreeing = {"gpt-5": {**LITELLM["gpt-5"], "input_cost_per_token_priority": 2.5e-06}}
     result = check_prices(TABLE, when=ON, litellm=_file(tmp_path, agreeing))
     assert result.ok and "genai-prices" in result.skipped
     assert "spendguard-llm[prices]" in result.skipped["genai-prices"]
