@@ -19,7 +19,7 @@ from spendguard.prices import PriceTable
 ON = datetime(2026, 11, 30, tzinfo=UTC)
 TABLE = PriceTable.bundled()
 
-LITELLM = {
+LITELLM: dict[str, dict[str, float | str]] = {
     "gpt-5": {"input_cost_per_token": 1.25e-06, "output_cost_per_token": 1e-05,
               "input_cost_per_token_batches": 6.25e-07, "output_cost_per_token_flex": 5e-06,
               "input_cost_per_token_priority": 2.6e-06},
