@@ -216,3 +216,15 @@ def test_breakeven_from_the_ledger_shows_decode_and_prefill_busy_shares() -> Non
     # 10.8 M input tokens ÷ (65,967 tokens/s × 2,592,000 s) = 0.0063 % prefilling.
     assert "prefill 0.0063 %" in out
     assert "Prefill (estimate): 65,967 prompt tokens/s" in out
+
+
+def test_b200_output_says_when_the_other_figure_changes_the_count() -> None:
+    # 76 B at bf16: 152 GB + 15.2 GB overhead + KV ≈ 168.5 GB: over 0.9 × 180 = 162 GB, under
+    # 0.9 × 192 = 172.8 GB.
+    result = size_model(None, params=76_000_000_000, precision="bf16", gpu="b200")
+    best = result.best
+    assert best is not None and (best.count, best.count_at_other_memory) == (2, 1)
+    code, out = _run("size", "--params", "76B", "--precision", "bf16", "--context", "4k",
+                     "--concurrency", "1", "--gpu", "b200")
+    assert code == 0, out
+    assert "Here: 2 × b200 at 180 GB; 1 at the other figure." in out

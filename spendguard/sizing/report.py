@@ -142,8 +142,17 @@ def _native_reason(result: SizingResult) -> str:
 
 def _figure_notes(result: SizingResult) -> list[str]:
     shown = result.options[:SHOWN_OPTIONS]
-    notes = dict.fromkeys(o.figure_note for o in shown if o.figure_note)
-    return [f"Figures: {note}." for note in notes]
+    lines = []
+    for option in shown:
+        if option.figure_note is None:
+            continue
+        line = f"Figures: {option.figure_note}."
+        other = option.count_at_other_memory
+        if other is not None and other != option.count:
+            line += (f" Here: {option.count} × {option.gpu} at"
+                     f" {option.total_vram_gb / option.count:g} GB; {other} at the other figure.")
+        lines.append(line)
+    return list(dict.fromkeys(lines))
 
 
 def _speed_lines(result: SizingResult) -> list[str]:

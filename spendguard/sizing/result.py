@@ -54,6 +54,7 @@ class GpuOption:
     kv_capacity_tokens: int | None = None
     max_concurrency: float | None = None
     figure_note: str | None = None
+    count_at_other_memory: int | None = None
 
 
 @dataclass(frozen=True)

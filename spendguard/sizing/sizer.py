@@ -8,7 +8,7 @@ then the options' speeds, the roofline and the cost.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -156,9 +156,17 @@ def _options(fit: _Fit, weights: _Weights, sequence_kv: float) -> tuple[GpuOptio
                                 if fit.engines else None),
             max_concurrency=fit.engines[option.gpu.id].max_concurrency if fit.engines else None,
             figure_note=option.gpu.figure_note,
+            count_at_other_memory=_count_at_other_memory(option.gpu, fit.memory.total_gb),
         )
         for option in fit.ranked
     )
+
+
+def _count_at_other_memory(gpu: Gpu, total_gb: float) -> int | None:
+    """F7's count had the GPU the other published memory (B200: 192 GB, not 180 GB)."""
+    if gpu.other_memory_gb is None:
+        return None
+    return gpus_needed(total_gb, replace(gpu, memory_gb=gpu.other_memory_gb))
 
 
 def _values_only(resolved: ResolvedRequest, candidates: Sequence[Gpu]) -> ValuesOnly | None:
