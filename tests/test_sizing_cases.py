@@ -215,7 +215,7 @@ def test_breakeven_from_the_ledger_shows_decode_and_prefill_busy_shares() -> Non
     assert code == 0, out
     # 10.8 M input tokens ÷ (65,967 tokens/s × 2,592,000 s) = 0.0063 % prefilling.
     assert "prefill 0.0063 %" in out
-    assert "Prefill (estimate): 65,967 prompt tokens/s" in out
+    assert "Prefill (estimate): 65,967 prompt tokens/s at the roofline" in out
 
 
 def test_b200_output_says_when_the_other_figure_changes_the_count() -> None:

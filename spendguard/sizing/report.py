@@ -238,6 +238,6 @@ def render_breakeven(result: BreakEven) -> str:
             f"Capacity (estimate): {result.capacity_tok_s:,.0f} tok/s →"
             f" {result.capacity_output_tokens_per_month:,} output tokens a month; {verdict}.")
     if result.prefill_tok_s is not None:
-        lines.append(f"Prefill (estimate): {result.prefill_tok_s:,.0f} prompt tokens/s, the"
-                     " time input tokens take before the first output token.")
+        lines.append(f"Prefill (estimate): {result.prefill_tok_s:,.0f} prompt tokens/s at the"
+                     " roofline; input tokens keep the GPUs busy too.")
     return "\n".join(lines)
