@@ -97,7 +97,8 @@ def test_small_days_and_wrapped_scope_names_render_in_a_browser(tmp_path: Path) 
     shot = tmp_path / "shot.png"
     assert _CHROMIUM is not None
     subprocess.run([_CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
-                    "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1200,900",
+                    "--hide-scrollbars", f"--user-data-dir={tmp_path / 'chromium'}",
+                    f"--screenshot={shot}", "--window-size=1200,900",
                     page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
     pixels = png_pixels(shot)
     # The $0.02 days are drawn in the second model's colour; on a linear axis beside $120
@@ -124,7 +125,8 @@ def test_a_long_label_is_drawn_on_two_lines_inside_its_column(tmp_path: Path) ->
     shot = tmp_path / "label.png"
     assert _CHROMIUM is not None
     subprocess.run([_CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
-                    "--hide-scrollbars", f"--screenshot={shot}", "--window-size=960,200",
+                    "--hide-scrollbars", f"--user-data-dir={tmp_path / 'chromium'}",
+                    f"--screenshot={shot}", "--window-size=960,200",
                     page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
     rows = png_image(shot)
     # The label column is the first 270 of 960 px: two lines of text there, none cut off.
