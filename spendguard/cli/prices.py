@@ -17,7 +17,6 @@ from spendguard.prices import ModelPrice, default_table
 __all__ = ["prices"]
 
 _PROVIDERS = click.Choice(["openai", "anthropic"])
-_MILLION = Decimal(1_000_000)
 _COLUMNS = ("MODEL", "PROVIDER", "INPUT", "CACHED", "WRITE", "OUTPUT", "LONG CONTEXT",
             "CONTEXT", "MAX OUT", "AS OF", "SOURCE")
 
