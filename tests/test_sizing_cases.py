@@ -68,6 +68,15 @@ def test_serving_capacity_of_a_moe_follows_active_params() -> None:
     assert capacity.tok_s == pytest.approx(73 * 48 * H100_BANDWIDTH / read)
 
 
+def test_size_output_says_how_an_expert_table_is_assumed() -> None:
+    code, out = _run("size", "--params", "1.5T", "--active-params", "40B", "--precision",
+                     "bf16", "--context", "8k", "--concurrency", "1", "--gpu", "h100")
+    assert code == 0, out
+    assert "MoE: memory follows total parameters, speed follows active ones." in out
+    assert "No expert table: each weight counts as routed with probability active ÷ total" in out
+    assert "≤ 1,909 tok/s" in out
+
+
 def test_dense_catalogue_models_keep_reading_all_their_weights() -> None:
     result = size_model("llama-3.1-8b", precision="bf16", context=4096, gpu="h100")
     assert result.roofline is not None

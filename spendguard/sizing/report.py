@@ -210,6 +210,10 @@ def render_size(result: SizingResult) -> str:
                     f" {t.hours:,.1f} h ({t.gpu_hours:,.1f} GPU-h) for {t.tokens:,} tokens")
     if i.moe:
         body.append("MoE: memory follows total parameters, speed follows active ones.")
+        if not i.expert_params:
+            body.append("  No expert table: each weight counts as routed with probability"
+                        " active ÷ total, so one sequence reads its active weights and a batch"
+                        " tends to all of them.")
     body.append("Estimates: the single-stream speed (0.7 × bandwidth), roofline tok/s and costs.")
     return "\n".join(body)
 
