@@ -38,8 +38,8 @@ def varied_ledger(url: str) -> tuple[Budget, FakeClock]:
     return org, clock
 
 
-def png_pixels(path: Path) -> Counter[tuple[int, int, int]]:
-    """How many pixels of each RGB colour an 8-bit RGB/RGBA, non-interlaced PNG holds."""
+def png_image(path: Path) -> list[list[tuple[int, int, int]]]:
+    """The RGB rows of an 8-bit RGB/RGBA, non-interlaced PNG (top row first)."""
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
     position, chunks, header = 8, [], b""
@@ -58,15 +58,19 @@ def png_pixels(path: Path) -> Counter[tuple[int, int, int]]:
     raw = zlib.decompress(b"".join(chunks))
     stride = width * channels
     previous = bytearray(stride)
-    counts: Counter[tuple[int, int, int]] = Counter()
+    rows: list[list[tuple[int, int, int]]] = []
     for row in range(height):
         start = row * (stride + 1)
         kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
         _unfilter(kind, line, previous, channels)
-        for x in range(0, stride, channels):
-            counts[(line[x], line[x + 1], line[x + 2])] += 1
+        rows.append([(line[x], line[x + 1], line[x + 2]) for x in range(0, stride, channels)])
         previous = line
-    return counts
+    return rows
+
+
+def png_pixels(path: Path) -> Counter[tuple[int, int, int]]:
+    """How many pixels of each RGB colour an 8-bit RGB/RGBA, non-interlaced PNG holds."""
+    return Counter(pixel for row in png_image(path) for pixel in row)
 
 
 def _unfilter(kind: int, line: bytearray, previous: bytearray, bpp: int) -> None:

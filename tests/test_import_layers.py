@@ -18,8 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "spendguard"
 # Lowest first. A top-level module or package of spendguard belongs to exactly one layer.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("foundation", frozenset({"errors", "money", "periods"})),
-    ("data", frozenset({"price_schema", "prices", "usage", "providers", "costing", "tokens",
-                        "calls", "estimate", "sizing"})),
+    ("data", frozenset({"price_schema", "prices", "price_check", "usage", "providers",
+                        "costing", "tokens", "calls", "estimate", "sizing"})),
     ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
                                      "reservations", "runaway", "degrade"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import spendguard
 from spendguard.cli import main
-from spendguard.cli.prices import compare_genai_prices, compare_litellm
+from spendguard.price_check import compare_genai_prices, compare_litellm
 from spendguard.prices import PriceTable
 
 ON = datetime(2026, 11, 30, tzinfo=UTC)

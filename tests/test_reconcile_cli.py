@@ -24,7 +24,7 @@ def test_the_table_shows_each_day_and_model_and_what_to_do(url: str, tmp_path: P
     files = [str(f) for f in openai_files(tmp_path)]
     result = CliRunner().invoke(main, ["reconcile", *files, "--provider", "openai",
                                        "--ledger", url])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # a difference waits to be accepted
     out = result.output
     assert "2031-01-10  gpt-4o " in out and "+$0.025000 !" in out and "input +10,000" in out
     assert "Credit (not a model)" in out
@@ -43,8 +43,9 @@ def test_accept_records_the_adjustments(url: str, tmp_path: Path) -> None:
     assert adjustment.model == "gpt-4o"
     again = CliRunner().invoke(main, ["reconcile", *files, "--provider", "openai",
                                       "--ledger", url, "--json"])
+    assert again.exit_code == 0, again.output
     data = json.loads(again.output)
-    assert data["accepted"] == []
+    assert data["accepted"] == [] and data["unresolved"] == 0
     assert {row["model"]: row["usd_difference"] for row in data["rows"]}["gpt-4o"] == "0"
 
 

@@ -73,7 +73,8 @@ def test_the_charts_render_in_a_headless_browser(url: str, tmp_path: Path) -> No
     shot = tmp_path / "shot.png"
     assert _CHROMIUM is not None
     subprocess.run([_CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
-                    "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1200,1600",
+                    "--hide-scrollbars", f"--user-data-dir={tmp_path / 'chromium'}",
+                    f"--screenshot={shot}", "--window-size=1200,1600",
                     page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
     pixels = png_pixels(shot)
     # Solid fills come out in their exact colours; each chart must have painted an area.

@@ -3,7 +3,8 @@
 Batches take minutes to hours, so the wait between looks grows (10 s, 20 s, 40 s ... up to
 5 minutes by default) but never sleeps past a moment that matters: the caller's timeout, or
 the point where a batch that runs late is rescued with ordinary calls. ``clock`` and ``sleep``
-are injectable so tests drive time by hand and never wait; progress goes to stderr.
+are injectable so tests drive time by hand and never wait; progress goes to stderr (a bar on a
+terminal, one short line per look otherwise: ``wait_progress.py``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import tenacity
 
+from spendguard.batching.wait_progress import StderrProgress, WaitProgress
 from spendguard.errors import ConfigError
 
 __all__ = ["Polling", "Round", "apoll_until", "poll_until", "to_stderr"]
@@ -39,7 +41,7 @@ class Polling:
 
     Waits start at ``first_wait_s`` and grow by ``multiplier`` up to ``max_wait_s``.
     ``clock`` returns epoch seconds; ``sleep`` / ``async_sleep`` wait. ``progress`` receives
-    one line per look (None: silent).
+    one short line per look (None: silent); the default draws a bar on a terminal instead.
     """
 
     first_wait_s: float = 10.0
@@ -48,7 +50,7 @@ class Polling:
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    progress: Callable[[str], None] | None = to_stderr
+    progress: Callable[[str], None] | None = field(default_factory=StderrProgress)
 
     def __post_init__(self) -> None:
         if not 0 < self.first_wait_s <= self.max_wait_s:
@@ -76,9 +78,37 @@ class Round:
     status: str = ""
     wake_at_s: float | None = None
     """A moment (epoch seconds) the next look must not sleep past, e.g. a rescue point."""
+    jobs_done: int = 0
+    jobs_total: int = 0
+    requests_done: int = 0
+    requests_total: int = 0
+
+
+def _tell(polling: Polling, found: Round, pause_s: float, started_s: float) -> None:
+    sink = polling.progress
+    if sink is None or not found.status:
+        return
+    if not found.jobs_total:
+        sink(f"spendguard: {found.status}; next check in {pause_s:.0f}s")
+        return
+    progress = WaitProgress(
+        status=found.status, jobs_done=found.jobs_done, jobs_total=found.jobs_total,
+        requests_done=found.requests_done, requests_total=found.requests_total,
+        elapsed_s=polling.clock() - started_s, next_poll_s=pause_s)
+    if isinstance(sink, StderrProgress):
+        sink.show(progress)
+    else:
+        sink(progress.line())
+
+
+def _finish(polling: Polling) -> None:
+    if isinstance(polling.progress, StderrProgress):
+        polling.progress.close()
 
 
 def _retrying_options(polling: Polling, until_s: float | None) -> dict[str, Any]:
+    started_s = polling.clock()
+
     def wait(state: tenacity.RetryCallState) -> float:
         now = polling.clock()
         next_s = now + polling.backoff_s(state.attempt_number)
@@ -93,9 +123,9 @@ def _retrying_options(polling: Polling, until_s: float | None) -> dict[str, Any]
 
     def tell(state: tenacity.RetryCallState) -> None:
         last = state.outcome.result() if state.outcome else None
-        if polling.progress is not None and isinstance(last, Round) and last.status:
+        if isinstance(last, Round):
             pause = state.next_action.sleep if state.next_action else 0.0
-            polling.progress(f"spendguard: {last.status}; next check in {pause:.0f}s")
+            _tell(polling, last, pause, started_s)
 
     return {"wait": wait, "stop": stop, "before_sleep": tell,
             "retry": tenacity.retry_if_result(lambda found: not found.done),
@@ -105,7 +135,10 @@ def _retrying_options(polling: Polling, until_s: float | None) -> dict[str, Any]
 def poll_until(look: Callable[[], Round], polling: Polling, *, until_s: float | None) -> bool:
     """Look until a round says done (True) or ``until_s`` passes (False)."""
     retrying = tenacity.Retrying(sleep=polling.sleep, **_retrying_options(polling, until_s))
-    last: Round = retrying(look)
+    try:
+        last: Round = retrying(look)
+    finally:
+        _finish(polling)
     return last.done
 
 
@@ -117,5 +150,8 @@ async def apoll_until(look: Callable[[], Awaitable[Round]], polling: Polling, *,
 
     retrying = tenacity.AsyncRetrying(sleep=polling.async_sleep,
                                       **_retrying_options(polling, until_s))
-    last: Round = await retrying(call)
+    try:
+        last: Round = await retrying(call)
+    finally:
+        _finish(polling)
     return last.done

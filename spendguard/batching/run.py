@@ -86,8 +86,16 @@ class BatchRun:
         rescues = [moment_s for core in cores if core.unresolved()
                    and (moment_s := core.rescue_at_s()) is not None and moment_s > now_s]
         busy = [core for core in cores if self._busy(core)]
-        return Round(done=not busy, status="; ".join(core.status_line() for core in busy),
-                     wake_at_s=min(rescues, default=None))
+        # One job named, the rest counted: a wait over many jobs stays one short line.
+        status = busy[0].status_line() if busy else ""
+        if len(busy) > 1:
+            status += f" (+{len(busy) - 1} more running)"
+        requests_done = sum(core.job.counts.get("done", 0) if core in busy
+                            else core.job.request_count for core in cores)
+        return Round(done=not busy, status=status, wake_at_s=min(rescues, default=None),
+                     jobs_done=len(cores) - len(busy), jobs_total=len(cores),
+                     requests_done=requests_done,
+                     requests_total=sum(core.job.request_count for core in cores))
 
     def _fresh(self, core: JobCore, now_s: float) -> bool:
         # Several waiters (threads, or handles gathered by asyncio) share one run: a job

@@ -40,10 +40,16 @@ def _client(provider: str, base_url: str | None) -> Any:
         raise click.ClickException(f"cannot build a {provider} client: {exc}") from exc
 
 
+_ID_WIDTH = 24  # sgb_ and 20 hex digits
+_HEADER = (f"{'JOB':<{_ID_WIDTH}}  {'PROVIDER':<9} {'STATE':<9} {'STATUS':<11} "
+           f"{'REQS':>6}  {'COST':>11}    {'WORST CASE':>11}  OUTCOMES")
+
+
 def _summary(job: BatchJob) -> str:
     done = ", ".join(f"{n} {state}" for state, n in sorted(job.outcomes.items()))
-    return (f"{job.id}  {job.provider:<9} {job.state:<9} {job.provider_status or '-':<11} "
-            f"{job.request_count:>6}  {format_usd(job.cost_usd, places=6):>11} of "
+    return (f"{job.id:<{_ID_WIDTH}}  {job.provider:<9} {job.state:<9} "
+            f"{job.provider_status or '-':<11} {job.request_count:>6}  "
+            f"{format_usd(job.cost_usd, places=6):>11} of "
             f"{format_usd(job.worst_usd, places=6):>11}  {done}")
 
 
@@ -61,6 +67,8 @@ def list_jobs(ledger: str | None, active: bool, as_json: bool) -> None:
     jobs = batch_jobs(ledger=ledger, active=active)
     if not jobs and not as_json:
         click.echo("spendguard: no batch jobs" + (" still active" if active else ""), err=True)
+    if jobs and not as_json:
+        click.echo(_HEADER)
     for job in jobs:
         if as_json:
             click.echo(json.dumps({k: v for k, v in job.as_dict().items() if k != "requests"}))
@@ -118,8 +126,10 @@ def _line(result: BatchResult) -> str:
               help="Append results here as JSON lines (default: standard output).")
 @click.option("--take-over", is_flag=True,
               help="Resume jobs another running process owns.")
+@click.option("--json", "as_json", is_flag=True,
+              help="The closing summary as JSON on stderr (results are JSON lines anyway).")
 def resume(job_id: str | None, ledger: str | None, base_url: str | None, wait: bool,
-           timeout: float | None, output: IO[str], take_over: bool) -> None:
+           timeout: float | None, output: IO[str], take_over: bool, as_json: bool) -> None:
     """Resume unfinished jobs (all, or JOB_ID): poll, settle, write uncollected results.
 
     Each result is written once, across processes and runs; progress goes to stderr.
@@ -138,6 +148,9 @@ def resume(job_id: str | None, ledger: str | None, base_url: str | None, wait: b
             output.write(_line(result) + "\n")
         written += len(results)
     output.flush()
+    if as_json:
+        click.echo(json.dumps({"collected": written, "providers": providers}), err=True)
+        return
     click.echo(f"spendguard: {written} result(s) collected", err=True)
     if not providers:
         click.echo("spendguard: no active batch jobs", err=True)
@@ -147,14 +160,19 @@ def resume(job_id: str | None, ledger: str | None, base_url: str | None, wait: b
 @click.argument("job_id")
 @_LEDGER
 @_BASE_URL
-def cancel(job_id: str, ledger: str | None, base_url: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="The cancelled job as JSON.")
+def cancel(job_id: str, ledger: str | None, base_url: str | None, as_json: bool) -> None:
     """Cancel a job: unfinished requests are released; finished ones are kept (resume them)."""
     provider = _load(job_id, ledger).provider
     try:
         job = cancel_batch(_client(provider, base_url), job_id, ledger=ledger)
     except SpendguardError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(_summary(job))
+    if as_json:
+        click.echo(json.dumps({k: v for k, v in job.as_dict().items() if k != "requests"},
+                              indent=2))
+    else:
+        click.echo(_summary(job))
     if job.state == "submitted":
         click.echo(f"spendguard: {provider} is stopping the batch; `spendguard batches resume "
                    f"{job_id}` settles it and collects what it finished", err=True)

@@ -25,6 +25,8 @@ __all__ = ["breakeven"]
               help="Hosted API price per million output tokens (not needed with --from-ledger).")
 @click.option("--capacity-tok-s", type=click.FloatRange(0, min_open=True),
               help="Output tokens/s the GPUs sustain at full load (measured).")
+@click.option("--prefill-tok-s", type=click.FloatRange(0, min_open=True),
+              help="Prompt tokens/s the GPUs prefill (measured); counts input toward busy time.")
 @click.option("--candidate", help="Open model to self-host: estimates the capacity instead.")
 @click.option("--precision", default="native", show_default=True,
               help="The candidate's weight precision.")
@@ -37,8 +39,9 @@ __all__ = ["breakeven"]
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def breakeven(*, gpu: str, count: int, usd_per_gpu_hour: str, hours_per_day: str,
               api_output_usd_per_million: str | None, capacity_tok_s: float | None,
-              candidate: str | None, precision: str, context: int, from_ledger: bool,
-              model: str | None, ledger_url: str | None, as_json: bool) -> None:
+              prefill_tok_s: float | None, candidate: str | None, precision: str,
+              context: int, from_ledger: bool, model: str | None, ledger_url: str | None,
+              as_json: bool) -> None:
     """Monthly rent vs the API: the output volume above which self-hosting pays.
 
     Rent counts every rented hour, busy or idle (30-day month).
@@ -63,16 +66,21 @@ def breakeven(*, gpu: str, count: int, usd_per_gpu_hour: str, hours_per_day: str
             capacity = serving_capacity(candidate, gpu=gpu, count=count, precision=precision,
                                         context=context)
             capacity_tok_s = capacity.tok_s
+            prefill_tok_s = capacity.prefill_tok_s
             data["candidate"] = {"model": capacity.model, "batch": capacity.batch,
-                                 "tok_s": round(capacity.tok_s, 2), "estimate": True}
+                                 "tok_s": round(capacity.tok_s, 2),
+                                 "prefill_tok_s": round(capacity.prefill_tok_s, 2),
+                                 "estimate": True}
         if from_ledger:
             text = _from_ledger(data, ledger_url, model or "", gpu=gpu, count=count,
                                 usd_per_gpu_hour=usd_per_gpu_hour, hours_per_day=hours_per_day,
-                                capacity_tok_s=capacity_tok_s, candidate=candidate)
+                                capacity_tok_s=capacity_tok_s, prefill_tok_s=prefill_tok_s,
+                                candidate=candidate)
         else:
             result = compute(count=count, usd_per_gpu_hour=usd_per_gpu_hour,
                              api_output_usd_per_million=api_output_usd_per_million or "",
-                             hours_per_day=hours_per_day, gpu=gpu, capacity_tok_s=capacity_tok_s)
+                             hours_per_day=hours_per_day, gpu=gpu, capacity_tok_s=capacity_tok_s,
+                             prefill_tok_s=prefill_tok_s)
             data.update(result.to_dict())
             text = render_breakeven(result)
     except (ConfigError, UnknownModelError) as exc:
@@ -96,6 +104,7 @@ def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **ren
         "calls": spend.calls, "actual_usd": str(spend.actual_usd),
         "input_tokens": spend.input_tokens, "output_tokens": spend.output_tokens,
         "self_host_usd": str(comparison.self_host_usd), "saving_usd": str(comparison.saving_usd),
-        "utilisation": comparison.utilisation,
+        "utilisation": comparison.utilisation, "decode_busy": comparison.decode_busy,
+        "prefill_busy": comparison.prefill_busy,
     }
     return f"{comparison.sentence()}\n{render_breakeven(comparison.breakeven)}"

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
+
+
+def _quiet(_line: str = "") -> None:
+    """Swallow the demo's narration when only its JSON summary is wanted."""
 
 
 @click.command()
@@ -13,8 +18,13 @@ import click
                    "temporary folder, so your real ledger is untouched).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the demo's ledger and export files (default: a temporary one).")
-def demo(ledger_url: str | None, out_dir: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print only what the demo made (ledger, folder, requests, export) as JSON.")
+def demo(ledger_url: str | None, out_dir: Path | None, as_json: bool) -> None:
     """Show spendguard's whole job in seconds, offline, against the provider emulator."""
     from spendguard.demo import run_demo  # noqa: PLC0415 - keeps `spendguard --help` fast
 
-    run_demo(ledger_url=ledger_url, out_dir=out_dir, echo=click.echo)
+    shown = run_demo(ledger_url=ledger_url, out_dir=out_dir,
+                     echo=_quiet if as_json else click.echo)
+    if as_json:
+        click.echo(json.dumps(shown, indent=2))

@@ -106,10 +106,14 @@ def _accounts(ctx: click.Context, param: click.Parameter,
                                           "(repeatable), e.g. openai=org-abc123.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write to this file instead of standard output.")
+@click.option("--json", "as_json", is_flag=True,
+              help="The summary (rows, total, file) as JSON: on standard output with -o, "
+                   "else on standard error after the data.")
 @click.pass_context
 def export(ctx: click.Context, format_: str, ledger_url: str | None, since: datetime | None,
            until: datetime | None, scope: str | None, tag: str | None, model: str | None,
-           aggregate: str, accounts: dict[str, str], output: str | None) -> None:
+           aggregate: str, accounts: dict[str, str], output: str | None,
+           as_json: bool) -> None:
     """Write the spend ledger for finance: CSV, JSON Lines, or FOCUS (FinOps).
 
     Money is exact decimal USD. CSV cells a spreadsheet would run as a formula are written
@@ -130,6 +134,12 @@ def export(ctx: click.Context, format_: str, ledger_url: str | None, since: date
                               accounts=accounts)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"format": format_, "rows": result.rows,
+                               "total_usd": str(result.total_usd),
+                               "path": str(result.path) if result.path else None}),
+                   err=output is None)
+        return
     where = f" to {result.path}" if result.path else ""
     click.echo(f"wrote {result.rows} {format_} rows, {format_usd(result.total_usd, places=6)} "
                f"in all{where}", err=True)

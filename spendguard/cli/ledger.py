@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import click
@@ -12,6 +13,7 @@ __all__ = ["ledger"]
 
 _LEDGER_HELP = ("Ledger URL (sqlite:///..., redis://..., memory://name); default: "
                 "$SPENDGUARD_LEDGER, else the SQLite file in spendguard's data directory.")
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 
 
 @click.group()
@@ -21,7 +23,8 @@ def ledger() -> None:
 
 @ledger.command()
 @click.option("--ledger", "ledger_url", metavar="URL", help=_LEDGER_HELP)
-def verify(ledger_url: str | None) -> None:
+@_JSON
+def verify(ledger_url: str | None, as_json: bool) -> None:
     """Replay the ledger's events and compare them with its running totals.
 
     Exits 1 when any total disagrees with its events (each difference is printed).
@@ -30,16 +33,22 @@ def verify(ledger_url: str | None) -> None:
 
     opened = open_ledger(ledger_url)
     problems = opened.verify()
-    for problem in problems:
-        click.echo(problem)
+    if as_json:
+        click.echo(json.dumps({"ledger": opened.url, "ok": not problems,
+                               "problems": problems}, indent=2))
+    else:
+        for problem in problems:
+            click.echo(problem)
     if problems:
         raise SystemExit(1)
-    click.echo(f"{opened.url}: the totals agree with the events")
+    if not as_json:
+        click.echo(f"{opened.url}: the totals agree with the events")
 
 
 @ledger.command()
 @click.option("--ledger", "ledger_url", metavar="URL", help=_LEDGER_HELP)
-def recover(ledger_url: str | None) -> None:
+@_JSON
+def recover(ledger_url: str | None, as_json: bool) -> None:
     """Charge reservations whose time ran out (their process died) at their worst case.
 
     spendguard does this by itself on the next reservation; this does it now.
@@ -48,6 +57,10 @@ def recover(ledger_url: str | None) -> None:
 
     opened = open_ledger(ledger_url)
     recovered = opened.recover_expired(datetime.now(UTC))
+    if as_json:
+        click.echo(json.dumps({"ledger": opened.url, "recovered": len(recovered),
+                               "call_ids": recovered}, indent=2))
+        return
     click.echo(f"{opened.url}: {len(recovered)} abandoned call(s) charged at their worst case")
 
 
@@ -56,8 +69,9 @@ def recover(ledger_url: str | None) -> None:
 @click.option("--ledger", "ledger_url", metavar="URL", help=_LEDGER_HELP)
 @click.option("--since", type=click.DateTime(), help="Only calls from this UTC time on.")
 @click.option("--until", type=click.DateTime(), help="Only calls before this UTC time.")
+@_JSON
 def drain(destination: str, ledger_url: str | None, since: datetime | None,
-          until: datetime | None) -> None:
+          until: datetime | None, as_json: bool) -> None:
     """Copy finished calls into DEST_URL (sqlite:///... or postgresql://...), each once.
 
     Running it again copies only what is new, so it can run from cron.
@@ -71,4 +85,7 @@ def drain(destination: str, ledger_url: str | None, since: datetime | None,
                               until=until.replace(tzinfo=UTC) if until else None)
     except SpendguardError as exc:
         raise click.UsageError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"read": result.read, "written": result.written}))
+        return
     click.echo(f"read {result.read} record(s), wrote {result.written} new")

@@ -60,6 +60,10 @@ def reconcile(files: tuple[str, ...], provider: str, ledger_url: str | None,
     cost_report; Anthropic also as CSV). Tokens should match exactly, dollars within the
     tolerance. --accept books each dollar difference as an explicit adjustment record;
     nothing already in the ledger changes.
+
+    Exits 1 while differences remain unresolved (dollars beyond the tolerance not yet
+    accepted; token differences when no cost report was given), 0 once there are none or
+    they have been accepted: usable from cron and CI.
     """
     if scope is None and period is not None:
         raise click.BadParameter("applies to --scope; add --scope NAME or drop --period",
@@ -74,8 +78,10 @@ def reconcile(files: tuple[str, ...], provider: str, ledger_url: str | None,
         raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
-        return
-    click.echo(_render(result))
+    else:
+        click.echo(_render(result))
+    if result.unresolved:
+        raise SystemExit(1)
 
 
 def _render(result: Reconciliation) -> str:

@@ -25,7 +25,7 @@ OPTION_OF_FIELD = {
     "usd_per_gpu_hour": "--usd-per-gpu-hour", "utilisation": "--utilisation",
     "train_tokens": "--train-tokens", "count": "--count", "hours_per_day": "--hours-per-day",
     "api_output_usd_per_million": "--api-output-usd-per-million",
-    "capacity_tok_s": "--capacity-tok-s", "ledger": "--ledger",
+    "capacity_tok_s": "--capacity-tok-s", "prefill_tok_s": "--prefill-tok-s", "ledger": "--ledger",
 }
 _SUFFIX = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
 

@@ -96,6 +96,20 @@ class Reconciliation:
         """Rows whose dollar difference an ``accept`` would record as an adjustment."""
         return [d for d in self.differences if d.attributable and d.beyond(self.tolerance_usd)]
 
+    @property
+    def unresolved(self) -> list[Difference]:
+        """Rows still wrong after this run: what ``spendguard reconcile`` exits 1 for.
+
+        A model's dollars beyond the tolerance stay unresolved until accepted (an accept
+        records every row of ``to_accept``). Token differences count where they are the only
+        evidence (no cost report); with a cost report the dollars decide, and the tokens are
+        shown. Charges no model made (credits, tax) are shown but cannot be booked to a
+        model, so they never hold the exit status.
+        """
+        waiting = [] if self.accepted else self.to_accept
+        return [d for d in self.differences
+                if d in waiting or (not self.has_costs and d.token_differences)]
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: money as exact decimal strings."""
         def money(value: Decimal | None) -> str | None:
@@ -105,7 +119,7 @@ class Reconciliation:
             "start": self.start.isoformat(), "end": self.end.isoformat(),
             "tolerance_usd": decimal_text(self.tolerance_usd),
             "ledger_usd": decimal_text(self.ledger_usd), "provider_usd": money(self.provider_usd),
-            "accepted": list(self.accepted),
+            "accepted": list(self.accepted), "unresolved": len(self.unresolved),
             "rows": [{"day": d.day.isoformat(), "model": d.model, "attributable": d.attributable,
                       "ledger_usd": decimal_text(d.ledger_usd),
                       "provider_usd": money(d.provider_usd),

@@ -24,7 +24,7 @@ from spendguard.report.page_style import (
     status_color,
 )
 from spendguard.report.summary import Group, SpendReport
-from spendguard.report.svg import Bar, Series, bars, ring, stacked_columns
+from spendguard.report.svg import LOG_SCALE_SPREAD, Bar, Series, bars, ring, stacked_columns
 from spendguard.report.table import money_places, percent, period_text
 
 __all__ = ["render_html"]
@@ -49,7 +49,7 @@ def render_html(report: SpendReport, *, generated_at: datetime | None = None) ->
         f'<div class="total"><span>Total spend</span><strong>{escape(usd(report.total_usd))}'
         f'</strong></div></header>',
         _cards(report),
-        _section("Spend over time", "Per UTC day, stacked by model.",
+        _section("Spend over time", _over_time_note(report),
                  _legend(colors, others=len(report.by_model) > len(colors))
                  + _over_time(report, colors)),
         _section("Spend by model", "Share of the total in this period.",
@@ -78,17 +78,38 @@ def _section(title: str, note: str, content: str) -> str:
     return (f'<section><h2>{title}</h2><p class="note">{note}</p>{content}</section>')
 
 
+# How spendguard counts input before sending, per provider (see docs/tokens.md): OpenAI's
+# tokenizer is reproduced exactly; Anthropic's is not public, so its count is an upper bound.
+_INPUT_COUNT = {"openai": ("OpenAI", "exact count"), "anthropic": ("Anthropic", "upper bound")}
+
+
+def _input_estimate_card(report: SpendReport) -> tuple[str, str, str]:
+    """The headline input-estimate figure, per provider, saying whose bound each one is."""
+    by_provider: dict[str, list[int]] = {}
+    for check in report.estimates:
+        sums = by_provider.setdefault(check.provider, [0, 0])
+        sums[0] += check.estimated_input_tokens
+        sums[1] += check.actual_input_tokens
+    shown = [(provider, (estimated - actual) / actual)
+             for provider, (estimated, actual) in sorted(by_provider.items()) if actual]
+    if not shown:
+        return "Input estimate", percent(None), "estimated vs reported tokens"
+    names = [_INPUT_COUNT.get(p, (p or "unknown provider", "estimate")) for p, _ in shown]
+    value = " · ".join(percent(error, signed=True) for _, error in shown)
+    whose = " · ".join(f"{name}'s {kind}" for name, kind in names)
+    if len(shown) == 1:
+        return f"Input estimate ({names[0][0]})", value, f"{whose} vs reported tokens"
+    return "Input estimate vs reported", value, whose
+
+
 def _cards(report: SpendReport) -> str:
     total = report.total
-    estimated = sum(e.estimated_input_tokens for e in report.estimates)
-    actual = sum(e.actual_input_tokens for e in report.estimates)
-    error = (estimated - actual) / actual if actual else None
     cards = [
         ("Calls", f"{total.calls:,}", "billed requests"),
         ("Cache hit rate", percent(total.cache_hit_rate), f"of {total.input_tokens:,} input "
                                                            f"tokens"),
         ("Batch share", percent(report.batch_share), "of spend"),
-        ("Input estimate error", percent(error, signed=True), "estimated vs reported tokens"),
+        _input_estimate_card(report),
     ]
     return '<div class="cards">' + "".join(
         f'<div class="card"><span>{escape(label)}</span><strong>{escape(value)}</strong>'
@@ -106,6 +127,15 @@ def _legend(colors: dict[str, str], *, others: bool) -> str:
     if others:
         chips.append(f'<span><i style="background:{OTHER_COLOR}"></i>other models</span>')
     return f'<div class="legend">{"".join(chips)}</div>'
+
+
+def _over_time_note(report: SpendReport) -> str:
+    days = [float(group.spent_usd) for group in report.by_day if group.spent_usd > 0]
+    if days and max(days) >= LOG_SCALE_SPREAD * min(days):
+        return ("Per UTC day, stacked by model. Log scale: the largest day is "
+                f"{max(days) / min(days):,.0f}× the smallest, so each column's height is its"
+                " total on a log axis, split between models in proportion.")
+    return "Per UTC day, stacked by model."
 
 
 def _over_time(report: SpendReport, colors: dict[str, str]) -> str:

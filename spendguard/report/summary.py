@@ -71,6 +71,7 @@ class EstimateCheck:
 
     model: str
     calls: int = 0
+    provider: str = ""
     estimated_input_tokens: int = 0
     actual_input_tokens: int = 0
     reserved_usd: Decimal = ZERO
@@ -244,7 +245,8 @@ def _check_estimate(estimates: dict[str, EstimateCheck], record: SpendRecord,
     if (record.status != "ok" or record.usage_estimated
             or record.estimated_input_tokens is None or not tokens):
         return
-    check = estimates.setdefault(record.model, EstimateCheck(record.model))
+    check = estimates.setdefault(record.model,
+                                 EstimateCheck(record.model, provider=record.provider or ""))
     check.calls += 1
     check.estimated_input_tokens += record.estimated_input_tokens
     check.actual_input_tokens += input_side_tokens(tokens)

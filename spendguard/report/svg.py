@@ -2,7 +2,9 @@
 
 Geometry is float (pixels); every number shown is formatted by the caller from exact values.
 Every label is escaped: scope names and tag values come from users. Hovering a mark shows its
-``<title>``, which browsers render as a tooltip without any script.
+``<title>``, which browsers render as a tooltip without any script. Long labels wrap onto up
+to three lines instead of being cut; columns whose totals span two orders of magnitude switch
+to a log scale so that a small day stays visible beside a large one.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-__all__ = ["Bar", "Series", "bars", "nice_ticks", "ring", "stacked_columns"]
+__all__ = ["LOG_SCALE_SPREAD", "Bar", "Series", "bars", "nice_ticks", "ring", "stacked_columns",
+           "wrap_label"]
 
 FONT = "font-family=\"inherit\" font-size=\"12\" fill=\"#475569\""
 GRID = "#e2e8f0"
 TRACK = "#f1f5f9"
+LOG_SCALE_SPREAD = 50.0  # largest ÷ smallest non-zero column from which the scale is log
+_LINE_H = 15  # pixels between wrapped label lines
+_BREAK_AFTER = " /:._-,=@"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,33 +63,66 @@ def nice_ticks(top: float, count: int = 4) -> tuple[list[float], int]:
     return [step * i for i in range(math.ceil(top / step - 1e-9) + 1)], places
 
 
+def _log_axis(sums: Sequence[float]) -> tuple[float, float]:
+    """Decades (powers of 10) from just below the smallest non-zero sum to the largest."""
+    positive = [value for value in sums if value > 0]
+    low = math.floor(math.log10(min(positive)))
+    if math.isclose(math.log10(min(positive)), low):
+        low -= 1  # the smallest column keeps a visible height
+    return float(low), float(max(math.ceil(math.log10(max(positive))), low + 1))
+
+
 def stacked_columns(labels: Sequence[str], series: Sequence[Series], *,
                     tick_text: Callable[[float, int], str], width: int = 960,
-                    height: int = 280) -> str:
+                    height: int = 280, log: bool | None = None) -> str:
     """Columns per label, each stacked from ``series``; ``tick_text(value, places)`` labels
-    the y axis."""
+    the y axis.
+
+    ``log`` (default: when the largest non-zero column is ``LOG_SCALE_SPREAD`` times the
+    smallest or more) draws each column's total on a log scale, split between its series in
+    proportion to their values.
+    """
     left, right, top, bottom = 72, 12, 12, 30
     plot_w, plot_h = width - left - right, height - top - bottom
     sums = [sum(s.values[i] for s in series) for i in range(len(labels))]
-    ticks, places = nice_ticks(max(sums, default=0.0))
-    scale = plot_h / ticks[-1]
-    parts = [_open(width, height, "Spend per day, stacked by model")]
+    positive = [value for value in sums if value > 0]
+    if log is None:
+        log = bool(positive) and max(positive) >= LOG_SCALE_SPREAD * min(positive)
+    if log and positive:
+        low, high = _log_axis(sums)
+        ticks = [10 ** k for k in range(int(low), int(high) + 1)]
+        places_of = {tick: max(0, -int(math.log10(tick))) for tick in ticks}
+
+        def y_of(value: float) -> float:
+            share = (math.log10(value) - low) / (high - low) if value > 0 else 0.0
+            return top + plot_h - max(share, 0.0) * plot_h
+        title = "Spend per day, stacked by model (log scale)"
+    else:
+        log = False
+        ticks, places = nice_ticks(max(sums, default=0.0))
+        places_of = dict.fromkeys(ticks, places)
+
+        def y_of(value: float) -> float:
+            return top + plot_h - value * plot_h / ticks[-1]
+        title = "Spend per day, stacked by model"
+    parts = [_open(width, height, title)]
     for tick in ticks:
-        y = top + plot_h - tick * scale
+        y = y_of(tick)
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" '
                      f'stroke="{GRID}"/>')
         parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end" {FONT}>'
-                     f'{escape(tick_text(tick, places))}</text>')
+                     f'{escape(tick_text(tick, places_of[tick]))}</text>')
     slot = plot_w / max(len(labels), 1)
     bar_w = max(2.0, min(48.0, slot * 0.72))
     every = max(1, math.ceil(len(labels) / 10))  # at most ~10 date labels
     for i, label in enumerate(labels):
         x = left + slot * i + (slot - bar_w) / 2
+        column_h = top + plot_h - y_of(sums[i]) if sums[i] > 0 else 0.0
         y = top + plot_h
         for s in series:
-            h = s.values[i] * scale
-            if h <= 0:
+            if s.values[i] <= 0:
                 continue
+            h = column_h * s.values[i] / sums[i]
             y -= h
             parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
                          f'fill="{s.color}"><title>{escape(label)} · {escape(s.name)}'
@@ -96,34 +135,65 @@ def stacked_columns(labels: Sequence[str], series: Sequence[Series], *,
     return "".join(parts) + "</svg>"
 
 
+def wrap_label(text: str, chars: int, max_lines: int = 3) -> list[str]:
+    """``text`` in lines of at most ``chars``, broken after a separator where one is near.
+
+    Only the last allowed line is shortened (with "…") when even three lines are too few; the
+    tooltip and the tables show the name whole.
+    """
+    lines: list[str] = []
+    rest = text
+    while len(rest) > chars and len(lines) < max_lines - 1:
+        cut = max((rest.rfind(mark, 0, chars) for mark in _BREAK_AFTER), default=-1) + 1
+        if cut < chars // 2:  # no separator in the second half: break inside the word
+            cut = chars
+        lines.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    lines.append(_clip(rest, chars))
+    return lines
+
+
 def bars(items: Sequence[Bar], *, scale: float, width: int = 960, label_w: int = 220,
          text_w: int = 170, row_h: int = 30, track: bool = False, title: str = "") -> str:
     """One labelled horizontal bar per item, all on the same ``scale`` (> 0)."""
-    height = max(row_h * len(items), row_h)
+    labels = [wrap_label(item.label, label_w // 7) for item in items]
+    heights = [max(row_h, _LINE_H * len(lines) + 10) for lines in labels]
+    height = max(sum(heights), row_h)
     plot_w = width - label_w - text_w
     scale = scale if scale > 0 else 1.0
     parts = [_open(width, height, title)]
-    for i, item in enumerate(items):
-        y = i * row_h
-        bar_y, bar_h = y + 7, row_h - 14
-        parts.append(f'<text x="{label_w - 12}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end" '
-                     f'{FONT} fill="#0f172a">{escape(_clip(item.label, label_w // 7))}'
+    y = 0
+    for item, lines, this_h in zip(items, labels, heights, strict=True):
+        first = y + this_h / 2 + 4 - _LINE_H * (len(lines) - 1) / 2
+        spans = "".join(f'<tspan x="{label_w - 12}" y="{first + _LINE_H * n:.1f}">'
+                        f'{escape(line)}</tspan>' for n, line in enumerate(lines))
+        parts.append(f'<text class="label" text-anchor="end" {FONT} fill="#0f172a">{spans}'
                      f'<title>{escape(item.label)}</title></text>')
-        if track:
-            parts.append(f'<rect x="{label_w}" y="{bar_y}" width="{plot_w}" height="{bar_h}" '
-                         f'rx="3" fill="{TRACK}"/>')
-        w = min(max(item.value, 0.0) / scale, 1.0) * plot_w
-        if w > 0:
-            parts.append(f'<rect x="{label_w}" y="{bar_y}" width="{max(w, 2.0):.1f}" '
-                         f'height="{bar_h}" rx="3" fill="{item.color}"><title>'
-                         f'{escape(item.tooltip or item.text)}</title></rect>')
-        if item.marker is not None:
-            mx = label_w + min(item.marker / scale, 1.0) * plot_w
-            parts.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{y + 3}" y2="{y + row_h - 3}" '
-                         f'stroke="#0f172a" stroke-width="2"/>')
-        parts.append(f'<text x="{width - text_w + 10}" y="{y + row_h / 2 + 4:.1f}" {FONT}>'
-                     f'{escape(item.text)}</text>')
+        parts.append(_bar_marks(item, y, this_h, row_h, label_w=label_w, plot_w=plot_w,
+                                scale=scale, track=track, text_x=width - text_w + 10))
+        y += this_h
     return "".join(parts) + "</svg>"
+
+
+def _bar_marks(item: Bar, y: float, this_h: float, row_h: int, *, label_w: int, plot_w: int,
+               scale: float, track: bool, text_x: int) -> str:
+    parts: list[str] = []
+    bar_y, bar_h = y + (this_h - row_h) / 2 + 7, row_h - 14
+    if track:
+        parts.append(f'<rect x="{label_w}" y="{bar_y:.1f}" width="{plot_w}" '
+                     f'height="{bar_h}" rx="3" fill="{TRACK}"/>')
+    w = min(max(item.value, 0.0) / scale, 1.0) * plot_w
+    if w > 0:
+        parts.append(f'<rect x="{label_w}" y="{bar_y:.1f}" width="{max(w, 2.0):.1f}" '
+                     f'height="{bar_h}" rx="3" fill="{item.color}"><title>'
+                     f'{escape(item.tooltip or item.text)}</title></rect>')
+    if item.marker is not None:
+        mx = label_w + min(item.marker / scale, 1.0) * plot_w
+        parts.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{bar_y - 4:.1f}" '
+                     f'y2="{bar_y + bar_h + 4:.1f}" stroke="#0f172a" stroke-width="2"/>')
+    parts.append(f'<text x="{text_x}" y="{y + this_h / 2 + 4:.1f}" {FONT}>'
+                 f'{escape(item.text)}</text>')
+    return "".join(parts)
 
 
 def ring(parts: Sequence[tuple[str, float, str]], *, center: str, size: int = 180) -> str:

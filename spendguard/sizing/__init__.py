@@ -19,7 +19,7 @@ from spendguard.sizing.ledger_compare import (
 )
 from spendguard.sizing.rent import BreakEven, MonthlyRent, breakeven, monthly_rent
 from spendguard.sizing.result import CostEstimate, GpuOption, SizingResult
-from spendguard.sizing.sizer import size_model
+from spendguard.sizing.sizer import SizingRequest, size, size_model
 
 __all__ = [
     "BreakEven",
@@ -33,6 +33,7 @@ __all__ = [
     "ModelCatalogue",
     "MonthlyRent",
     "SelfHostComparison",
+    "SizingRequest",
     "SizingResult",
     "breakeven",
     "compare_with_ledger",
@@ -44,6 +45,7 @@ __all__ = [
     "monthly_rent",
     "read_hf_config",
     "serving_capacity",
+    "size",
     "size_model",
     "spend_from_ledger",
 ]

@@ -93,6 +93,9 @@ class ModelArch:
     estimated_shape: bool = False
     source: str = ""
     as_of: str = ""
+    # Values a config.json left out and the reference implementation's defaults filled in,
+    # e.g. ("tie_word_embeddings = true (gemma2 default)",).
+    defaults: tuple[str, ...] = ()
 
     @property
     def embedding_params(self) -> int:
@@ -103,6 +106,15 @@ class ModelArch:
     def expert_params(self) -> int:
         """Routed-expert parameters over all layers (0 for a dense model)."""
         return self.moe.expert_params if self.moe else 0
+
+    @property
+    def sparse_without_routing(self) -> bool:
+        """A mixture of experts known only by its counts (``--active-params``, no expert table).
+
+        A dense model's active parameters leave out at most its input embedding; fewer than
+        ``params - embedding_params`` means most weights sit idle for any one token.
+        """
+        return self.moe is None and self.active_params < self.params - self.embedding_params
 
     @property
     def active_expert_params(self) -> float:
@@ -274,7 +286,7 @@ def estimated_arch(params: int, active_params: int | None, catalogue: ModelCatal
     dense = [m for m in catalogue if m.moe is None and m.attention.full_layers == m.layers]
     nearest = min(dense, key=lambda m: abs(m.params - params))
     shape = replace(
-        nearest, id=name, name=f"{name} ({params / 1e9:g} B params, shape estimated)",
+        nearest, id=name, name=f"{name} ({params / 1e9:g} B params)",
         kv_heads=8, head_dim=128, attention=AttentionLayout(full_layers=nearest.layers),
         estimated_shape=True, checkpoint_bytes=None,
         source=f"shape of {nearest.id} (nearest dense model by size), 8 KV heads per F2",

@@ -1,9 +1,12 @@
-"""Serving capacity: the output tokens/s a model can sustain on given GPUs when they are full.
+"""Serving capacity: the output tokens/s a model can sustain on given GPUs when they are full,
+and the prompt tokens/s its prefill processes.
 
 The batch is the most sequences F3's memory leaves room for on those GPUs (90 % of memory,
 weights + 10 %, then KV cache per sequence at ``context``), capped at vLLM's default of 256
 running sequences; the throughput is the roofline's at that batch. It is an upper bound: real
-engines deliver a share of it, which is what utilisation means in the break-even.
+engines deliver a share of it, which is what utilisation means in the break-even. Prefill is
+the reference script's (seed 002) roofline too: one ``context``-token prompt at a time,
+compute-bound at 2 × active params FLOPs a token.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ MAX_RUNNING_SEQUENCES = 256  # vLLM's default max_num_seqs
 
 @dataclass(frozen=True)
 class Capacity:
-    """The batch that fits and the roofline's output tokens/s at that batch (an estimate)."""
+    """The batch that fits, the roofline's output tokens/s at that batch and its prompt
+    tokens/s in prefill (estimates)."""
 
     model: str
     gpu: str
@@ -41,6 +45,11 @@ class Capacity:
     batch: int
     tok_s: float
     roofline: Roofline
+
+    @property
+    def prefill_tok_s(self) -> float:
+        """Prompt tokens per second while prefilling (compute-bound for real prompts)."""
+        return self.roofline.prefill_tok_s
 
 
 def serving_capacity(model: str | Path | ModelArch, *, gpu: str, count: int,

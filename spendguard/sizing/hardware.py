@@ -43,6 +43,10 @@ class Gpu:
     as_of: str
     price_source: str | None
     price_as_of: str | None
+    # Why these figures where published ones disagree (shown next to any result that uses them),
+    # and the other published memory, so a result can say what it would change.
+    figure_note: str | None = None
+    other_memory_gb: float | None = None
 
     @property
     def engine_memory_gib(self) -> float:
@@ -97,6 +101,8 @@ class _GpuEntry(BaseModel):
     price_source: str | None = None
     price_as_of: str | None = None
     usd_per_hour: tuple[Usd, Usd] | None = None
+    figure_note: str | None = Field(default=None, min_length=1)
+    other_memory_gb: float | None = Field(default=None, gt=0)
 
     @field_validator("usd_per_hour")
     @classmethod
@@ -148,7 +154,8 @@ def load_gpus(path: str | Path) -> GpuCatalogue:
             fp4_tflops=entry.fp4_tflops, node_size=entry.node_size,
             visible_gib=entry.visible_gib, usd_per_hour_low=low, usd_per_hour_high=high,
             source=entry.source, as_of=entry.as_of, price_source=entry.price_source,
-            price_as_of=entry.price_as_of,
+            price_as_of=entry.price_as_of, figure_note=entry.figure_note,
+            other_memory_gb=entry.other_memory_gb,
         )
         aliases.update({normalise(alias): key for alias in entry.aliases})
     return GpuCatalogue(gpus, aliases)

@@ -14,6 +14,7 @@ from typing import Any
 
 from spendguard.errors import ConfigError
 from spendguard.sizing.arch import AttentionLayout, ModelArch, MoE
+from spendguard.sizing.hf_defaults import with_defaults
 
 __all__ = ["arch_from_config", "read_hf_config"]
 
@@ -28,44 +29,62 @@ def _int(config: Mapping[str, Any], *keys: str, default: int | None = None) -> i
     return default
 
 
-def _layout(cfg: Mapping[str, Any], layers: int) -> AttentionLayout:
+def _layer_kinds(cfg: Mapping[str, Any], layers: int) -> list[str]:
+    """Each layer's attention kind, from ``layer_types`` or the keys that imply a pattern."""
     linear_cfg = cfg.get("linear_attn_config") or {}
-    kinds = list(cfg.get("layer_types") or [])
     if linear_cfg.get("kda_layers"):
-        kinds = ["linear_attention" if i + 1 in linear_cfg["kda_layers"] else "full_attention"
-                 for i in range(layers)]
-    elif not kinds and cfg.get("full_attention_interval"):
+        # Kimi: the 1-based indices of its Kimi Delta Attention layers.
+        return ["linear_attention" if i + 1 in linear_cfg["kda_layers"] else "full_attention"
+                for i in range(layers)]
+    if cfg.get("layer_types"):
+        return list(cfg["layer_types"])
+    if cfg.get("full_attention_interval"):
+        # Qwen3-Next: one full-attention layer every N, linear attention between.
         step = int(cfg["full_attention_interval"])
-        kinds = ["full_attention" if (i + 1) % step == 0 else "linear_attention"
-                 for i in range(layers)]
-    elif not kinds and cfg.get("attention_chunk_size"):
+        return ["full_attention" if (i + 1) % step == 0 else "linear_attention"
+                for i in range(layers)]
+    if cfg.get("attention_chunk_size"):
         # Llama 4: chunked local attention on three layers of four (every fourth is global).
-        kinds = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
-                 for i in range(layers)]
-    elif not kinds and cfg.get("sliding_window") and cfg.get("use_sliding_window", True):
+        return ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
+                for i in range(layers)]
+    if cfg.get("sliding_window") and cfg.get("use_sliding_window", True):
         pattern = cfg.get("sliding_window_pattern")
-        kinds = ["full_attention" if pattern and (i + 1) % int(pattern) == 0
-                 else "sliding_attention" for i in range(layers)]
+        return ["full_attention" if pattern and (i + 1) % int(pattern) == 0
+                else "sliding_attention" for i in range(layers)]
+    return ["full_attention"] * layers
+
+
+def _linear_state(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """The recurrent state and short convolution one linear-attention layer keeps."""
+    linear_cfg = cfg.get("linear_attn_config") or {}
+    value_heads = int(linear_cfg.get("num_heads") or cfg.get("linear_num_value_heads", 0))
+    key_heads = int(linear_cfg.get("num_heads") or cfg.get("linear_num_key_heads", 0))
+    key_dim = int(linear_cfg.get("head_dim") or cfg.get("linear_key_head_dim", 0))
+    value_dim = int(linear_cfg.get("head_dim") or cfg.get("linear_value_head_dim", 0))
+    kernel = linear_cfg.get("short_conv_kernel_size") or cfg.get("linear_conv_kernel_dim", 0)
+    return {
+        "linear_heads": value_heads, "linear_key_head_dim": key_dim,
+        "linear_value_head_dim": value_dim,
+        # The convolution runs over q, k and v together.
+        "linear_conv_dim": 2 * key_heads * key_dim + value_heads * value_dim,
+        "linear_conv_kernel": int(kernel),
+    }
+
+
+def _layout(cfg: Mapping[str, Any], layers: int) -> AttentionLayout:
+    kinds = _layer_kinds(cfg, layers)
     sliding = sum(kind == "sliding_attention" for kind in kinds)
     linear = sum(kind == "linear_attention" for kind in kinds)
     attention = layers - sliding - linear
+    # DeepSeek-style MLA replaces every attention layer that is not linear.
     mla = attention if cfg.get("kv_lora_rank") else 0
     window = cfg.get("attention_chunk_size") or cfg.get("sliding_window") or 0
-    lin_heads = linear_cfg.get("num_heads") or cfg.get("linear_num_value_heads", 0)
-    key_heads = linear_cfg.get("num_heads") or cfg.get("linear_num_key_heads", 0)
-    key_dim = linear_cfg.get("head_dim") or cfg.get("linear_key_head_dim", 0)
-    value_dim = linear_cfg.get("head_dim") or cfg.get("linear_value_head_dim", 0)
-    kernel = linear_cfg.get("short_conv_kernel_size") or cfg.get("linear_conv_kernel_dim", 0)
     return AttentionLayout(
         full_layers=attention - mla, sliding_layers=sliding,
         sliding_window=int(window) if sliding else 0, mla_layers=mla,
         kv_lora_rank=int(cfg.get("kv_lora_rank") or 0),
         rope_head_dim=int(cfg.get("qk_rope_head_dim") or 0) if mla else 0,
-        linear_layers=linear, linear_heads=int(lin_heads) if linear else 0,
-        linear_key_head_dim=int(key_dim) if linear else 0,
-        linear_value_head_dim=int(value_dim) if linear else 0,
-        linear_conv_dim=int(2 * key_heads * key_dim + lin_heads * value_dim) if linear else 0,
-        linear_conv_kernel=int(kernel) if linear else 0,
+        linear_layers=linear, **(_linear_state(cfg) if linear else {}),
     )
 
 
@@ -134,8 +153,9 @@ def _native_precision(cfg: Mapping[str, Any]) -> str:
 def arch_from_config(config: Mapping[str, Any], *, name: str,
                      checkpoint_bytes: int | None = None) -> ModelArch:
     """A ``ModelArch`` from a parsed config.json (nested ``text_config`` is read when present)."""
-    cfg: Mapping[str, Any] = {**config, **(config.get("text_config") or {})}
-    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    merged: Mapping[str, Any] = {**config, **(config.get("text_config") or {})}
+    layers = _int(merged, "num_hidden_layers", "n_layer", "num_layers")
+    cfg, defaults = with_defaults(merged, layers)
     hidden = _int(cfg, "hidden_size", "n_embd", "d_model")
     heads = _int(cfg, "num_attention_heads", "n_head")
     kv_heads = _int(cfg, "num_key_value_heads", default=heads)
@@ -156,6 +176,7 @@ def arch_from_config(config: Mapping[str, Any], *, name: str,
         vocab_size=vocab, tied_embeddings=tied, attention=layout, moe=moe,
         native_precision=_native_precision(cfg), checkpoint_bytes=checkpoint_bytes,
         source="config.json (parameter totals counted from its shapes: an estimate)",
+        defaults=defaults,
     )
 
 

@@ -3,6 +3,10 @@
 "The last 30 days on model X cost $Y for N tokens; self-hosting Z on G would cost $W, busy U % of
 the time." The API's effective price is blended: what the calls really cost (input, cache and
 output together) per million output tokens, so the break-even assumes the same prompt mix.
+
+Busy time counts both phases of serving: output tokens at the decode rate and input tokens at
+the prefill rate (compute-bound, the reference script's roofline). Cached input tokens are
+counted as prefill too, an upper bound: an engine with prefix caching skips some of them.
 """
 
 from __future__ import annotations
@@ -113,33 +117,68 @@ class SelfHostComparison:
         """API spend minus rent: positive when self-hosting would have been cheaper."""
         return (self.spend.actual_usd - self.self_host_usd).quantize(_CENT)
 
+    def _rented_s(self) -> float:
+        rent = self.breakeven.rent
+        return float(rent.hours_per_day) * 3600 * self.spend.days
+
+    @property
+    def decode_busy(self) -> float | None:
+        """Share of the rented hours decoding the recorded output tokens."""
+        tok_s = self.breakeven.capacity_tok_s
+        if tok_s is None:
+            return None
+        return self.spend.output_tokens / (tok_s * self._rented_s())
+
+    @property
+    def prefill_busy(self) -> float | None:
+        """Share of the rented hours prefilling the recorded input tokens."""
+        tok_s = self.breakeven.prefill_tok_s
+        if tok_s is None:
+            return None
+        return self.spend.input_tokens / (tok_s * self._rented_s())
+
     @property
     def utilisation(self) -> float | None:
-        """The recorded output tokens as a share of what the hardware could have produced."""
-        capacity = self.breakeven.capacity_output_tokens_per_month
-        if not capacity:
+        """Share of the rented hours busy: decoding plus prefilling (> 1: it would not keep up)."""
+        decode = self.decode_busy
+        if decode is None:
             return None
-        return self.spend.output_tokens / (capacity * self.spend.days / self.breakeven.rent.days)
+        return decode + (self.prefill_busy or 0.0)
 
     def sentence(self) -> str:
         """The comparison in one sentence for people."""
         s, rent = self.spend, self.breakeven.rent
         who = f"{self.candidate} on " if self.candidate else ""
         gpu = self.breakeven.gpu or "GPU"
-        busy = (f", busy {self.utilisation:.1%} of the time" if self.utilisation is not None
-                else "")
+        busy = ""
+        if self.utilisation is not None:
+            busy = f", busy {_percent(self.utilisation)} of the time"
+            if self.prefill_busy is not None:
+                busy += (f" (decode {_percent(self.decode_busy or 0.0)}, prefill"
+                         f" {_percent(self.prefill_busy)})")
+            else:
+                busy += " (decode only: give a prefill rate to count the input tokens)"
         return (f"The last {s.days:g} days on {s.model} cost {format_usd(s.actual_usd, places=2)}"
                 f" for {s.input_tokens:,} input and {s.output_tokens:,} output tokens;"
                 f" self-hosting {who}{rent.gpus} × {gpu} would cost"
                 f" {format_usd(self.self_host_usd, places=2)}{busy}.")
 
 
+def _percent(share: float) -> str:
+    # A small share keeps two significant figures: "0.0063 %", never a misleading "0.0 %".
+    if share == 0 or share >= 0.001:
+        return f"{share:.1%}"
+    return f"{share * 100:.2g} %"
+
+
 def compare_with_ledger(spend: LedgerSpend, *, count: int, usd_per_gpu_hour: Decimal | str | int,
                         hours_per_day: Decimal | str | int = 24, gpu: str | None = None,
                         capacity_tok_s: float | None = None,
+                        prefill_tok_s: float | None = None,
                         candidate: str | None = None) -> SelfHostComparison:
     """Break-even at the ledger's effective output price, and the utilisation you would have."""
     result = breakeven(count=count, usd_per_gpu_hour=usd_per_gpu_hour,
                        api_output_usd_per_million=spend.usd_per_million_output,
-                       hours_per_day=hours_per_day, gpu=gpu, capacity_tok_s=capacity_tok_s)
+                       hours_per_day=hours_per_day, gpu=gpu, capacity_tok_s=capacity_tok_s,
+                       prefill_tok_s=prefill_tok_s)
     return SelfHostComparison(spend=spend, breakeven=result, candidate=candidate)

@@ -13,6 +13,7 @@ F6  activations = s·b·h·(2·L + 34) + s·b·vocab·4 bytes
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,14 +34,19 @@ ADAPTER_BYTES = 16  # F4: FP32 weight, gradient and two Adam moments
 OPTIMIZER_BYTES = 12  # F5: FP32 master weights and two moments
 
 
-def weight_bytes(arch: ModelArch, precision: Precision) -> float:
-    """F1 with mixed precision: routed experts, embeddings and the rest each in their format."""
+def weight_bytes(arch: ModelArch, precision: Precision,
+                 bytes_of: Callable[[str], float] = format_bytes) -> float:
+    """F1 with mixed precision: routed experts, embeddings and the rest each in their format.
+
+    ``bytes_of`` gives a format's bytes per value: block scales included by default,
+    ``precision.value_bytes`` for the values alone (as model pages quote 4-bit weights).
+    """
     experts = arch.expert_params
     embeddings = arch.embedding_params if precision.embeddings else 0
     rest = arch.params - experts - embeddings
-    return (experts * format_bytes(precision.expert_format)
-            + embeddings * format_bytes(precision.embedding_format)
-            + rest * format_bytes(precision.base))
+    return (experts * bytes_of(precision.expert_format)
+            + embeddings * bytes_of(precision.embedding_format)
+            + rest * bytes_of(precision.base))
 
 
 def active_weight_bytes(arch: ModelArch, precision: Precision) -> float:

@@ -14,6 +14,7 @@ from typing import Literal
 from spendguard.errors import ConfigError
 
 __all__ = [
+    "BLOCK_SCALED_VALUE_BYTES",
     "BYTES_PER_VALUE",
     "ComputeFormat",
     "Precision",
@@ -24,6 +25,7 @@ __all__ = [
     "parse_precision",
     "spec_kv_format",
     "training_bytes",
+    "value_bytes",
 ]
 
 BYTES_PER_VALUE: dict[str, float] = {
@@ -41,6 +43,9 @@ BYTES_PER_VALUE: dict[str, float] = {
     "int4": 0.5,
     "int2": 0.25,
 }
+
+# Block-scaled formats and the bytes of their values without the scales.
+BLOCK_SCALED_VALUE_BYTES: dict[str, float] = {"mxfp4": 0.5, "nvfp4": 0.5}
 
 _ALIASES = {
     "float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
@@ -65,6 +70,15 @@ def parse_format(text: str, *, field: str = "precision") -> str:
 def format_bytes(name: str) -> float:
     """Bytes one value takes in format ``name`` (block scales included)."""
     return BYTES_PER_VALUE[name]
+
+
+def value_bytes(name: str) -> float:
+    """Bytes of the value alone, block scales left out: how model pages quote 4-bit formats.
+
+    "MXFP4 ≈ 0.5 byte a weight" counts the four-bit values only; the shared scales add
+    about 6 % (MXFP4) or 12 % (NVFP4) on disk and in memory.
+    """
+    return BLOCK_SCALED_VALUE_BYTES.get(name, BYTES_PER_VALUE[name])
 
 
 @dataclass(frozen=True)

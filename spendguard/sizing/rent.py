@@ -87,6 +87,7 @@ class BreakEven:
     api_output_usd_per_million: Decimal
     gpu: str | None = None
     capacity_tok_s: float | None = None
+    prefill_tok_s: float | None = None
 
     @property
     def monthly_cost_usd(self) -> Decimal:
@@ -139,6 +140,7 @@ class BreakEven:
             "breakeven_output_tokens_per_day": self.breakeven_output_tokens_per_day,
             "capacity_tok_s": self.capacity_tok_s,
             "capacity_output_tokens_per_month": self.capacity_output_tokens_per_month,
+            "prefill_tok_s": self.prefill_tok_s,
             "utilisation_needed": None if needed is None else round(needed, 6),
         }
 
@@ -146,14 +148,18 @@ class BreakEven:
 def breakeven(*, count: int, usd_per_gpu_hour: Decimal | str | int,
               api_output_usd_per_million: Decimal | str | int,
               hours_per_day: Decimal | str | int = 24, gpu: str | None = None,
-              capacity_tok_s: float | None = None) -> BreakEven:
+              capacity_tok_s: float | None = None,
+              prefill_tok_s: float | None = None) -> BreakEven:
     """Monthly rent of ``count`` GPUs vs the API, and the output volume where they cost the same.
 
     ``capacity_tok_s`` (the output tokens/s the hardware sustains at full load, measured or from
-    ``size_model``) adds the utilisation that volume needs.
+    ``size_model``) adds the utilisation that volume needs; ``prefill_tok_s`` (prompt tokens/s
+    in prefill) lets a ledger comparison count the time spent reading prompts.
     """
     if capacity_tok_s is not None and not capacity_tok_s > 0:
         raise ConfigError(f"capacity_tok_s: {capacity_tok_s!r} must be > 0 tokens per second")
+    if prefill_tok_s is not None and not prefill_tok_s > 0:
+        raise ConfigError(f"prefill_tok_s: {prefill_tok_s!r} must be > 0 tokens per second")
     if gpu is not None:
         gpu = default_gpus().get(gpu).id
     return BreakEven(
@@ -161,5 +167,5 @@ def breakeven(*, count: int, usd_per_gpu_hour: Decimal | str | int,
         api_output_usd_per_million=parse_usd(api_output_usd_per_million,
                                              field="api_output_usd_per_million",
                                              allow_zero=False),
-        gpu=gpu, capacity_tok_s=capacity_tok_s,
+        gpu=gpu, capacity_tok_s=capacity_tok_s, prefill_tok_s=prefill_tok_s,
     )

@@ -103,13 +103,56 @@ def _options_block(result: SizingResult) -> list[str]:
     return lines
 
 
-def _floor_line(result: SizingResult) -> str:
+def _floor_lines(result: SizingResult) -> list[str]:
     wanted = [g for g in FLOOR_GPUS if g in result.floor] or list(result.floor)[:4]
     best = result.best
     if best is not None and best.gpu not in wanted:
         wanted.append(best.gpu)
     shown = " · ".join(f"{g} ×{result.floor[g]}" for g in wanted)
-    return f"Weights-only floor (perfect split, no KV, no headroom): {shown}"
+    lines = [f"Weights-only floor (perfect split, no KV, no headroom): {shown}"]
+    values = result.values_only
+    if values is not None:
+        counted = " · ".join(f"{g} ×{values.floor[g]}" for g in wanted)
+        lines.append(
+            f"  block scales left out (4-bit values at 0.5 B, as model pages quote them):"
+            f" {_gb(values.weights_gb)} → {counted}; the block scales add"
+            f" {_gb(result.memory.weights_gb - values.weights_gb)}, so"
+            f" {_gb(result.memory.weights_gb)} on disk and in memory")
+    native = result.native_weights_gb
+    if native is not None:
+        i = result.inputs
+        lines.append(
+            f"  vs native ({i.native_precision}): {_gb(native)} of weights; {i.precision}"
+            f" stores {_gb(abs(native - result.memory.weights_gb))}"
+            f" {'less' if native > result.memory.weights_gb else 'more'}"
+            f"{_native_reason(result)}")
+    return lines
+
+
+def _native_reason(result: SizingResult) -> str:
+    i = result.inputs
+    native = parse_precision(i.native_precision)
+    chosen = parse_precision(i.precision)
+    if i.expert_params and native.experts and chosen.base != native.base:
+        other = i.params - i.expert_params
+        return (f" (native keeps the {_count(other)} non-expert weights in {native.base},"
+                f" {format_bytes(native.base):g} B each)")
+    return ""
+
+
+def _figure_notes(result: SizingResult) -> list[str]:
+    shown = result.options[:SHOWN_OPTIONS]
+    lines = []
+    for option in shown:
+        if option.figure_note is None:
+            continue
+        line = f"Figures: {option.figure_note}."
+        other = option.count_at_other_memory
+        if other is not None and other != option.count:
+            line += (f" Here: {option.count} × {option.gpu} at"
+                     f" {option.total_vram_gb / option.count:g} GB; {other} at the other figure.")
+        lines.append(line)
+    return list(dict.fromkeys(lines))
 
 
 def _speed_lines(result: SizingResult) -> list[str]:
@@ -148,13 +191,16 @@ def render_size(result: SizingResult) -> str:
         f" · KV {i.kv_precision} · {i.layout} layers · {i.context:,} tokens × {i.concurrency}",
         "",
     ]
+    if i.defaults:
+        head.insert(2, "Defaults (config.json left these out): " + "; ".join(i.defaults))
     body = [*head, *_memory_block(result), ""]
     body += _engine_block(result)
     rule = ("F7: 90 % of memory" if i.mode == "spec"
             else f"vLLM's budget at {i.memory_fraction:g} of memory")
     body += [f"GPUs ({rule}; fewest, then least VRAM, then most bandwidth):"]
     body += _options_block(result)
-    body += [_floor_line(result)]
+    body += _figure_notes(result)
+    body += _floor_lines(result)
     body.append(f"Download (estimate): {_gb(result.memory.weights_gb)} at 1 GB/s ≈"
                 f" {result.download_min():,.0f} min of billed time before the first token")
     body += _speed_lines(result)
@@ -164,6 +210,10 @@ def render_size(result: SizingResult) -> str:
                     f" {t.hours:,.1f} h ({t.gpu_hours:,.1f} GPU-h) for {t.tokens:,} tokens")
     if i.moe:
         body.append("MoE: memory follows total parameters, speed follows active ones.")
+        if not i.expert_params:
+            body.append("  No expert table: each weight counts as routed with probability"
+                        " active ÷ total, so one sequence reads its active weights and a batch"
+                        " tends to all of them.")
     body.append("Estimates: the single-stream speed (0.7 × bandwidth), roofline tok/s and costs.")
     return "\n".join(body)
 
@@ -191,4 +241,7 @@ def render_breakeven(result: BreakEven) -> str:
         lines.append(
             f"Capacity (estimate): {result.capacity_tok_s:,.0f} tok/s →"
             f" {result.capacity_output_tokens_per_month:,} output tokens a month; {verdict}.")
+    if result.prefill_tok_s is not None:
+        lines.append(f"Prefill (estimate): {result.prefill_tok_s:,.0f} prompt tokens/s at the"
+                     " roofline; input tokens keep the GPUs busy too.")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from spendguard.sizing.calibrated import EngineFit
 from spendguard.sizing.memory import MemoryEstimate
 from spendguard.sizing.speed import Roofline, TrainingTime
 
-__all__ = ["CostEstimate", "GpuOption", "Inputs", "SizingResult"]
+__all__ = ["CostEstimate", "GpuOption", "Inputs", "SizingResult", "ValuesOnly"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class Inputs:
     layout: str
     moe: bool
     weights_from_checkpoint: bool
+    native_precision: str = ""
+    defaults: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class GpuOption:
     single_stream_tok_s: float
     kv_capacity_tokens: int | None = None
     max_concurrency: float | None = None
+    figure_note: str | None = None
+    count_at_other_memory: int | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,14 @@ class CostEstimate:
     utilisation: float
     usd_per_million_output: Decimal
     rate_source: str
+
+
+@dataclass(frozen=True)
+class ValuesOnly:
+    """Weights and floor with 4-bit values alone (block scales left out), as model pages count."""
+
+    weights_gb: float
+    floor: Mapping[str, int]
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,8 @@ class SizingResult:
     costs: tuple[CostEstimate, ...]
     training: TrainingTime | None
     engine: EngineFit | None
+    values_only: ValuesOnly | None = None
+    native_weights_gb: float | None = None
 
     @property
     def best(self) -> GpuOption | None:
@@ -109,7 +123,8 @@ class SizingResult:
         m = self.memory
         data: dict[str, Any] = {
             "model": self.inputs.model,
-            "inputs": {k: v for k, v in vars(self.inputs).items() if k != "model"},
+            "inputs": {k: list(v) if isinstance(v, tuple) else v
+                       for k, v in vars(self.inputs).items() if k != "model"},
             "units": {"gb": "1e9 bytes", "gib": "2**30 bytes"},
             "weights_gb": _r(m.weights_gb),
             "kv_gb": _r(m.kv_gb),
@@ -126,6 +141,12 @@ class SizingResult:
                 for o in self.options
             ],
             "floor": dict(self.floor),
+            "values_only": None if self.values_only is None else {
+                "weights_gb": _r(self.values_only.weights_gb),
+                "floor": dict(self.values_only.floor),
+                "note": "4-bit values alone, block scales left out (how model pages quote them)"},
+            "native_weights_gb": (None if self.native_weights_gb is None
+                                  else _r(self.native_weights_gb)),
             "roofline": None,
             "cost_per_million_output": [
                 {"usd_per_gpu_hour": str(c.usd_per_gpu_hour), "gpus": c.gpus,

@@ -1,19 +1,21 @@
-"""``size_model``: one workload through memory, GPU fit, speed and cost, as one typed result."""
+"""``size_model``: one workload through memory, GPU fit, speed and cost, as one typed result.
+
+The steps, each a function below: resolve the request (``request.py``), work out the weight
+bytes the memory and the speed use, fit the GPUs (F7, or vLLM's budget in calibrated mode),
+then the options' speeds, the roofline and the cost.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
 
-from spendguard.errors import ConfigError
-from spendguard.money import parse_usd
-from spendguard.sizing.arch import ModelArch, ModelCatalogue, default_models, estimated_arch
+from spendguard.sizing.arch import ModelArch, ModelCatalogue
 from spendguard.sizing.calibrated import DEFAULT_MEMORY_FRACTION, EngineFit, smallest_engine_fit
 from spendguard.sizing.fit import GpuCount, gpus_needed, rank, weights_floor
 from spendguard.sizing.hardware import Gpu, GpuCatalogue, default_gpus
-from spendguard.sizing.hf_config import read_hf_config
 from spendguard.sizing.memory import (
     GB,
     GIB,
@@ -25,16 +27,21 @@ from spendguard.sizing.memory import (
     weight_bytes,
 )
 from spendguard.sizing.precision import (
-    Precision,
+    BLOCK_SCALED_VALUE_BYTES,
     compute_format,
-    engine_kv_format,
     format_bytes,
-    parse_format,
     parse_precision,
-    spec_kv_format,
+    value_bytes,
 )
 from spendguard.sizing.rent import DEFAULT_UTILISATION, cost_per_million_output_usd
-from spendguard.sizing.result import CostEstimate, GpuOption, Inputs, SizingResult
+from spendguard.sizing.request import (
+    Mode,
+    ResolvedRequest,
+    SizingRequest,
+    resolve_model,
+    resolve_request,
+)
+from spendguard.sizing.result import CostEstimate, GpuOption, Inputs, SizingResult, ValuesOnly
 from spendguard.sizing.speed import (
     decode_ceiling_tok_s,
     roofline,
@@ -42,47 +49,7 @@ from spendguard.sizing.speed import (
     training_time,
 )
 
-__all__ = ["Mode", "resolve_model", "size_model"]
-
-Mode = Literal["spec", "calibrated"]
-_QUANTISED_BASES = frozenset({"int8", "int4", "int2", "mxfp4", "nvfp4"})
-
-
-def resolve_model(model: str | Path | ModelArch | None, params: int | None = None,
-                  active_params: int | None = None,
-                  models: ModelCatalogue | None = None) -> ModelArch:
-    """A catalogue name or alias, a config.json path or folder, or None with ``params``."""
-    models = models or default_models()
-    if isinstance(model, ModelArch):
-        return model.with_params(params, active_params)
-    if model is None or str(model).strip().lower() == "custom":
-        if params is None:
-            raise ConfigError("model: name a model, give the path of its config.json, or pass "
-                              "params (e.g. --params 70B) for an estimated shape")
-        return estimated_arch(params, active_params, models)
-    path = Path(model)
-    if path.exists():
-        return read_hf_config(path).with_params(params, active_params)
-    return models.get(str(model)).with_params(params, active_params)
-
-
-def _positive(value: int, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{field}: expected a whole number >= 1, got {value!r}")
-    return value
-
-
-def _check_task(task: str, mode: str, precision: Precision) -> None:
-    if task not in ("serve", "lora", "qlora", "full"):
-        raise ConfigError(f"task: {task!r} is not one of serve, lora, qlora, full")
-    if mode not in ("spec", "calibrated"):
-        raise ConfigError(f"mode: {mode!r} is not one of spec, calibrated")
-    if mode == "calibrated" and task != "serve":
-        raise ConfigError("mode: calibrated models a serving engine's allocation; use mode spec "
-                          f"for the {task} task")
-    if task == "qlora" and precision.base not in _QUANTISED_BASES:
-        raise ConfigError(f"precision: QLoRA keeps the frozen base quantised, not {precision.base}"
-                          "; pass int4 (or int8), or use task lora")
+__all__ = ["Mode", "SizingRequest", "resolve_model", "size", "size_model"]
 
 
 def size_model(
@@ -107,94 +74,162 @@ def size_model(
     """Size a workload: memory (GB = 1e9 B), ranked GPU options, floor, speed and cost.
 
     ``model`` is a catalogue name or alias, a path to a config.json (or its folder), a
-    ``ModelArch``, or None with ``params`` for an estimated shape. For training tasks
-    ``context`` is the sequence length and ``concurrency`` the micro-batch.
+    ``ModelArch``, or None with ``params`` for an estimated shape. The keywords are the fields
+    of ``SizingRequest``; ``size(SizingRequest(...))`` does the same.
     """
-    gpus = gpus or default_gpus()
-    arch = resolve_model(model, params, active_params, models)
-    native = precision.strip().lower() in ("native", "checkpoint")
-    chosen = parse_precision(arch.native_precision if native else precision)
-    _check_task(task, mode, chosen)
-    _positive(context, "context")
-    _positive(concurrency, "concurrency")
-    if train_tokens is not None:
-        _positive(train_tokens, "train_tokens")
-    if not 0 < memory_fraction <= 1:
-        raise ConfigError(f"memory_fraction: {memory_fraction!r} must be in (0, 1], e.g. 0.9")
-    rate = None if usd_per_gpu_hour is None else parse_usd(
-        usd_per_gpu_hour, field="usd_per_gpu_hour", allow_zero=False)
-    kv_format = (parse_format(kv_precision, field="kv_precision") if kv_precision
-                 else spec_kv_format(chosen) if mode == "spec" else engine_kv_format(chosen))
+    request = SizingRequest(
+        model=model, precision=precision, kv_precision=kv_precision, context=context,
+        concurrency=concurrency, task=task, gpu=gpu, mode=mode, params=params,
+        active_params=active_params, memory_fraction=memory_fraction,
+        usd_per_gpu_hour=usd_per_gpu_hour, utilisation=utilisation, train_tokens=train_tokens,
+    )
+    return size(request, gpus=gpus, models=models)
 
+
+@dataclass(frozen=True)
+class _Weights:
+    """The bytes sizing works from: resident weights, what one token reads, routed experts."""
+
+    total: float
+    active: float
+    experts: float
+    from_checkpoint: bool
+
+
+def _weights(resolved: ResolvedRequest) -> _Weights:
+    arch, chosen, request = resolved.arch, resolved.precision, resolved.request
     formula = weight_bytes(arch, chosen)
-    # The compute.md guide prefers the real size on disk to the formula when it is known.
-    checkpoint = arch.checkpoint_bytes if native and task == "serve" else None
-    use_checkpoint = checkpoint is not None
-    weights = float(checkpoint) if checkpoint is not None else formula
-    scale = weights / formula
-    active_bytes = active_weight_bytes(arch, chosen) * scale
-    expert_bytes = arch.expert_params * format_bytes(chosen.expert_format) * scale
-    shape = kv_shape(arch, kv_format)
-    sequence_kv = shape.sequence_bytes(context)
-    candidates: Sequence[Gpu] = [gpus.get(gpu)] if gpu else list(gpus)
+    # The compute.md guide prefers the checkpoint's real size on disk to the formula.
+    checkpoint = arch.checkpoint_bytes if request.native and request.task == "serve" else None
+    total = float(checkpoint) if checkpoint is not None else formula
+    scale = total / formula
+    return _Weights(
+        total=total, active=active_weight_bytes(arch, chosen) * scale,
+        experts=arch.expert_params * format_bytes(chosen.expert_format) * scale,
+        from_checkpoint=checkpoint is not None,
+    )
 
-    spec = spec_memory(arch, chosen, kv_format, task=task, context=context,
-                       concurrency=concurrency, weights=weights)
-    fits: dict[str, EngineFit] = {}
-    if mode == "calibrated":
-        for candidate in candidates:
-            fit = smallest_engine_fit(arch, weights_bytes=weights, kv_format=kv_format,
-                                      gpu=candidate, context=context, concurrency=concurrency,
-                                      memory_fraction=memory_fraction)
-            if fit is not None:
-                fits[candidate.id] = fit
-        counts = [GpuCount(fit.gpu, fit.count) for fit in fits.values()]
-    else:
+
+@dataclass(frozen=True)
+class _Fit:
+    """The ranked GPU counts, and in calibrated mode each GPU's engine fit."""
+
+    ranked: list[GpuCount]
+    engines: Mapping[str, EngineFit]
+    memory: MemoryEstimate
+
+
+def _fit(resolved: ResolvedRequest, weights: _Weights, candidates: Sequence[Gpu]) -> _Fit:
+    r, arch = resolved.request, resolved.arch
+    spec = spec_memory(arch, resolved.precision, resolved.kv_format, task=r.task,
+                       context=r.context, concurrency=r.concurrency, weights=weights.total)
+    if r.mode != "calibrated":
         counts = [GpuCount(c, n) for c in candidates
                   if (n := gpus_needed(spec.total_gb, c)) is not None]
-    ranked = rank(counts)
-    best = ranked[0] if ranked else None
+        return _Fit(ranked=rank(counts), engines={}, memory=spec)
+    engines: dict[str, EngineFit] = {}
+    for candidate in candidates:
+        engine = smallest_engine_fit(arch, weights_bytes=weights.total,
+                                     kv_format=resolved.kv_format, gpu=candidate,
+                                     context=r.context, concurrency=r.concurrency,
+                                     memory_fraction=r.memory_fraction)
+        if engine is not None:
+            engines[candidate.id] = engine
+    ranked = rank(GpuCount(e.gpu, e.count) for e in engines.values())
     memory = spec
-    if mode == "calibrated" and best is not None:
-        memory = _calibrated_memory(fits[best.gpu.id], weights, shape.bytes_per_token,
-                                    shape.state_bytes_per_sequence)
+    if ranked:
+        shape = kv_shape(arch, resolved.kv_format)
+        memory = _calibrated_memory(engines[ranked[0].gpu.id], weights.total,
+                                    shape.bytes_per_token, shape.state_bytes_per_sequence)
+    return _Fit(ranked=ranked, engines=engines, memory=memory)
 
-    options = tuple(
+
+def _options(fit: _Fit, weights: _Weights, sequence_kv: float) -> tuple[GpuOption, ...]:
+    return tuple(
         GpuOption(
             gpu=option.gpu.id, gpu_name=option.gpu.name, kind=option.gpu.kind,
             count=option.count, total_vram_gb=option.total_vram_gb,
             bandwidth_tb_s=option.bandwidth_tb_s,
-            decode_tok_s_ceiling=decode_ceiling_tok_s(active_bytes, option),
-            single_stream_tok_s=single_stream_tok_s(active_bytes, sequence_kv, option),
-            kv_capacity_tokens=fits[option.gpu.id].kv_capacity_tokens if fits else None,
-            max_concurrency=fits[option.gpu.id].max_concurrency if fits else None,
+            decode_tok_s_ceiling=decode_ceiling_tok_s(weights.active, option),
+            single_stream_tok_s=single_stream_tok_s(weights.active, sequence_kv, option),
+            kv_capacity_tokens=(fit.engines[option.gpu.id].kv_capacity_tokens
+                                if fit.engines else None),
+            max_concurrency=fit.engines[option.gpu.id].max_concurrency if fit.engines else None,
+            figure_note=option.gpu.figure_note,
+            count_at_other_memory=_count_at_other_memory(option.gpu, fit.memory.total_gb),
         )
-        for option in ranked
+        for option in fit.ranked
     )
-    compute = compute_format(chosen)
-    line = None if best is None or task != "serve" else roofline(
-        arch, weights_bytes=weights, expert_bytes=expert_bytes, kv=shape, gpus=best,
-        compute=compute, context=context, batch=concurrency)
+
+
+def _count_at_other_memory(gpu: Gpu, total_gb: float) -> int | None:
+    """F7's count had the GPU the other published memory (B200: 192 GB, not 180 GB)."""
+    if gpu.other_memory_gb is None:
+        return None
+    return gpus_needed(total_gb, replace(gpu, memory_gb=gpu.other_memory_gb))
+
+
+def _values_only(resolved: ResolvedRequest, candidates: Sequence[Gpu]) -> ValuesOnly | None:
+    """The weights and floor counted as model pages do for 4-bit formats: no block scales."""
+    chosen = resolved.precision
+    formats = {chosen.base, chosen.expert_format, chosen.embedding_format}
+    if not formats & BLOCK_SCALED_VALUE_BYTES.keys():
+        return None
+    gb = weight_bytes(resolved.arch, chosen, value_bytes) / GB
+    return ValuesOnly(weights_gb=gb, floor={c.id: weights_floor(gb, c) for c in candidates})
+
+
+def _native_weights_gb(resolved: ResolvedRequest) -> float | None:
+    arch = resolved.arch
+    if resolved.request.native:
+        return None
+    native = parse_precision(arch.native_precision, field="native_precision")
+    if native == resolved.precision:
+        return None
+    if arch.checkpoint_bytes is not None:
+        return arch.checkpoint_bytes / GB
+    return weight_bytes(arch, native) / GB
+
+
+def size(request: SizingRequest, *, gpus: GpuCatalogue | None = None,
+         models: ModelCatalogue | None = None) -> SizingResult:
+    """Size one ``SizingRequest`` (what ``size_model`` calls)."""
+    gpus = gpus or default_gpus()
+    resolved = resolve_request(request, models)
+    arch, r = resolved.arch, request
+    weights = _weights(resolved)
+    shape = kv_shape(arch, resolved.kv_format)
+    sequence_kv = shape.sequence_bytes(r.context)
+    candidates: Sequence[Gpu] = [gpus.get(r.gpu)] if r.gpu else list(gpus)
+    fit = _fit(resolved, weights, candidates)
+    best = fit.ranked[0] if fit.ranked else None
+    compute = compute_format(resolved.precision)
+    line = None if best is None or r.task != "serve" else roofline(
+        arch, weights_bytes=weights.total, expert_bytes=weights.experts, kv=shape, gpus=best,
+        compute=compute, context=r.context, batch=r.concurrency)
     costs: tuple[CostEstimate, ...] = ()
     if line is not None and best is not None:
-        costs = _costs(best, line.decode_tok_s, rate, utilisation)
+        costs = _costs(best, line.decode_tok_s, resolved.rate, r.utilisation)
     trained = None
-    if train_tokens is not None and best is not None and task != "serve":
-        trained = training_time(arch, task, train_tokens, best, compute)
+    if r.train_tokens is not None and best is not None and r.task != "serve":
+        trained = training_time(arch, r.task, r.train_tokens, best, compute)
     return SizingResult(
         inputs=Inputs(model=arch.id, model_name=arch.name, params=arch.params,
                       active_params=arch.active_params, expert_params=arch.expert_params,
-                      precision=str(chosen),
-                      kv_precision=kv_format, task=task, mode=mode, context=context,
-                      concurrency=concurrency, memory_fraction=memory_fraction,
-                      utilisation=utilisation, estimated_shape=arch.estimated_shape,
-                      layout=arch.attention.kinds, moe=arch.moe is not None,
-                      weights_from_checkpoint=use_checkpoint),
-        memory=memory, active_weights_gb=active_bytes / GB, sequence_kv_gb=sequence_kv / GB,
-        options=options,
-        floor={c.id: weights_floor(memory.weights_gb, c) for c in candidates},
+                      precision=str(resolved.precision), kv_precision=resolved.kv_format,
+                      task=r.task, mode=r.mode, context=r.context, concurrency=r.concurrency,
+                      memory_fraction=r.memory_fraction, utilisation=r.utilisation,
+                      estimated_shape=arch.estimated_shape, layout=arch.attention.kinds,
+                      moe=arch.moe is not None or arch.sparse_without_routing,
+                      weights_from_checkpoint=weights.from_checkpoint,
+                      native_precision=arch.native_precision, defaults=arch.defaults),
+        memory=fit.memory, active_weights_gb=weights.active / GB,
+        sequence_kv_gb=sequence_kv / GB, options=_options(fit, weights, sequence_kv),
+        floor={c.id: weights_floor(fit.memory.weights_gb, c) for c in candidates},
         roofline=line, costs=costs, training=trained,
-        engine=fits[best.gpu.id] if best is not None and fits else None,
+        engine=fit.engines[best.gpu.id] if best is not None and fit.engines else None,
+        values_only=_values_only(resolved, candidates),
+        native_weights_gb=_native_weights_gb(resolved),
     )
 
 
@@ -230,4 +265,3 @@ def _costs(best: GpuCount, tok_s: float, rate: Decimal | None,
                          per_gpu * best.count, tok_s, utilisation))
         for per_gpu, source in rates
     )
-

@@ -1,13 +1,15 @@
 """Speed: F8's decode ceiling, the single-stream estimate, the roofline, and training time.
 
 F8  tok/s <= (count × bandwidth) ÷ active_weight_bytes: a memory-bound ceiling for one stream.
-The compute.md sizing guide's estimate: one stream decodes at about bandwidth × 0.7 ÷ bytes read
-per token (active weights plus that stream's KV cache). Training takes about
+The compute.md sizing guide's estimate: one stream decodes at about bandwidth × 0.7 ÷ bytes
+read per token (active weights plus that stream's KV cache). Training takes about
 6 × active params × tokens FLOPs (LoRA about 4 ×), at 35 % of the GPUs' dense peak.
 
 The roofline follows the reference script's method (seed 002): a decode step reads the weights
-and every sequence's cache once and does 2 × active params FLOPs per sequence; a prefill does
-2 × active params FLOPs per prompt token and reads the weights once. Whichever takes longer
+its sequences are routed to (all of a dense model; of a mixture of experts the active ones,
+tending to all as the batch grows: speed follows active parameters) and every sequence's cache
+once, and does 2 × active params FLOPs per sequence; a prefill does 2 × active params FLOPs
+per prompt token and reads the weights once. Whichever takes longer
 bounds the step. Attention FLOPs and tensor-parallel communication are not counted.
 """
 
@@ -71,6 +73,11 @@ class Roofline:
         return self.batch / max(self.decode_memory_s, self.decode_compute_s)
 
     @property
+    def prefill_tok_s(self) -> float:
+        """Prompt tokens per second a prefill of ``context`` tokens processes, at the roofline."""
+        return self.context / max(self.prefill_compute_s, self.prefill_memory_s)
+
+    @property
     def prefill_bound(self) -> Bound:
         """Which resource limits a prefill."""
         return "compute" if self.prefill_compute_s > self.prefill_memory_s else "memory"
@@ -80,10 +87,15 @@ def _weights_read_per_step(arch: ModelArch, weights: float, expert_bytes: float,
                            batch: int) -> float:
     # With uniform routing a step touches each expert with probability 1 - (1 - k/E)^batch:
     # one sequence reads only its experts, a large batch reads nearly all of them.
-    if arch.moe is None:
-        return weights
-    untouched = (1 - arch.moe.experts_per_token / arch.moe.experts) ** batch
-    return weights - expert_bytes * untouched
+    if arch.moe is not None:
+        untouched = (1 - arch.moe.experts_per_token / arch.moe.experts) ** batch
+        return weights - expert_bytes * untouched
+    if arch.sparse_without_routing:
+        # No expert table: every weight is treated as routed, read by a token with probability
+        # active ÷ total, so one sequence reads its active weights and a batch tends to all.
+        untouched = (1 - arch.active_params / arch.params) ** batch
+        return weights * (1 - untouched)
+    return weights
 
 
 def roofline(arch: ModelArch, *, weights_bytes: float, expert_bytes: float, kv: KvShape,
