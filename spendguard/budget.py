@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -45,6 +46,9 @@ __all__ = [
 
 _MAX_SCOPE_LENGTH = 200
 _INHERIT: object = object()
+# Held while a budget opens its ledger, so threads first using one budget at once open one
+# ledger (a private ``memory://`` is a new ledger per open). Re-entrant: a child asks its parent.
+_opening = threading.RLock()
 
 
 class Budget:
@@ -95,12 +99,15 @@ class Budget:
     @property
     def ledger(self) -> Ledger:
         """The ledger this budget's spending is kept in (opened on first use)."""
-        if self._ledger is None:
-            if self.parent is not None and self._ledger_url is None:
-                self._ledger = self.parent.ledger
-            else:
-                self._ledger = open_ledger(self._ledger_url)  # None: the default, read now
-        return self._ledger
+        if self._ledger is not None:
+            return self._ledger
+        with _opening:
+            if self._ledger is None:
+                if self.parent is not None and self._ledger_url is None:
+                    self._ledger = self.parent.ledger
+                else:
+                    self._ledger = open_ledger(self._ledger_url)  # None: the default, read now
+            return self._ledger
 
     def now(self) -> datetime:
         """The budget clock's current time, in UTC."""
