@@ -28,7 +28,7 @@ def verify(ledger_url: str | None) -> None:
     """
     from spendguard.ledger import open_ledger  # noqa: PLC0415 - keeps --help fast
 
-    opened = open_ledger(ledger_url)
+    opened = open_ledger(ledger_url, read_only=True)
     problems = opened.verify()
     for problem in problems:
         click.echo(problem)
@@ -47,8 +47,12 @@ def recover(ledger_url: str | None) -> None:
     from spendguard.ledger import open_ledger  # noqa: PLC0415
 
     opened = open_ledger(ledger_url)
-    recovered = opened.recover_expired(datetime.now(UTC))
+    # Opening a SQLite ledger already recovers what has expired: those count too.
+    recovered = [*getattr(opened, "recovered_at_open", ()),
+                 *opened.recover_expired(datetime.now(UTC))]
     click.echo(f"{opened.url}: {len(recovered)} abandoned call(s) charged at their worst case")
+    for call_id in recovered:
+        click.echo(f"  recovered call {call_id}")
 
 
 @ledger.command()
