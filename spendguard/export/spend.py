@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -66,7 +67,7 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
         raise ConfigError("aggregate: rows are summed per day only in FOCUS exports; use "
                           "format='focus' with aggregate='day', or aggregate='call'")
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
-    records = chosen.records(ledger_of(ledger))
+    records = _started(chosen.records(ledger_of(ledger)))
     total = _Total()
     with _opened(out) as (stream, path):
         if format == "focus":
@@ -80,6 +81,13 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
             count = writer((ledger_row(record) for record in total.of_records(records)),
                            LEDGER_COLUMNS, stream)
     return ExportResult(format, count, total.usd, path)
+
+
+def _started(records: Iterator[SpendRecord]) -> Iterator[SpendRecord]:
+    """``records`` with the first one already read: a ledger that cannot be read fails before
+    anything (a header, an empty file) is written."""
+    first = next(records, None)
+    return records if first is None else itertools.chain([first], records)
 
 
 class _Total:
