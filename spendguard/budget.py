@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from spendguard.errors import BudgetConfigError, ConfigError
 from spendguard.ledger import open_ledger, resolve_ledger_url
 from spendguard.ledger.base import CallInfo, Ledger, ScopeClaim, Totals
-from spendguard.money import ZERO, parse_usd
+from spendguard.money import MAX_LIMIT_USD, ZERO, parse_usd
 from spendguard.periods import Clock, Period, as_utc, check_period, period_key, utc_now
 from spendguard.reservations import (
     DEFAULT_RESERVATION_TTL_S,
@@ -69,7 +69,8 @@ class Budget:
                  reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
                  _parent: Budget | None = None) -> None:
         try:
-            self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd")
+            self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd",
+                                                maximum=MAX_LIMIT_USD)
         except ConfigError as exc:
             raise BudgetConfigError(str(exc), field="limit_usd") from None
         self.warn_at: Decimal | None = check_warn_at(warn_at)

@@ -20,7 +20,7 @@ from spendguard.export.focus_columns import FOCUS_COLUMN_NAMES
 from spendguard.export.jsonl import write_jsonl
 from spendguard.export.rows import LEDGER_COLUMNS, ledger_row
 from spendguard.ledger.base import Ledger, SpendRecord
-from spendguard.money import ZERO
+from spendguard.money import ZERO, exact_sums
 from spendguard.prices import PriceTable, default_table
 
 __all__ = ["FORMATS", "ExportResult", "export_spend"]
@@ -69,7 +69,7 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
     records = _started(chosen.records(ledger_of(ledger)))
     total = _Total()
-    with _opened(out) as (stream, path):
+    with _opened(out) as (stream, path), exact_sums():
         if format == "focus":
             rows: Iterable[dict[str, Any]] = total.of_rows(
                 focus_rows(records, table=table or default_table(), accounts=accounts))
