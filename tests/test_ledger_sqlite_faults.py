@@ -37,10 +37,12 @@ def _ledger_with_one_call(tmp_path: Path) -> tuple[Path, str]:
 
 
 def _patch_writable_connects(monkeypatch: pytest.MonkeyPatch,
-                             change: Callable[[Any, dict[str, Any]], sqlite3.Connection]) -> None:
-    """Make ``change`` open every writable connection; read-only (URI) ones stay real."""
+                             change: Callable[[Any, dict[str, Any]], sqlite3.Connection],
+                             path: Path | None = None) -> None:
+    """Make ``change`` open every writable connection (to ``path`` only, if given); read-only
+    (URI) ones stay real."""
     def connect(target: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
-        if kwargs.get("uri"):
+        if kwargs.get("uri") or (path is not None and Path(target) != path):
             return _real_connect(target, *args, **kwargs)
         return change(target, kwargs)
     monkeypatch.setattr(sqlite3, "connect", connect)
@@ -100,13 +102,16 @@ def test_a_read_only_folder_is_named_as_the_cause_and_read_commands_still_work(
     def no_folder_access(target: Any, kwargs: dict[str, Any]) -> sqlite3.Connection:
         raise sqlite3.OperationalError("unable to open database file")
 
-    _patch_writable_connects(monkeypatch, no_folder_access)
+    _patch_writable_connects(monkeypatch, no_folder_access, path)
     with pytest.raises(LedgerError) as caught:
         SqliteLedger(path)
     assert str(path) in str(caught.value) and "writable" in str(caught.value)
     result = CliRunner().invoke(main, ["report", "--ledger", url, "--json"])
     assert result.exit_code == 0, result.output
     assert '"spent_usd": "0.25"' in result.output
+    copy = f"sqlite:///{tmp_path / 'elsewhere.db'}"  # and it can be moved somewhere writable
+    drained = CliRunner().invoke(main, ["ledger", "drain", copy, "--ledger", url])
+    assert drained.exit_code == 0 and "wrote 1 new" in drained.output, drained.output
 
 
 def test_an_empty_file_where_a_ledger_was_is_refused_not_taken_as_a_new_ledger(
