@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spendguard
+from spendguard.budget import reserve_call
 from spendguard.cli import main
 from spendguard.errors import BudgetConfigError
 from spendguard.ledger.base import ScopeClaim, Settlement
@@ -105,3 +106,11 @@ def test_tag_values_with_terminal_escapes_are_shown_not_obeyed(tmp_path: Path) -
 def test_printable_leaves_ordinary_text_alone_and_escapes_controls() -> None:
     assert printable("team:search/ü 東京") == "team:search/ü 東京"
     assert printable("a\nb\tc\x9b") == r"a\nb\tc\x9b"
+
+
+def test_a_refusal_of_a_tiny_call_shows_its_amounts_not_zero() -> None:
+    budget = spendguard.Budget("0.000001", ledger="memory://", warn_at=None)
+    with pytest.raises(spendguard.BudgetExceeded) as caught:
+        reserve_call(budget, D("0.0000123"), call=call_info())
+    message = str(caught.value)
+    assert "$0.000012" in message and "$0.0000010" in message
