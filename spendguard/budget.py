@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -21,7 +22,7 @@ from spendguard.degrade import Degrade
 from spendguard.errors import BudgetConfigError, ConfigError
 from spendguard.ledger import open_ledger, resolve_ledger_url
 from spendguard.ledger.base import CallInfo, Ledger, ScopeClaim, Totals
-from spendguard.money import ZERO, parse_usd
+from spendguard.money import MAX_LIMIT_USD, ZERO, parse_usd
 from spendguard.periods import Clock, Period, as_utc, check_period, period_key, utc_now
 from spendguard.reservations import (
     DEFAULT_RESERVATION_TTL_S,
@@ -53,6 +54,9 @@ def _check_policy(value: _P | None, kind: type[_P], name: str) -> _P | None:
         return value
     raise BudgetConfigError(f"{name}: expected a {kind.__name__} or None, got "
                             f"{type(value).__name__}", field=name)
+# Held while a budget opens its ledger, so threads first using one budget at once open one
+# ledger (a private ``memory://`` is a new ledger per open). Re-entrant: a child asks its parent.
+_opening = threading.RLock()
 
 
 class Budget:
@@ -75,7 +79,8 @@ class Budget:
                  degrade: Degrade | None = None,
                  _parent: Budget | None = None) -> None:
         try:
-            self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd")
+            self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd",
+                                                maximum=MAX_LIMIT_USD)
         except ConfigError as exc:
             raise BudgetConfigError(str(exc), field="limit_usd") from None
         self.warn_at: Decimal | None = check_warn_at(warn_at)
@@ -107,12 +112,15 @@ class Budget:
     @property
     def ledger(self) -> Ledger:
         """The ledger this budget's spending is kept in (opened on first use)."""
-        if self._ledger is None:
-            if self.parent is not None and self._ledger_url is None:
-                self._ledger = self.parent.ledger
-            else:
-                self._ledger = open_ledger(self._ledger_url)  # None: the default, read now
-        return self._ledger
+        if self._ledger is not None:
+            return self._ledger
+        with _opening:
+            if self._ledger is None:
+                if self.parent is not None and self._ledger_url is None:
+                    self._ledger = self.parent.ledger
+                else:
+                    self._ledger = open_ledger(self._ledger_url)  # None: the default, read now
+            return self._ledger
 
     def now(self) -> datetime:
         """The budget clock's current time, in UTC."""

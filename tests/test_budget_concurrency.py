@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
@@ -114,3 +116,30 @@ async def test_tasks_filling_a_budget_exactly_are_granted_exactly_the_limit() ->
     in_flight.set()
     assert sum(await asyncio.gather(*tasks)) == 20
     assert budget.spent == D("10")
+
+
+def test_threads_first_using_one_memory_budget_share_one_ledger() -> None:
+    # memory:// is a new ledger per open: if the lazy open raced, each thread that won the race
+    # would get its own ledger and spend against its own $0.30.
+    budget = Budget("0.30", ledger="memory://", warn_at=None)
+    barrier = threading.Barrier(24)
+
+    def first_use() -> int:
+        barrier.wait()
+        try:
+            reservation = reserve_call(budget, D("0.03"), call=call_info())
+        except BudgetExceeded:
+            return 0
+        settle(reservation, D("0.03"))
+        return 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: widen any race
+    try:
+        with ThreadPoolExecutor(24) as pool:
+            granted = sum(pool.map(lambda _: first_use(), range(24)))
+    finally:
+        sys.setswitchinterval(interval)
+    assert granted == 10
+    assert budget.spent == D("0.30")
+    assert budget.ledger.verify() == []

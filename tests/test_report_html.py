@@ -54,12 +54,14 @@ def test_user_text_is_escaped(url: str) -> None:
 
 
 def test_an_empty_ledger_still_renders(url: str) -> None:
+    spendguard.open_ledger(url)  # made, with nothing in it yet
     page = render_html(report_spend(url))
     assert "No spend recorded in this period." in page
     assert "$0.0000" in page
 
 
 def test_write_html_reports_an_unwritable_path(url: str, tmp_path: Path) -> None:
+    spendguard.open_ledger(url)
     with pytest.raises(spendguard.ConfigError, match=r"^html: cannot write"):
         write_html(report_spend(url), tmp_path / "missing-dir" / "r.html")
 

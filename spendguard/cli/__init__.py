@@ -1,11 +1,15 @@
 """The ``spendguard`` command: noun groups and verbs, each a few lines over the library.
 
-Subcommands are imported only when run, so ``spendguard --help`` stays fast.
+Subcommands are imported only when run, so ``spendguard --help`` stays fast. A spendguard
+error (a bad ledger URL, an unreachable Redis, a broken price file) or an OS error (an
+unwritable ``--out``) ends any command with one line on stderr and exit status 1, never a
+traceback; ``SPENDGUARD_DEBUG=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 import click
@@ -39,6 +43,22 @@ class _LazyGroup(click.Group):
         if not isinstance(command, click.Command):  # pragma: no cover - a wiring bug
             raise TypeError(f"{target} is not a click command")
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from spendguard.errors import SpendguardError  # noqa: PLC0415 - keeps --help fast
+
+        try:
+            return super().invoke(ctx)
+        except (SpendguardError, OSError) as exc:
+            if os.environ.get("SPENDGUARD_DEBUG"):
+                raise
+            raise click.ClickException(_one_line(exc)) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"cannot use {exc.filename}: {exc.strerror or exc}"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -17,6 +17,7 @@ from spendguard.batching import BatchJob, BatchResult, batch_jobs, cancel_batch,
 from spendguard.batching.polling import Polling
 from spendguard.errors import SpendguardError
 from spendguard.money import format_usd
+from spendguard.terminal import printable
 
 __all__ = ["batches"]
 
@@ -92,10 +93,11 @@ def show(job_id: str, ledger: str | None, as_json: bool) -> None:
                + (f", deadline {job.deadline:%Y-%m-%d %H:%M:%S} UTC" if job.deadline else "")
                + (" (falls back)" if job.fallback else ""))
     if job.note:
-        click.echo(f"  note: {job.note}")
+        click.echo(f"  note: {printable(job.note)}")  # a provider's words: never obeyed
     for request in job.requests:
         mark = "" if request.collected or request.state == "pending" else "  (not collected)"
-        click.echo(f"  {request.custom_id:<24} {request.model:<22} {request.state:<10} "
+        click.echo(f"  {printable(request.custom_id):<24} {printable(request.model):<22} "
+                   f"{request.state:<10} "
                    f"{request.route:<8} {format_usd(request.cost_usd, places=6):>11}{mark}")
 
 

@@ -31,7 +31,7 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
     """
     from spendguard.ledger import open_ledger  # noqa: PLC0415 - keeps --help fast
 
-    opened = open_ledger(ledger_url)
+    opened = open_ledger(ledger_url, read_only=True)
     problems = opened.verify()
     if as_json:
         click.echo(json.dumps({"ledger": opened.url, "ok": not problems,
@@ -56,12 +56,16 @@ def recover(ledger_url: str | None, as_json: bool) -> None:
     from spendguard.ledger import open_ledger  # noqa: PLC0415
 
     opened = open_ledger(ledger_url)
-    recovered = opened.recover_expired(datetime.now(UTC))
+    # Opening a SQLite ledger already recovers what has expired: those count too.
+    recovered = [*getattr(opened, "recovered_at_open", ()),
+                 *opened.recover_expired(datetime.now(UTC))]
     if as_json:
         click.echo(json.dumps({"ledger": opened.url, "recovered": len(recovered),
                                "call_ids": recovered}, indent=2))
         return
     click.echo(f"{opened.url}: {len(recovered)} abandoned call(s) charged at their worst case")
+    for call_id in recovered:
+        click.echo(f"  recovered call {call_id}")
 
 
 @ledger.command()

@@ -14,6 +14,7 @@ from spendguard.ledger import resolve_ledger_url
 from spendguard.money import format_usd
 from spendguard.periods import PERIODS
 from spendguard.reconcile import PROVIDERS, Difference, Reconciliation, reconcile_spend
+from spendguard.terminal import printable
 
 __all__ = ["reconcile"]
 
@@ -108,7 +109,8 @@ def _row(d: Difference, result: Reconciliation) -> tuple[str, ...]:
     if not tokens:
         tokens = ("-" if not d.attributable else "match" if d.provider_tokens is not None
                   else "(no usage report)")
-    model = d.model if d.attributable else f"{d.model} (not a model)"
+    # Model names come from the ledger and the provider's files: shown, never obeyed.
+    model = printable(d.model) if d.attributable else f"{printable(d.model)} (not a model)"
     flag = " !" if d.beyond(result.tolerance_usd) else ""
     return (d.day.isoformat(), model, _usd(d.ledger_usd), _usd(d.provider_usd),
             _usd(d.usd_difference, signed=True) + flag, tokens)

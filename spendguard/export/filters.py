@@ -87,11 +87,15 @@ class SpendFilter:
                               tag=self.tag, model=self.model)
 
 
-def ledger_of(ledger: Ledger | str | os.PathLike[str] | None) -> Ledger:
+def ledger_of(ledger: Ledger | str | os.PathLike[str] | None, *,
+              read_only: bool = True) -> Ledger:
     """``ledger`` itself, or the ledger at that URL or path; None means the default, resolved
-    as :func:`~spendguard.ledger.open_ledger` does ($SPENDGUARD_LEDGER, then the SQLite file)."""
+    as :func:`~spendguard.ledger.open_ledger` does ($SPENDGUARD_LEDGER, then the SQLite file).
+
+    Opened ``read_only`` unless told otherwise: a report or an export must not create or
+    change a ledger, and works on a read-only one."""
     if ledger is None or isinstance(ledger, str | os.PathLike):
-        return open_ledger(ledger)
+        return open_ledger(ledger, read_only=read_only)
     if not isinstance(ledger, Ledger):
         raise ConfigError(f"ledger: expected a URL, a path or a Ledger, got "
                           f"{type(ledger).__name__}")

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from spendguard.ledger.base import SpendRecord
+from spendguard.money import exact_sums
 
 __all__ = [
     "ADJUSTMENT",
@@ -43,7 +44,8 @@ def decimal_text(amount: Decimal) -> str:
     """An exact decimal as plain text: no exponent, no trailing zeros, no ``-0``."""
     if amount == 0:
         return "0"
-    return format(amount.normalize(), "f")
+    with exact_sums():  # normalize() rounds to the context's precision
+        return format(amount.normalize(), "f")
 
 
 def utc_text(moment: datetime, *, micro: bool = False) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from spendguard.export.focus_columns import FOCUS_COLUMN_NAMES
 from spendguard.export.jsonl import write_jsonl
 from spendguard.export.rows import LEDGER_COLUMNS, ledger_row
 from spendguard.ledger.base import Ledger, SpendRecord
-from spendguard.money import ZERO
+from spendguard.money import ZERO, exact_sums
 from spendguard.prices import PriceTable, default_table
 
 __all__ = ["FORMATS", "ExportResult", "export_spend"]
@@ -66,9 +67,9 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
         raise ConfigError("aggregate: rows are summed per day only in FOCUS exports; use "
                           "format='focus' with aggregate='day', or aggregate='call'")
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
-    records = chosen.records(ledger_of(ledger))
+    records = _started(chosen.records(ledger_of(ledger)))
     total = _Total()
-    with _opened(out) as (stream, path):
+    with _opened(out) as (stream, path), exact_sums():
         if format == "focus":
             rows: Iterable[dict[str, Any]] = total.of_rows(
                 focus_rows(records, table=table or default_table(), accounts=accounts))
@@ -80,6 +81,13 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
             count = writer((ledger_row(record) for record in total.of_records(records)),
                            LEDGER_COLUMNS, stream)
     return ExportResult(format, count, total.usd, path)
+
+
+def _started(records: Iterator[SpendRecord]) -> Iterator[SpendRecord]:
+    """``records`` with the first one already read: a ledger that cannot be read fails before
+    anything (a header, an empty file) is written."""
+    first = next(records, None)
+    return records if first is None else itertools.chain([first], records)
 
 
 class _Total:

@@ -61,7 +61,8 @@ def drain(src_url: str | os.PathLike[str] | Ledger, dst_url: str | os.PathLike[s
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size: {batch_size!r} must be a positive number of records")
-    source = src_url if isinstance(src_url, Ledger) else open_ledger(src_url)
+    # Only read: a read-only source still drains.
+    source = src_url if isinstance(src_url, Ledger) else open_ledger(src_url, read_only=True)
     records = source.records(since=since, until=until)
     read = written = 0
     if isinstance(dst_url, str) and is_postgres_url(dst_url):

@@ -48,13 +48,14 @@ from spendguard.ledger.redis_fallback import LocalFallback
 from spendguard.ledger.redis_options import RedisOptions, parse_redis_url
 from spendguard.ledger.redis_reads import read_records, read_totals, total_field, verify_events
 from spendguard.ledger.redis_session import RedisSession
-from spendguard.money import ZERO
+from spendguard.money import ZERO, format_usd
 
-__all__ = ["RedisLedger", "open_redis"]
+__all__ = ["LOST_RESERVATION_NOTE", "RedisLedger", "open_redis"]
 
 log = logging.getLogger("spendguard.ledger")
 
 _HOST = socket.gethostname()
+LOST_RESERVATION_NOTE = "reservation lost by Redis; recorded at settle"
 _RECOVER_BATCH = 100  # abandoned reservations charged per reservation: bounds its latency
 _T = TypeVar("_T")
 
@@ -74,6 +75,9 @@ class RedisLedger:
         self._owed_lock = threading.Lock()
         self._settling_up = threading.Lock()
         self._last_totals: dict[str, Totals] = {}
+        # What this process reserved and has not closed, so a settle can still be recorded if
+        # Redis loses the reservation (flushed, or restarted without its data) meanwhile.
+        self._reserved: dict[str, tuple[tuple[ScopeClaim, ...], SpendRecord]] = {}
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -106,6 +110,7 @@ class RedisLedger:
             if refused is None:  # pragma: no cover - Lua and Python apply the same rule
                 raise LedgerError(f"Redis ledger {self.url} refused a call that fits")
             raise refused
+        self._reserved[call_id] = (merged, record)
         return call_id
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
@@ -210,6 +215,10 @@ class RedisLedger:
             done["request_id"] = settlement.request_id
         reply = self._session.run("settle", [reservation_id, actual_text, changes_json(**done),
                                              str(micros(settlement.time)), nonce])
+        reserved = self._reserved.pop(reservation_id, None)
+        if reply[0] == "missing":
+            self._record_lost(reservation_id, reserved, settlement)
+            return []
         if reply[0] == "recovered":
             return self._correct(reply, settlement, nonce, "late settle after recovery")
         self._check_open(reply, reservation_id)
@@ -217,6 +226,12 @@ class RedisLedger:
 
     def _release(self, reservation_id: str, reason: str, time: datetime, nonce: str) -> bool:
         reply = self._session.run("release", [reservation_id, reason, str(micros(time)), nonce])
+        self._reserved.pop(reservation_id, None)
+        if reply[0] == "missing":  # nothing was billed, so nothing is lost with it
+            log.warning("spendguard: Redis ledger %s no longer has reservation %s (flushed or "
+                        "restarted without its data); its release has nothing to do",
+                        self.url, reservation_id)
+            return False
         if reply[0] == "recovered":
             nothing = Settlement(time, ZERO, {}, False, "", 0.0, None, "released")
             self._correct(reply, nothing, nonce, f"late release after recovery: {reason}")
@@ -225,6 +240,26 @@ class RedisLedger:
             return False
         self._check_open(reply, reservation_id)
         return True
+
+    def _record_lost(self, reservation_id: str,
+                     reserved: tuple[tuple[ScopeClaim, ...], SpendRecord] | None,
+                     settlement: Settlement) -> None:
+        """Redis lost a reservation while its call was in flight: the provider billed the call
+        all the same, so record it as a finished call, flagged in its note, instead of
+        failing the caller after the fact."""
+        if reserved is None:  # never reserved by this process: a caller's mistake
+            raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
+        claims, opened = reserved
+        record = replace(
+            opened, tokens=dict(settlement.tokens), actual_usd=settlement.actual_usd,
+            usage_estimated=settlement.usage_estimated, table_version=settlement.table_version,
+            latency_s=settlement.latency_s, request_id=settlement.request_id or opened.request_id,
+            status=settlement.status, note=LOST_RESERVATION_NOTE)
+        self._session.run("import", _import_args(CallRow(record, claims, "settled")))
+        log.warning("spendguard: Redis ledger %s lost reservation %s while its call was in "
+                    "flight (flushed, or restarted without its data); the call (%s) is "
+                    "recorded as settled, flagged in its note", self.url, reservation_id,
+                    format_usd(settlement.actual_usd, places=6))
 
     def _check_open(self, reply: list[str], reservation_id: str) -> None:
         if reply[0] == "missing":

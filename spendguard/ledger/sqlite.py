@@ -9,6 +9,7 @@ its own connection (sqlite3 connections are not shareable), re-made after a fork
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -25,6 +26,12 @@ from spendguard.ledger.base import ScopeClaim, SpendRecord, Totals
 from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import parse_tag
 from spendguard.ledger.migrations import migrate
+from spendguard.ledger.sqlite_files import (
+    check_existing,
+    create_atomically,
+    ledger_error,
+    read_only_uris,
+)
 from spendguard.periods import as_utc, utc_now
 
 __all__ = ["SqliteLedger", "open_sqlite"]
@@ -43,9 +50,11 @@ _SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
 class SqliteLedger(TransactionalLedger):
     """A ledger in one SQLite file, shared by every thread and process that opens it."""
 
-    def __init__(self, path: Path, *, url: str | None = None) -> None:
+    def __init__(self, path: Path, *, url: str | None = None, read_only: bool = False) -> None:
         self.path = path
         self.url = url or f"sqlite:///{path.resolve()}"
+        self.read_only = read_only
+        self._target: str | Path = path
         self._local = threading.local()
         self._generation = 0
         self._all: list[sqlite3.Connection] = []
@@ -53,25 +62,47 @@ class SqliteLedger(TransactionalLedger):
         # its state from the file, not the whole row parsed back.
         self._open_rows: dict[str, CallRow] = {}
         self._all_lock = threading.Lock()
+        self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
+        if read_only:
+            self._open_to_read()
+            return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not check_existing(path):
+                create_atomically(path, _prepare)
             db = self._connection()
-            db.execute("PRAGMA journal_mode=WAL")
             migrate(db)
+            _check_integrity(db)
         except (OSError, sqlite3.Error) as exc:
-            raise LedgerError(f"cannot open the ledger at {path}: {exc}; check the path and its "
-                              f"permissions, or set SPENDGUARD_LEDGER") from exc
+            self.close()
+            raise ledger_error(path, "open", exc) from exc
         # A process that died mid-call left a reservation: charge it once it has expired.
-        self.recover_expired(utc_now())
+        self.recovered_at_open = tuple(self.recover_expired(utc_now()))
+
+    def _open_to_read(self) -> None:
+        if not check_existing(self.path):
+            raise LedgerError(f"no ledger at {self.path}: the file does not exist (nothing has "
+                              f"been recorded there); check --ledger or SPENDGUARD_LEDGER")
+        failure: sqlite3.Error | None = None
+        for uri in read_only_uris(self.path):
+            self._target = uri
+            try:
+                self._connection().execute("SELECT count(*) FROM calls").fetchone()
+                return
+            except sqlite3.Error as exc:
+                failure = exc
+                self.close()
+        assert failure is not None
+        raise ledger_error(self.path, "read", failure) from failure
 
     def _connection(self) -> sqlite3.Connection:
         held = getattr(self._local, "held", None)
         if held is not None and held[0] == os.getpid() and held[1] == self._generation:
             db: sqlite3.Connection = held[2]
             return db
-        db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
-                             check_same_thread=False)
-        db.execute("PRAGMA synchronous=NORMAL")
+        db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
+                             check_same_thread=False, uri=isinstance(self._target, str))
+        if not self.read_only:
+            db.execute("PRAGMA synchronous=NORMAL")
         self._local.held = (os.getpid(), self._generation, db)
         with self._all_lock:
             self._all.append(db)
@@ -81,25 +112,26 @@ class SqliteLedger(TransactionalLedger):
     def _transaction(self) -> Iterator[_Tx]:
         db = self._connection()
         try:
-            db.execute("BEGIN IMMEDIATE")
+            # IMMEDIATE takes the write lock before the limits are read; a read-only ledger
+            # only reads (verify), and could not take it.
+            db.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise LedgerError(f"cannot lock the ledger at {self.path}: {exc}") from exc
+            raise ledger_error(self.path, "lock", exc) from exc
         try:
             yield _Tx(db, self._open_rows)
-        except sqlite3.Error as exc:
-            db.execute("ROLLBACK")
-            raise LedgerError(f"cannot write the ledger at {self.path}: {exc}") from exc
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        try:
             db.execute("COMMIT")
         except sqlite3.Error as exc:
-            db.execute("ROLLBACK")
-            raise LedgerError(f"cannot write the ledger at {self.path}: {exc}") from exc
+            _roll_back(db)
+            raise ledger_error(self.path, "write", exc) from exc
+        except BaseException:
+            _roll_back(db)
+            raise
 
     def totals(self, scope: str, period_key: str) -> Totals:
-        return _Tx(self._connection(), {}).totals(scope, period_key)
+        try:
+            return _Tx(self._connection(), {}).totals(scope, period_key)
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "read", exc) from exc
 
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,
@@ -128,12 +160,18 @@ class SqliteLedger(TransactionalLedger):
     def _stream(self, sql: str, params: list[Any]) -> Iterator[SpendRecord]:
         # Its own connection: a long export must not hold a cursor open on the connection
         # this thread uses for reservations.
-        db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
+        try:
+            db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S,
+                                 uri=isinstance(self._target, str))
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "read", exc) from exc
         try:
             cursor = db.execute(sql, params)
             while rows := cursor.fetchmany(500):
                 for row in rows:
                     yield _row_to_call(row).record
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "read", exc) from exc
         finally:
             db.close()
 
@@ -149,9 +187,31 @@ class SqliteLedger(TransactionalLedger):
         return f"SqliteLedger({str(self.path)!r})"
 
 
-def open_sqlite(url: str) -> SqliteLedger:
-    """The ledger for a resolved ``sqlite:///abs/path`` URL."""
-    return SqliteLedger(Path(url.removeprefix("sqlite:///")), url=url)
+def open_sqlite(url: str, *, read_only: bool = False) -> SqliteLedger:
+    """The ledger for a resolved ``sqlite:///abs/path`` URL; ``read_only`` never writes it."""
+    return SqliteLedger(Path(url.removeprefix("sqlite:///")), url=url, read_only=read_only)
+
+
+def _prepare(db: sqlite3.Connection) -> None:
+    """A new ledger file's set-up: WAL (kept in the file) and the whole schema."""
+    db.execute("PRAGMA journal_mode=WAL")
+    migrate(db)
+
+
+def _check_integrity(db: sqlite3.Connection) -> None:
+    # A damaged page would otherwise be found only by the query that reads it, perhaps after
+    # calls were sent; quick_check reads every page once (about 0.1 s per 100 MB).
+    problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        raise sqlite3.DatabaseError(f"database disk image is malformed: {'; '.join(problems)}")
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    # SQLite ends the transaction itself on some errors (a full disk, an I/O error); a
+    # ROLLBACK then would raise "no transaction is active" over the real cause.
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
 
 
 class _Tx:

@@ -66,7 +66,7 @@ def reconcile_spend(files: Sequence[str | os.PathLike[str]], *, provider: str,
         raise ConfigError("accept: these files hold token usage only; dollar differences need "
                           "the provider's cost report (OpenAI /v1/organization/costs, "
                           "Anthropic /v1/organizations/cost_report)")
-    opened = ledger_of(ledger)
+    opened = ledger_of(ledger, read_only=not accept)  # accepting writes adjustments
     records = opened.records(since=report.start, until=report.end)
     result = compare(report, records, ledger_url=opened.url, tolerance_usd=tolerance,
                      table=table or default_table())

@@ -14,6 +14,7 @@ from pathlib import Path
 from spendguard.errors import ConfigError
 from spendguard.export.filters import SpendFilter, ledger_of
 from spendguard.ledger.base import Ledger
+from spendguard.money import exact_sums
 from spendguard.report.html import render_html
 from spendguard.report.summary import (
     GROUPINGS,
@@ -49,8 +50,9 @@ def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: s
     check_by(by)
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
     opened = ledger_of(ledger)
-    return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
-                     until=chosen.until)
+    with exact_sums():
+        return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
+                         until=chosen.until)
 
 
 def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from spendguard.money import format_usd
 from spendguard.report.summary import Group, SpendReport
+from spendguard.terminal import printable
 
 __all__ = ["money_places", "percent", "period_text", "render_text"]
 
@@ -45,7 +46,7 @@ def render_text(report: SpendReport) -> str:
 
     total = report.total
     period = period_text(report, joiner=" to ", open_end="...") or "all time"
-    lines = [f"spendguard report: {period} (UTC), ledger {report.ledger_url}", ""]
+    lines = [f"spendguard report: {period} (UTC), ledger {printable(report.ledger_url)}", ""]
     lines.append(f"Spent {usd(total.spent_usd)} on {total.calls:,} calls; cache hit "
                  f"{percent(total.cache_hit_rate)} of input tokens; batch "
                  f"{percent(report.batch_share)} of spend")
@@ -101,7 +102,8 @@ def _aligned(header: Sequence[str], *, rows: Sequence[Sequence[str]],
              left: int = 1) -> list[str]:
     """Columns padded to fit: the first ``left`` and any unnamed one left-aligned, numbers
     right-aligned."""
-    table = [tuple(header), *(tuple(row) for row in rows)]
+    # Names and tag values are the user's: neutralised before they are measured and padded.
+    table = [tuple(header), *(tuple(printable(cell) for cell in row) for row in rows)]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return ["  ".join(cell.ljust(widths[i]) if i < left or not header[i]
                       else cell.rjust(widths[i]) for i, cell in enumerate(row))
