@@ -25,6 +25,7 @@ from spendguard.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settl
 from spendguard.money import format_usd, parse_usd
 from spendguard.periods import Clock, as_utc, utc_now
 from spendguard.scopes import collect_budgets, current_tags
+from spendguard.templates import with_templates
 from spendguard.thresholds import ThresholdCrossed, announce
 
 if TYPE_CHECKING:
@@ -137,7 +138,8 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     budget anywhere the call is still recorded, unlimited, in the default ledger.
     """
     worst = parse_usd(worst_usd, field="worst_usd")
-    budgets = collect_budgets(client_budget)
+    tags = current_tags()
+    budgets = with_templates(collect_budgets(client_budget), call, tags)
     primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
     clock = utc_now if primary is None else primary.clock
     now = as_utc(clock())
@@ -151,7 +153,6 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     if not groups:
         ledger = open_ledger()
         groups[id(ledger)] = (ledger, [])
-    tags = current_tags()
     held: list[tuple[Ledger, str]] = []
     try:
         for ledger, claims in groups.values():

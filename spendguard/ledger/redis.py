@@ -100,8 +100,8 @@ class RedisLedger:
             return self._fallback.reserve(merged, worst, call, time=time, expires_at=expires_at,
                                           tags=tags)
         if reply[0] == "refused":
-            current = [Totals(tidy(reply[i]), tidy(reply[i + 1]))
-                       for i in range(1, len(reply), 2)]
+            current = [Totals(tidy(reply[i]), tidy(reply[i + 1]), int(reply[i + 2]))
+                       for i in range(1, len(reply), 3)]
             refused = _refusal(merged, current, worst)
             if refused is None:  # pragma: no cover - Lua and Python apply the same rule
                 raise LedgerError(f"Redis ledger {self.url} refused a call that fits")
@@ -174,7 +174,7 @@ class RedisLedger:
         local = self._fallback.unreplayed_totals(scope, period_key)
         with exact():
             return Totals(shared.spent_usd + local.spent_usd,
-                          shared.reserved_usd + local.reserved_usd)
+                          shared.reserved_usd + local.reserved_usd, shared.calls + local.calls)
 
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,

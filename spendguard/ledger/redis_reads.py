@@ -39,11 +39,11 @@ def total_field(scope: str, period_key: str) -> str:
 
 
 def parse_totals(text: str | None) -> Totals:
-    """``"<spent> <reserved>"`` as Totals; a missing field is zero."""
+    """``"<spent> <reserved> <calls>"`` as Totals; a missing field (or count) is zero."""
     if text is None:
         return Totals()
-    spent, reserved = text.split(" ")
-    return Totals(tidy(spent), tidy(reserved))
+    spent, reserved, *calls = text.split(" ")
+    return Totals(tidy(spent), tidy(reserved), int(calls[0]) if calls else 0)
 
 
 def read_totals(session: RedisSession, scope: str, period_key: str) -> Totals:
@@ -125,7 +125,7 @@ def verify_events(session: RedisSession) -> list[str]:
 def _replay(session: RedisSession, stored_text: dict[str, str], last: Any) -> list[str]:
     prefix = session.prefix
     stored = {field: parse_totals(text) for field, text in stored_text.items()}
-    expected: dict[str, tuple[Decimal, Decimal]] = {}
+    expected: dict[str, tuple[Decimal, Decimal, int]] = {}
     calls: dict[str, tuple[list[Any], Decimal, str]] = {}
     closing: set[str] = set()
     problems: list[str] = []
@@ -142,16 +142,18 @@ def _replay(session: RedisSession, stored_text: dict[str, str], last: Any) -> li
             held = amount if event["kind"] == "reserve" else (
                 ZERO if event["kind"] == "adjust" else -worst)
             spent = ZERO if event["kind"] in ("reserve", "release") else amount
+            counted = {"reserve": 1, "release": -1}.get(event["kind"], 0)
             if event["kind"] in _CLOSING:
                 closing.add(event["call"])
             for scope, period_key, *_ in claims:
-                old = expected.get(total_field(scope, period_key), (ZERO, ZERO))
-                expected[total_field(scope, period_key)] = (old[0] + spent, old[1] + held)
+                old = expected.get(total_field(scope, period_key), (ZERO, ZERO, 0))
+                expected[total_field(scope, period_key)] = (old[0] + spent, old[1] + held,
+                                                            old[2] + counted)
         if len(batch) < 1000:
             break
         start = f"({batch[-1][0]}"
-    for field, (spent, held) in expected.items():
-        want, found = Totals(spent, held), stored.get(field, Totals())
+    for field, (spent, held, counted) in expected.items():
+        want, found = Totals(spent, held, counted), stored.get(field, Totals())
         if want != found:
             period_key, _, scope = field.partition(" ")
             problems.append(f"totals of {scope!r} in {period_key}: stored {found}, events "

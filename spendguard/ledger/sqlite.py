@@ -162,13 +162,15 @@ class _Tx:
         self.open_rows = open_rows
 
     def totals(self, scope: str, period_key: str) -> Totals:
-        row = self.db.execute("SELECT spent_usd, reserved_usd FROM totals "
+        row = self.db.execute("SELECT spent_usd, reserved_usd, calls FROM totals "
                               "WHERE scope = ? AND period_key = ?", (scope, period_key)).fetchone()
-        return Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]))
+        return Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]), row[2])
 
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
-        self.db.execute("INSERT OR REPLACE INTO totals VALUES (?, ?, ?, ?)",
-                        (scope, period_key, str(totals.spent_usd), str(totals.reserved_usd)))
+        self.db.execute("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, "
+                        "reserved_usd, calls) VALUES (?, ?, ?, ?, ?)",
+                        (scope, period_key, str(totals.spent_usd), str(totals.reserved_usd),
+                         totals.calls))
 
     def insert_call(self, row: CallRow) -> None:
         self.db.execute(_INSERT_CALL, _call_to_row(row))
@@ -219,8 +221,9 @@ class _Tx:
         return (_row_to_call(row) for row in self.db.execute(_SELECT_CALL).fetchall())
 
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
-        for scope, key, spent, reserved in self.db.execute("SELECT * FROM totals").fetchall():
-            yield scope, key, Totals(Decimal(spent), Decimal(reserved))
+        for scope, key, spent, reserved, calls in self.db.execute(
+                "SELECT scope, period_key, spent_usd, reserved_usd, calls FROM totals").fetchall():
+            yield scope, key, Totals(Decimal(spent), Decimal(reserved), calls)
 
 
 def _ts(moment: datetime) -> str:
@@ -240,7 +243,8 @@ def _optional_decimal(text: str | None) -> Decimal | None:
 def _call_to_row(row: CallRow) -> tuple[Any, ...]:
     r = row.record
     claims = [[c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
-               None if c.warn_usd is None else str(c.warn_usd)] for c in row.claims]
+               None if c.warn_usd is None else str(c.warn_usd), c.max_calls]
+              for c in row.claims]
     return (
         r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
         row.owner_pid, row.owner_host, json.dumps(claims), json.dumps(list(r.scopes)),
@@ -268,12 +272,14 @@ def _row_to_call(row: tuple[Any, ...]) -> CallRow:
         prompt_text=prompt_text, estimated_input_tokens=est_in, estimated_output_tokens=est_out,
         input_exact=None if input_exact is None else bool(input_exact), note=note,
         period_keys=tuple(json.loads(period_keys)),
-        limits_usd=tuple(_optional_decimal(limit) for _, _, limit, _ in claim_rows),
+        limits_usd=tuple(_optional_decimal(claim[2]) for claim in claim_rows),
     )
     return CallRow(
         record=record,
-        claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn))
-                     for scope, key, limit, warn in claim_rows),
+        # A call cap is the fifth element (claims written before call caps have four).
+        claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
+                                cap[0] if cap else None)
+                     for scope, key, limit, warn, *cap in claim_rows),
         state=state, expires_at=None if expires_at is None else datetime.fromisoformat(expires_at),
         owner_pid=owner_pid, owner_host=owner_host,
     )
