@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,20 @@ def start_together(processes: list[subprocess.Popen[str]]) -> list[dict[str, Any
     for process, (_, errors) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, errors
     return [json.loads(out) for out, _ in outputs]
+
+
+def test_the_report_shows_a_rolling_windows_sum_ending_at_its_latest_step(
+        tmp_path: Path) -> None:
+    from tests.ledger_helpers import FakeClock
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    clock = FakeClock()
+    app = Budget("10", scope="app", ledger=url, warn_at=None, clock=clock, period="1h")
+    for _ in range(3):
+        settle(reserve_call(app, D("0.5"), call=CallInfo(provider="openai", model="gpt-test",
+                                                          endpoint="chat")), "0.5")
+        clock.advance(minutes=25)  # the first call is out of the window by the third
+    [listed] = spendguard.report_spend(url).budgets
+    assert listed.spent_usd == D("1.5")
+    last_step_end = clock.now - timedelta(minutes=25) + timedelta(minutes=1)
+    assert f"1h to {last_step_end:%Y-%m-%d %H:%M:%S}" in render_text(spendguard.report_spend(url))

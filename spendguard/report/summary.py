@@ -25,8 +25,9 @@ from spendguard.export.records import (
     reported_tokens,
     utc_day,
 )
-from spendguard.ledger.base import Ledger, SpendRecord
+from spendguard.ledger.base import Ledger, SpendRecord, Totals
 from spendguard.money import ZERO
+from spendguard.periods import window_keys
 
 __all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "summarise"]
 
@@ -210,7 +211,10 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     report.day_model_usd = dict(day_model)
     report.estimates = sorted(estimates.values(), key=lambda e: -e.actual_usd)
     for scope, (_, key, limit) in sorted(latest.items()):
-        totals = ledger.totals(scope, key)
+        # A rolling window: the window ending at the scope's latest step, as a limit reads it.
+        steps = [ledger.totals(scope, step) for step in window_keys(key)]
+        totals = Totals(sum((t.spent_usd for t in steps), ZERO),
+                        sum((t.reserved_usd for t in steps), ZERO))
         report.budgets.append(BudgetUse(scope, key, totals.spent_usd, totals.reserved_usd,
                                         limit))
     return report
