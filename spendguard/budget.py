@@ -153,9 +153,7 @@ class Budget:
         keys = window_keys(self.period_key)
         if len(keys) == 1:
             return self.ledger.totals(self.scope, keys[0])
-        steps = [self.ledger.totals(self.scope, key) for key in keys]
-        return Totals(sum((t.spent_usd for t in steps), ZERO),
-                      sum((t.reserved_usd for t in steps), ZERO), sum(t.calls for t in steps))
+        return self.ledger.totals_sum(self.scope, keys)
 
     @property
     def spent(self) -> Decimal:

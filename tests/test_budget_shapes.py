@@ -234,3 +234,27 @@ def test_an_existing_sqlite_ledger_counts_its_earlier_calls_when_upgraded(
     upgraded = Budget("10", scope="shape", ledger=SqliteLedger(path, url=url), max_calls=3)
     assert upgraded.calls == 2  # the released attempt is not counted
     assert upgraded.ledger.verify() == []
+
+
+def test_a_per_user_template_with_a_window_and_a_cap_holds_on_every_backend(url: str) -> None:
+    from spendguard.ledger.base import CallInfo
+
+    clock = FakeClock(HOUR_START)
+    app = budget(url, "10", clock)
+    users = app.per("user", limit_usd="1", period="1h", max_calls=2)
+
+    def call_for(person: str) -> CallInfo:
+        return CallInfo(provider="openai", model="gpt-test", endpoint="chat", end_user=person)
+
+    settle(reserve_call(app, D("0.4"), call=call_for("ann")), "0.4")
+    settle(reserve_call(app, D("0.4"), call=call_for("ann")), "0.4")
+    with pytest.raises(BudgetExceeded) as capped:
+        reserve_call(app, D("0.1"), call=call_for("ann"))
+    assert (capped.value.scope, capped.value.refused_by) == ("shape/user:ann", "max_calls")
+    with pytest.raises(BudgetExceeded) as short:
+        reserve_call(app, D("1.5"), call=call_for("ben"))
+    assert (short.value.scope, short.value.refused_by) == ("shape/user:ben", "limit_usd")
+    clock.advance(minutes=61)
+    settle(reserve_call(app, D("0.9"), call=call_for("ann")), "0.9")  # a new hour for ann
+    assert (users.budget_for("ann").calls, users.budget_for("ann").spent) == (1, D("0.9"))
+    assert (app.calls, app.spent) == (3, D("1.7")) and app.ledger.verify() == []

@@ -178,6 +178,10 @@ class Ledger(Protocol):
         """Spent and reserved USD for one scope in one period."""
         ...
 
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        """One scope's totals over several period keys added up (a rolling window's steps)."""
+        ...
+
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,
                 model: str | None = None) -> Iterator[SpendRecord]:

@@ -32,7 +32,7 @@ from spendguard.money import ZERO, format_usd
 from spendguard.periods import warning_key, window_keys, window_seconds
 
 __all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
-           "window_totals"]
+           "sum_totals", "window_totals"]
 
 OPEN = "open"
 _N = TypeVar("_N", Decimal, int)
@@ -66,6 +66,7 @@ class Tx(Protocol):
     """The storage operations one transaction offers the accounting rules."""
 
     def totals(self, scope: str, period_key: str) -> Totals: ...
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals: ...
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None: ...
     def insert_call(self, row: CallRow) -> None: ...
     def get_call(self, call_id: str) -> CallRow | None: ...
@@ -100,10 +101,14 @@ def window_totals(tx: Tx, claim: ScopeClaim) -> Totals:
     keys = window_keys(claim.period_key)
     if len(keys) == 1:
         return tx.totals(claim.scope, claim.period_key)
+    return tx.totals_sum(claim.scope, keys)
+
+
+def sum_totals(steps: Iterable[Totals]) -> Totals:
+    """Totals added up (a rolling window's steps)."""
     spent = reserved = ZERO
     calls = 0
-    for key in keys:
-        step = tx.totals(claim.scope, key)
+    for step in steps:
         spent, reserved, calls = (spent + step.spent_usd, reserved + step.reserved_usd,
                                   calls + step.calls)
     return Totals(spent, reserved, calls)

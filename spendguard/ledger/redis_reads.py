@@ -8,7 +8,7 @@ MULTI, so it compares them at a single point in time while other processes keep 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from spendguard.ledger.base import SpendRecord, Totals
+from spendguard.ledger.engine import sum_totals
 from spendguard.ledger.filters import parse_tag, record_matches
 from spendguard.ledger.redis_codec import (
     changes_from_json,
@@ -27,7 +28,7 @@ from spendguard.ledger.redis_codec import (
 from spendguard.ledger.redis_session import RedisSession
 from spendguard.money import ZERO
 
-__all__ = ["read_records", "read_totals", "total_field", "verify_events"]
+__all__ = ["read_records", "read_totals", "read_totals_sum", "total_field", "verify_events"]
 
 _PAGE = 500
 _CLOSING = ("settle", "release", "recover", "adjust")
@@ -50,6 +51,13 @@ def read_totals(session: RedisSession, scope: str, period_key: str) -> Totals:
     key, field = f"{session.prefix}totals", total_field(scope, period_key)
     text: Any = session.read(lambda client: client.hget(key, field))
     return parse_totals(text)
+
+
+def read_totals_sum(session: RedisSession, scope: str, period_keys: Sequence[str]) -> Totals:
+    key, fields = f"{session.prefix}totals", [total_field(scope, k) for k in period_keys]
+    texts: Any = session.read(lambda client: client.hmget(key, fields))
+    with exact():
+        return sum_totals(parse_totals(text) for text in texts)
 
 
 def read_records(session: RedisSession, *, since: datetime | None, until: datetime | None,

@@ -25,7 +25,7 @@ from spendguard.export.records import (
     reported_tokens,
     utc_day,
 )
-from spendguard.ledger.base import Ledger, SpendRecord, Totals
+from spendguard.ledger.base import Ledger, SpendRecord
 from spendguard.money import ZERO
 from spendguard.periods import window_keys
 
@@ -212,9 +212,8 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     report.estimates = sorted(estimates.values(), key=lambda e: -e.actual_usd)
     for scope, (_, key, limit) in sorted(latest.items()):
         # A rolling window: the window ending at the scope's latest step, as a limit reads it.
-        steps = [ledger.totals(scope, step) for step in window_keys(key)]
-        totals = Totals(sum((t.spent_usd for t in steps), ZERO),
-                        sum((t.reserved_usd for t in steps), ZERO))
+        keys = window_keys(key)
+        totals = ledger.totals(scope, key) if len(keys) == 1 else ledger.totals_sum(scope, keys)
         report.budgets.append(BudgetUse(scope, key, totals.spent_usd, totals.reserved_usd,
                                         limit))
     return report
