@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spendguard.budget import Budget, reserve_call
+from spendguard.budget import Budget, Reservation, reserve_call
 from spendguard.errors import BudgetConfigError, BudgetExceeded
 from spendguard.ledger.sqlite import SqliteLedger
 from spendguard.periods import WINDOW_STEPS, check_period, period_key, warning_key, window_keys
@@ -258,3 +258,55 @@ def test_a_per_user_template_with_a_window_and_a_cap_holds_on_every_backend(url:
     settle(reserve_call(app, D("0.9"), call=call_for("ann")), "0.9")  # a new hour for ann
     assert (users.budget_for("ann").calls, users.budget_for("ann").spent) == (1, D("0.9"))
     assert (app.calls, app.spent) == (3, D("1.7")) and app.ledger.verify() == []
+
+
+@pytest.mark.redis
+@requires_redis
+def test_a_redis_total_written_before_call_counts_reads_as_zero_calls(tmp_path: Path) -> None:
+    import redis
+
+    prefix = f"sgtest:oldtotals:{tmp_path.name[-12:]}:"
+    client = redis.Redis(host="127.0.0.1", port=6379, decode_responses=True)
+    try:
+        client.hset(f"{prefix}totals", "all shape",
+                    "1.000000000000000 0.000000000000000")  # "<spent> <reserved>" only
+        capped = budget(ledger_url(prefix), "10", FakeClock(), max_calls=1)
+        assert (capped.spent, capped.calls) == (D("1"), 0)
+        spend(capped, "0.5", "0.5")
+        with pytest.raises(BudgetExceeded, match="max_calls=1"):
+            reserve_call(capped, D("0.5"), call=call_info())
+        assert client.hget(f"{prefix}totals", "all shape") == (
+            "1.500000000000000 0.000000000000000 1")
+    finally:
+        client.close()
+        drop_prefix(prefix)
+
+
+@given(st.lists(st.one_of(
+    st.tuples(st.just("reserve"), st.sampled_from(["0.1", "0.3", "0.7"])),
+    st.tuples(st.just("settle"), st.sampled_from(["0", "0.05", "0.1"])),
+    st.tuples(st.just("release"), st.just("")),
+    st.tuples(st.just("wait"), st.sampled_from(["1", "15", "59", "61"]))), max_size=40))
+def test_whatever_happens_a_window_and_a_cap_are_never_exceeded_and_the_totals_agree(
+        steps: list[tuple[str, str]]) -> None:
+    clock = FakeClock(HOUR_START)
+    shaped = Budget("1", ledger="memory://", clock=clock, period="1h", max_calls=3,
+                    warn_at=None)
+    held: list[tuple[Reservation, D]] = []
+    for kind, value in steps:
+        if kind == "reserve":
+            try:
+                held.append((reserve_call(shaped, D(value), call=call_info()), D(value)))
+            except BudgetExceeded as refused:
+                assert refused.refused_by in ("limit_usd", "max_calls")
+            totals = shaped.totals()
+            assert totals.committed_usd <= shaped.limit_usd and totals.calls <= 3
+        elif kind == "wait":
+            clock.advance(minutes=int(value))
+        elif held:
+            reservation, worst = held.pop(0)
+            if kind == "settle":
+                settle(reservation, min(D(value), worst))
+            else:
+                reservation.release("not billed")
+    assert shaped.ledger.verify() == []

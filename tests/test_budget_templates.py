@@ -199,3 +199,18 @@ def test_the_report_shows_a_rolling_windows_sum_ending_at_its_latest_step(
     assert listed.spent_usd == D("1.5")
     last_step_end = clock.now - timedelta(minutes=25) + timedelta(minutes=1)
     assert f"1h to {last_step_end:%Y-%m-%d %H:%M:%S}" in render_text(spendguard.report_spend(url))
+
+
+@respx.mock
+async def test_async_clients_key_per_user_budgets_the_same_way() -> None:
+    respx.post(OPENAI_CHAT).respond(200, json=chat_completion(prompt_tokens=9,
+                                                              completion_tokens=20))
+    app = app_budget()
+    users = app.per("user", limit_usd="1", max_calls=1)
+    client = spendguard.AsyncOpenAI(api_key="sk-test", budget=app, max_retries=0)
+    await client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES,
+                                         max_tokens=50, safety_identifier="dana")
+    with pytest.raises(BudgetExceeded, match="max_calls=1"):
+        await client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES,
+                                             max_tokens=50, safety_identifier="dana")
+    assert users.budget_for("dana").calls == 1
