@@ -10,9 +10,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import respx
 from hypothesis import given
 from hypothesis import strategies as st
 
+import spendguard
 from spendguard.budget import Budget, Reservation, reserve_call
 from spendguard.errors import BudgetConfigError, BudgetExceeded
 from spendguard.ledger.sqlite import SqliteLedger
@@ -310,3 +312,30 @@ def test_whatever_happens_a_window_and_a_cap_are_never_exceeded_and_the_totals_a
             else:
                 reservation.release("not billed")
     assert shaped.ledger.verify() == []
+
+
+@respx.mock
+def test_a_guarded_client_under_an_hourly_call_cap_sends_nothing_once_it_is_reached() -> None:
+    from tests.provider_bodies import chat_completion
+
+    route = respx.post("https://api.openai.com/v1/chat/completions").respond(
+        200, json=chat_completion(prompt_tokens=9, completion_tokens=20))
+    clock = FakeClock(HOUR_START)
+    hourly = Budget("1", ledger="memory://", clock=clock, period="1h", max_calls=2)
+    client = spendguard.OpenAI(api_key="sk-test", budget=hourly, max_retries=0)
+
+    def ask() -> None:
+        client.chat.completions.create(model="gpt-4o-mini", max_tokens=50,
+                                       messages=[{"role": "user", "content": "Say hi"}])
+
+    ask()
+    clock.advance(minutes=30)
+    ask()
+    with pytest.raises(spendguard.BudgetExceeded) as refused:
+        ask()
+    assert refused.value.refused_by == "max_calls" and route.call_count == 2
+    clock.advance(minutes=31)  # the first call has left the window
+    ask()
+    assert route.call_count == 3 and hourly.calls == 2
+    assert next(r.period_keys for r in hourly.ledger.records()) == (
+        period_key("1h", HOUR_START),)
