@@ -17,9 +17,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-from spendguard.errors import BudgetExceeded, LedgerError
+from spendguard.errors import LedgerError
 from spendguard.ledger.base import (
     CallInfo,
     Crossing,
@@ -28,14 +28,14 @@ from spendguard.ledger.base import (
     SpendRecord,
     Totals,
 )
-from spendguard.money import ZERO, format_usd
-from spendguard.periods import warning_key, window_keys, window_seconds
+from spendguard.ledger.limits import merge_claims, refusal, sum_totals
+from spendguard.money import ZERO
+from spendguard.periods import warning_key, window_keys
 
 __all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
            "sum_totals", "window_totals"]
 
 OPEN = "open"
-_N = TypeVar("_N", Decimal, int)
 _HOST = socket.gethostname()
 
 
@@ -80,101 +80,12 @@ class Tx(Protocol):
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]: ...
 
 
-def merge_claims(claims: Iterable[ScopeClaim]) -> tuple[ScopeClaim, ...]:
-    """One claim per (scope, period key), keeping the tightest limit and warning level."""
-    merged: dict[tuple[str, str], ScopeClaim] = {}
-    for claim in claims:
-        key = (claim.scope, claim.period_key)
-        old = merged.get(key)
-        if old is None:
-            merged[key] = claim
-            continue
-        merged[key] = ScopeClaim(claim.scope, claim.period_key,
-                                 _least(old.limit_usd, claim.limit_usd),
-                                 _least(old.warn_usd, claim.warn_usd),
-                                 _least(old.max_calls, claim.max_calls))
-    return tuple(merged.values())
-
-
 def window_totals(tx: Tx, claim: ScopeClaim) -> Totals:
     """What a limit is checked against: the period's totals, or a rolling window's sum."""
     keys = window_keys(claim.period_key)
     if len(keys) == 1:
         return tx.totals(claim.scope, claim.period_key)
     return tx.totals_sum(claim.scope, keys)
-
-
-def sum_totals(steps: Iterable[Totals]) -> Totals:
-    """Totals added up (a rolling window's steps)."""
-    spent = reserved = ZERO
-    calls = 0
-    for step in steps:
-        spent, reserved, calls = (spent + step.spent_usd, reserved + step.reserved_usd,
-                                  calls + step.calls)
-    return Totals(spent, reserved, calls)
-
-
-def _least(a: _N | None, b: _N | None) -> _N | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
-
-
-def _wait_hint(period_key: str) -> str:
-    seconds = window_seconds(period_key.partition("@")[0]) if "@" in period_key else None
-    if seconds is None:
-        return "wait for the next period"
-    return f"wait: calls leave the rolling {period_key.partition('@')[0]} window as they age"
-
-
-def _period_text(period_key: str) -> str:
-    if "@" in period_key:
-        return f"rolling {period_key.partition('@')[0]} window"
-    return f"period {period_key}"
-
-
-def _refusal(claims: Sequence[ScopeClaim], current: Sequence[Totals],
-             amount_usd: Decimal) -> BudgetExceeded | None:
-    """The error naming the limit and scope the call does not fit in, or None if it fits.
-
-    A call cap that is reached refuses first (no smaller call would fit it); otherwise the
-    tightest money limit.
-    """
-    for claim, totals in zip(claims, current, strict=True):
-        if claim.max_calls is not None and totals.calls + 1 > claim.max_calls:
-            return BudgetExceeded(
-                f"budget {claim.scope!r} ({_period_text(claim.period_key)}) cannot take this "
-                f"call: it has counted {totals.calls} of its max_calls={claim.max_calls} calls "
-                f"(in flight, settled or recovered); raise max_calls or "
-                f"{_wait_hint(claim.period_key)}",
-                scope=claim.scope,
-                limit_usd=claim.limit_usd if claim.limit_usd is not None else ZERO,
-                spent_usd=totals.spent_usd, reserved_usd=totals.reserved_usd,
-                estimate_usd=amount_usd, refused_by="max_calls", max_calls=claim.max_calls,
-                calls=totals.calls)
-    worst: tuple[Decimal, ScopeClaim, Totals] | None = None
-    for claim, totals in zip(claims, current, strict=True):
-        if claim.limit_usd is None or totals.committed_usd + amount_usd <= claim.limit_usd:
-            continue
-        left = claim.limit_usd - totals.committed_usd
-        if worst is None or left < worst[0]:
-            worst = (left, claim, totals)
-    if worst is None:
-        return None
-    left, claim, totals = worst
-    assert claim.limit_usd is not None  # only limited claims are refused
-    return BudgetExceeded(
-        f"budget {claim.scope!r} ({_period_text(claim.period_key)}) cannot take this call: it "
-        f"could cost up to {format_usd(amount_usd)} but only {format_usd(max(left, ZERO))} of "
-        f"{format_usd(claim.limit_usd)} is left ({format_usd(totals.spent_usd)} spent, "
-        f"{format_usd(totals.reserved_usd)} held by calls in flight); raise limit_usd, lower "
-        f"the call's output cap (max_tokens), or {_wait_hint(claim.period_key)}",
-        scope=claim.scope, limit_usd=claim.limit_usd, spent_usd=totals.spent_usd,
-        reserved_usd=totals.reserved_usd, estimate_usd=amount_usd,
-        max_calls=claim.max_calls, calls=totals.calls,
-    )
 
 
 class TransactionalLedger(ABC):
@@ -211,7 +122,7 @@ class TransactionalLedger(ABC):
             # Abandoned reservations are charged first, so they can't hold a budget forever.
             self._recover(tx, time)
             current = [window_totals(tx, c) for c in merged]
-            refused = _refusal(merged, current, amount_usd)
+            refused = refusal(merged, current, amount_usd)
             if refused is not None:
                 raise refused
             tx.insert_call(row)

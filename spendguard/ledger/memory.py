@@ -14,8 +14,9 @@ from datetime import datetime
 from decimal import Decimal
 
 from spendguard.ledger.base import SpendRecord, Totals
-from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger, sum_totals
+from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import record_matches
+from spendguard.ledger.limits import sum_totals
 
 __all__ = ["MemoryLedger"]
 

@@ -30,7 +30,8 @@ from typing import Any, TypeVar
 
 from spendguard.errors import LedgerError, LedgerUnavailable
 from spendguard.ledger.base import CallInfo, Crossing, ScopeClaim, Settlement, SpendRecord, Totals
-from spendguard.ledger.engine import CallRow, _refusal, merge_claims, sum_totals
+from spendguard.ledger.engine import CallRow
+from spendguard.ledger.limits import merge_claims, refusal, sum_totals
 from spendguard.ledger.redis_codec import (
     changes_json,
     claims_from_json,
@@ -108,7 +109,7 @@ class RedisLedger:
         if reply[0] == "refused":
             current = [Totals(tidy(reply[i]), tidy(reply[i + 1]), int(reply[i + 2]))
                        for i in range(1, len(reply), 3)]
-            refused = _refusal(merged, current, worst)
+            refused = refusal(merged, current, worst)
             if refused is None:  # pragma: no cover - Lua and Python apply the same rule
                 raise LedgerError(f"Redis ledger {self.url} refused a call that fits")
             raise refused

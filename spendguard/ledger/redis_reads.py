@@ -16,8 +16,8 @@ from functools import partial
 from typing import Any
 
 from spendguard.ledger.base import SpendRecord, Totals
-from spendguard.ledger.engine import sum_totals
 from spendguard.ledger.filters import parse_tag, record_matches
+from spendguard.ledger.limits import sum_totals
 from spendguard.ledger.redis_codec import (
     changes_from_json,
     exact,

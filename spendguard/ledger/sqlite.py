@@ -22,8 +22,9 @@ from typing import Any
 
 from spendguard.errors import LedgerError
 from spendguard.ledger.base import ScopeClaim, SpendRecord, Totals
-from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger, sum_totals
+from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import parse_tag
+from spendguard.ledger.limits import sum_totals
 from spendguard.ledger.migrations import migrate
 from spendguard.periods import as_utc, utc_now
 
