@@ -1,5 +1,9 @@
 """Budgets: a limit in USD for a scope, per period, that every guarded call is checked against.
 
+A budget may also cap the number of calls (``max_calls``) in the same period; the stricter of
+the two limits refuses. The period is all time, a UTC day or month, or a rolling window
+(``"1h"``, ``"24h"``, ``"7d"``: see :mod:`spendguard.periods`).
+
 A call is charged to every budget around it — the client's own, each one entered with
 ``with budget:`` / ``async with budget:``, and all their parents — once each. Before it is sent
 its worst case is reserved in all of them at once (or it is refused with ``BudgetExceeded``);
@@ -16,14 +20,22 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from spendguard.degrade import Degrade
 from spendguard.errors import BudgetConfigError, ConfigError
 from spendguard.ledger import open_ledger, resolve_ledger_url
 from spendguard.ledger.base import CallInfo, Ledger, ScopeClaim, Totals
 from spendguard.money import MAX_LIMIT_USD, ZERO, parse_usd
-from spendguard.periods import Clock, Period, as_utc, check_period, period_key, utc_now
+from spendguard.periods import (
+    Clock,
+    Period,
+    as_utc,
+    check_period,
+    period_key,
+    utc_now,
+    window_keys,
+)
 from spendguard.reservations import (
     DEFAULT_RESERVATION_TTL_S,
     Reservation,
@@ -33,6 +45,9 @@ from spendguard.reservations import (
 from spendguard.runaway import RunawayRules
 from spendguard.scopes import enter, leave
 from spendguard.thresholds import WarnCallback, check_warn_at, warn_usd
+
+if TYPE_CHECKING:
+    from spendguard.templates import BudgetTemplate
 
 __all__ = [
     "DEFAULT_RESERVATION_TTL_S",
@@ -60,13 +75,16 @@ _opening = threading.RLock()
 
 
 class Budget:
-    """A spending limit (USD) for one scope, for all time or per UTC day or month.
+    """A spending limit (USD) for one scope, for all time, per UTC day or month, or over a
+    rolling window (``period="1h"``), optionally with a cap on the number of calls.
 
     ``scope`` names what is limited (``"project:acme"``); budgets with the same scope and
     ledger share their spending, across threads and processes. Without a scope the budget
     is private to this object (a fresh name is made up). ``ledger`` is a URL
     (``"sqlite:///spend.db"``, ``"memory://name"``), a path, or a ledger; by default the
     SQLite file in spendguard's data directory. ``clock`` returns an aware ``datetime``.
+    ``max_calls`` caps the calls counted in the period (in flight, settled or recovered;
+    an attempt that was not billed is not counted).
     """
 
     def __init__(self, limit_usd: Decimal | str | int, *,
@@ -77,6 +95,7 @@ class Budget:
                  reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
                  runaway: RunawayRules | None = DEFAULT_RUNAWAY,
                  degrade: Degrade | None = None,
+                 max_calls: int | None = None,
                  _parent: Budget | None = None) -> None:
         try:
             self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd",
@@ -90,9 +109,11 @@ class Budget:
         self.period: Period | None = check_period(period)
         self.clock: Clock = _check_callable(clock, "clock") or utc_now
         self.reservation_ttl_s = _check_ttl(reservation_ttl_s)
+        self.max_calls: int | None = _check_max_calls(max_calls)
         self.parent = _parent
         self.runaway = _check_policy(runaway, RunawayRules, "runaway")
         self.degrade = _check_policy(degrade, Degrade, "degrade")
+        self.templates: list[BudgetTemplate] = []
         self._warn_usd = warn_usd(self.limit_usd, self.warn_at)
         self._ledger: Ledger | None = None
         self._ledger_url: str | None = None
@@ -128,13 +149,14 @@ class Budget:
 
     @property
     def period_key(self) -> str:
-        """The current period's key: ``"all"``, ``"2026-05-21"`` or ``"2026-05"``."""
+        """The current period's key: ``"all"``, ``"2026-05-21"``, ``"2026-05"``, or a rolling
+        window's current step (``"1h@1779357900"``)."""
         return period_key(self.period, self.now())
 
     def claim(self, now: datetime) -> ScopeClaim:
         """This budget as the ledger checks it, for a call made at ``now``."""
         return ScopeClaim(self.scope, period_key(self.period, now), self.limit_usd,
-                          self._warn_usd)
+                          self._warn_usd, self.max_calls)
 
     def lineage(self) -> list[Budget]:
         """This budget and its parents, outermost first."""
@@ -148,8 +170,12 @@ class Budget:
     # -- money, in the current period ---------------------------------------------------
 
     def totals(self) -> Totals:
-        """Spent and reserved USD in the current period."""
-        return self.ledger.totals(self.scope, self.period_key)
+        """Spent and reserved USD, and calls counted, in the current period (for a rolling
+        window: in its steps that a limit checks now)."""
+        keys = window_keys(self.period_key)
+        if len(keys) == 1:
+            return self.ledger.totals(self.scope, keys[0])
+        return self.ledger.totals_sum(self.scope, keys)
 
     @property
     def spent(self) -> Decimal:
@@ -166,15 +192,28 @@ class Budget:
         """USD a new call may still reserve in the current period (never below zero)."""
         return max(self.limit_usd - self.totals().committed_usd, ZERO)
 
+    @property
+    def calls(self) -> int:
+        """Calls counted in the current period: in flight, settled or recovered."""
+        return self.totals().calls
+
+    @property
+    def calls_left(self) -> int | None:
+        """Calls ``max_calls`` still allows in the current period (None without a cap)."""
+        if self.max_calls is None:
+            return None
+        return max(self.max_calls - self.calls, 0)
+
     # -- nesting --------------------------------------------------------------------------
 
     def child(self, name: str, *, limit_usd: Decimal | str | int,
               warn_at: object = _INHERIT, on_warn: object = _INHERIT,
-              period: object = _INHERIT) -> Budget:
+              period: object = _INHERIT, max_calls: int | None = None) -> Budget:
         """A nested budget, scope ``"<this scope>/<name>"``, in the same ledger.
 
         Whatever the child spends counts toward this budget too. ``warn_at``, ``on_warn`` and
         ``period`` are inherited unless given; so are the clock and the reservation expiry.
+        ``max_calls`` is the child's own (not inherited).
         """
         name = _check_scope(name, "name")
         if "/" in name:
@@ -186,9 +225,29 @@ class Budget:
             on_warn=self.on_warn if on_warn is _INHERIT else on_warn,  # type: ignore[arg-type]
             period=self.period if period is _INHERIT else period,  # type: ignore[arg-type]
             scope=f"{self.scope}/{name}", clock=self.clock,
-            reservation_ttl_s=self.reservation_ttl_s, runaway=self.runaway,
-            degrade=self.degrade, _parent=self,
+            reservation_ttl_s=self.reservation_ttl_s, max_calls=max_calls,
+            runaway=self.runaway, degrade=self.degrade, _parent=self,
         )
+
+    def per(self, by: str, *, limit_usd: Decimal | str | int, warn_at: object = _INHERIT,
+            on_warn: object = _INHERIT, period: object = _INHERIT,
+            max_calls: int | None = None) -> BudgetTemplate:
+        """A child budget per end user (``by="user"``) or per value of a tag (``"tag:KEY"``).
+
+        Each call charged to this budget is also charged to the child of its user: scope
+        ``"<this scope>/user:<id>"``, with this limit, period and call cap, made on first
+        sight in the same transaction as the call. The user is the request's
+        ``safety_identifier`` or ``user`` (OpenAI) or ``metadata.user_id`` (Anthropic).
+        """
+        from spendguard.templates import BudgetTemplate  # noqa: PLC0415 - templates import budgets
+
+        options: dict[str, object] = {"max_calls": max_calls}
+        for name, value in (("warn_at", warn_at), ("on_warn", on_warn), ("period", period)):
+            if value is not _INHERIT:
+                options[name] = value
+        template = BudgetTemplate(self, by, limit_usd=limit_usd, options=options)
+        self.templates.append(template)
+        return template
 
     def __enter__(self) -> Budget:
         enter(self)
@@ -208,7 +267,8 @@ class Budget:
 
     def __repr__(self) -> str:
         period = f", period={self.period!r}" if self.period else ""
-        return f"Budget({str(self.limit_usd)!r}, scope={self.scope!r}{period})"
+        calls = "" if self.max_calls is None else f", max_calls={self.max_calls}"
+        return f"Budget({str(self.limit_usd)!r}, scope={self.scope!r}{period}{calls})"
 
 
 def _check_scope(value: object, field: str) -> str:
@@ -226,6 +286,15 @@ def _check_callable(value: _F | None, field: str) -> _F | None:
     if value is not None and not callable(value):
         raise BudgetConfigError(f"{field}: expected a function, got {type(value).__name__}",
                                 field=field)
+    return value
+
+
+def _check_max_calls(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BudgetConfigError(f"max_calls: {value!r} must be a whole number of calls, 0 or "
+                                f"more (None: no cap)", field="max_calls")
     return value
 
 

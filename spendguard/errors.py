@@ -132,13 +132,20 @@ class BudgetExceeded(SpendguardError):
     """A call refused before it was sent, because its worst case could overspend a scope."""
 
     def __init__(self, message: str, *, scope: str, limit_usd: Decimal, spent_usd: Decimal,
-                 reserved_usd: Decimal, estimate_usd: Decimal) -> None:
+                 reserved_usd: Decimal, estimate_usd: Decimal, refused_by: str = "limit_usd",
+                 max_calls: int | None = None, calls: int | None = None) -> None:
         super().__init__(message)
         self.scope = scope
         self.limit_usd = limit_usd
         self.spent_usd = spent_usd
         self.reserved_usd = reserved_usd
         self.estimate_usd = estimate_usd
+        self.refused_by = refused_by
+        """The limit that refused: ``"limit_usd"`` (money) or ``"max_calls"`` (a call cap)."""
+        self.max_calls = max_calls
+        """The scope's call cap, when it has one."""
+        self.calls = calls
+        """Calls the scope had counted in the period when refused (with a call cap)."""
 
     @property
     def remaining_usd(self) -> Decimal:

@@ -33,6 +33,7 @@ from spendguard.prices import PriceTable, default_table
 from spendguard.providers import StreamReader, stream_reader
 from spendguard.reservations import Reservation, remaining_for_call, reserve_call
 from spendguard.sse import ContentDecoder, SSEDecoder
+from spendguard.templates import end_user_of
 from spendguard.tokens import count_tokens
 from spendguard.usage import Usage, usage_from
 
@@ -317,9 +318,10 @@ class Guard:
             estimated_input_tokens=int(estimate.input_tokens),
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
+            end_user=end_user_of(call.provider.value, call.body),  # for per-user budgets
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
-        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, tags=tags)
+        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags)
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
                                 info.attempt)
 

@@ -25,6 +25,7 @@ from spendguard.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settl
 from spendguard.money import format_usd, parse_usd
 from spendguard.periods import Clock, as_utc, utc_now
 from spendguard.scopes import collect_budgets, current_tags
+from spendguard.templates import with_templates
 from spendguard.thresholds import ThresholdCrossed, announce
 
 if TYPE_CHECKING:
@@ -129,16 +130,18 @@ class Reservation:
 
 
 def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
-                 call: CallInfo, tags: Mapping[str, str] | None = None) -> Reservation:
+                 call: CallInfo, extra_tags: Mapping[str, str] | None = None) -> Reservation:
     """Reserve a call's worst case in every budget it is charged to, all or none.
 
     The budgets are the client's, the ones entered around the call and all their parents.
     Raises ``BudgetExceeded`` naming the tightest scope the call does not fit in. With no
-    budget anywhere the call is still recorded, unlimited, in the default ledger. ``tags`` are
+    budget anywhere the call is still recorded, unlimited, in the default ledger. ``extra_tags`` are
     added to the user's (spendguard's own, such as the call id linking retries).
     """
     worst = parse_usd(worst_usd, field="worst_usd")
-    budgets = collect_budgets(client_budget)
+    user_tags = current_tags()
+    tags = user_tags if not extra_tags else {**user_tags, **extra_tags}
+    budgets = with_templates(collect_budgets(client_budget), call, user_tags)
     primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
     clock = utc_now if primary is None else primary.clock
     now = as_utc(clock())
@@ -152,7 +155,6 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     if not groups:
         ledger = open_ledger()
         groups[id(ledger)] = (ledger, [])
-    tags = current_tags() if not tags else {**current_tags(), **tags}
     held: list[tuple[Ledger, str]] = []
     try:
         for ledger, claims in groups.values():

@@ -3,9 +3,14 @@
 ``hold URL SCOPE LIMIT WORST NOW``: reserve WORST at time NOW, print the reservation id, then
 wait on stdin — the test kills it with SIGKILL mid-call.
 
-``spend URL SCOPE LIMIT WORST ACTUAL N``: print ``ready``, wait for a line on stdin (so all
-workers start together), then make N calls (reserve WORST, settle ACTUAL), checking after each
-reservation that the scope never holds more than LIMIT; print a JSON summary.
+``spend URL SCOPE LIMIT WORST ACTUAL N [MAX_CALLS [PERIOD]]``: print ``ready``, wait for a line
+on stdin (so all workers start together), then make N calls (reserve WORST, settle ACTUAL),
+checking after each reservation that the scope never holds more than LIMIT (nor counts more
+than MAX_CALLS calls, when given; ``-`` for none); print a JSON summary.
+
+``users URL SCOPE LIMIT USER_LIMIT WORST N USERS``: the same with a per-user template on the
+scope, each call made for one of USERS users in turn (comma-separated), checking that no user's
+scope ever holds more than USER_LIMIT.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ def hold(*args: str) -> None:
 
 
 def spend(*args: str) -> None:
-    url, scope, limit, worst, actual, calls = args
-    budget = Budget(limit, scope=scope, ledger=url, warn_at=None)
+    url, scope, limit, worst, actual, calls, *shape = args
+    max_calls = int(shape[0]) if shape and shape[0] != "-" else None
+    budget = Budget(limit, scope=scope, ledger=url, warn_at=None, max_calls=max_calls,
+                    period=shape[1] if len(shape) > 1 else None)
     print("ready", flush=True)
     sys.stdin.readline()
     granted = refused = violations = 0
@@ -43,7 +50,9 @@ def spend(*args: str) -> None:
             refused += 1
             continue
         granted += 1
-        if budget.totals().committed_usd > budget.limit_usd:
+        totals = budget.totals()
+        if totals.committed_usd > budget.limit_usd or (
+                max_calls is not None and totals.calls > max_calls):
             violations += 1
         reservation.settle(actual_usd=Decimal(actual), tokens={"output": 1},
                            usage_estimated=False, table_version="t", latency_s=0.0)
@@ -51,9 +60,34 @@ def spend(*args: str) -> None:
           flush=True)
 
 
+def users(*args: str) -> None:
+    url, scope, limit, user_limit, worst, calls, names = args
+    budget = Budget(limit, scope=scope, ledger=url, warn_at=None)
+    template = budget.per("user", limit_usd=user_limit)
+    people = names.split(",")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    granted: dict[str, int] = dict.fromkeys(people, 0)
+    refused = violations = 0
+    for index in range(int(calls)):
+        person = people[index % len(people)]
+        info = CallInfo(provider="openai", model="gpt-test", endpoint="chat", end_user=person)
+        try:
+            reservation = reserve_call(budget, Decimal(worst), call=info)
+        except BudgetExceeded:
+            refused += 1
+            continue
+        granted[person] += 1
+        mine = template.budget_for(person)
+        if mine.totals().committed_usd > mine.limit_usd or (
+                budget.totals().committed_usd > budget.limit_usd):
+            violations += 1
+        reservation.settle(actual_usd=Decimal(worst), tokens={"output": 1},
+                           usage_estimated=False, table_version="t", latency_s=0.0)
+    print(json.dumps({"granted": granted, "refused": refused, "violations": violations}),
+          flush=True)
+
+
 if __name__ == "__main__":
     mode, *args = sys.argv[1:]
-    if mode == "hold":
-        hold(*args)
-    else:
-        spend(*args)
+    {"hold": hold, "spend": spend, "users": users}[mode](*args)

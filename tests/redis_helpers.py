@@ -5,9 +5,10 @@ deleted afterwards; without a server they are skipped, saying how to start one. 
 kills Redis never touches that server: it starts its own on a free port.
 
 Run as a script, this file is a worker process sharing a Redis ledger with the tests:
-``spend URL SCOPE LIMIT WORST ACTUAL CALLS THREADS`` prints ``ready``, waits for a line on
-stdin, then makes CALLS calls in each of THREADS threads (reserve WORST, check that the scope
-never holds more than LIMIT, settle ACTUAL) and prints a JSON summary.
+``spend URL SCOPE LIMIT WORST ACTUAL CALLS THREADS [MAX_CALLS [PERIOD]]`` prints ``ready``,
+waits for a line on stdin, then makes CALLS calls in each of THREADS threads (reserve WORST,
+check that the scope never holds more than LIMIT nor counts more than MAX_CALLS calls, settle
+ACTUAL) and prints a JSON summary.
 """
 
 from __future__ import annotations
@@ -162,12 +163,13 @@ def redis_worker(*args: str) -> subprocess.Popen[str]:
 
 
 def _spend(url: str, scope: str, limit: str, worst: str, actual: str, calls: str,
-           threads: str) -> None:
+           threads: str, max_calls: str = "-", period: str | None = None) -> None:
     from spendguard.budget import Budget, CallInfo, reserve_call
     from spendguard.errors import BudgetExceeded
 
     info = CallInfo(provider="openai", model="gpt-test", endpoint="chat")
-    budget = Budget(limit, scope=scope, ledger=url, warn_at=None)
+    cap = None if max_calls == "-" else int(max_calls)
+    budget = Budget(limit, scope=scope, ledger=url, warn_at=None, max_calls=cap, period=period)
     counts = {"granted": 0, "refused": 0, "violations": 0}
     lock = threading.Lock()
 
@@ -179,7 +181,9 @@ def _spend(url: str, scope: str, limit: str, worst: str, actual: str, calls: str
                 with lock:
                     counts["refused"] += 1
                 continue
-            over = budget.totals().committed_usd > budget.limit_usd
+            totals = budget.totals()
+            over = totals.committed_usd > budget.limit_usd or (
+                cap is not None and totals.calls > cap)
             reservation.settle(actual_usd=Decimal(actual), tokens={"output": 1},
                                usage_estimated=False, table_version="t", latency_s=0.0)
             with lock:

@@ -29,7 +29,7 @@ def test_a_period_key_names_the_utc_day_or_month(period: str | None, key: str) -
     from datetime import timedelta, timezone
 
     tokyo = timezone(timedelta(hours=9))
-    assert period_key(period, datetime(2031, 2, 1, 8, 59, tzinfo=tokyo)) == key  # type: ignore[arg-type]
+    assert period_key(period, datetime(2031, 2, 1, 8, 59, tzinfo=tokyo)) == key
 
 
 def test_a_daily_budget_starts_afresh_at_midnight_utc() -> None:

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("data", frozenset({"price_schema", "prices", "price_check", "usage", "providers",
                         "costing", "tokens", "calls", "estimate", "sizing"})),
     ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
-                                     "reservations", "runaway", "degrade"})),
+                                     "reservations", "runaway", "degrade", "templates"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
     ("request shaping", frozenset({"caching", "cache_order"})),

@@ -94,10 +94,10 @@ def test_migrations_build_the_schema_once_and_record_their_names(tmp_path: Path)
     assert sorted(schema) == ["_migrations", "batch_items", "batch_jobs", "calls", "crossings",
                               "events", "totals"]
     assert schema["events"] == ["id", "call_id", "kind", "time", "amount_usd", "detail"]
-    assert schema["totals"] == ["scope", "period_key", "spent_usd", "reserved_usd"]
+    assert schema["totals"] == ["scope", "period_key", "spent_usd", "reserved_usd", "calls"]
     db = sqlite3.connect(path)
     assert [name for (name,) in db.execute("SELECT name FROM _migrations")] == [
-        "m001_initial", "m002_batch_jobs"]
+        "m001_initial", "m002_batch_jobs", "m003_call_counts"]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
 

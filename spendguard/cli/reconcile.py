@@ -74,7 +74,7 @@ def reconcile(files: tuple[str, ...], provider: str, ledger_url: str | None,
     try:
         result = reconcile_spend(list(files), provider=provider, ledger=ledger_url,
                                  tolerance_usd=tolerance, accept=accept, scope=scope,
-                                 period=period)  # type: ignore[arg-type]
+                                 period=period)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -46,6 +46,8 @@ class CallInfo:
     estimated_input_tokens: int | None = None
     estimated_output_tokens: int | None = None
     input_exact: bool | None = None
+    # The request's end-user id (for per-user budget templates); never stored as such.
+    end_user: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +58,21 @@ class ScopeClaim:
     period_key: str
     limit_usd: Decimal | None = None
     warn_usd: Decimal | None = None
+    max_calls: int | None = None
+    """The most calls the scope may count in the period (None: no cap)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Totals:
-    """A scope's money in one period: settled spend and worst cases held by calls in flight."""
+    """A scope's money in one period: settled spend and worst cases held by calls in flight.
+
+    ``calls`` counts the calls reserved in the period and not released: in flight, settled or
+    recovered (what a ``max_calls`` cap is checked against).
+    """
 
     spent_usd: Decimal = ZERO
     reserved_usd: Decimal = ZERO
+    calls: int = 0
 
     @property
     def committed_usd(self) -> Decimal:
@@ -167,6 +176,10 @@ class Ledger(Protocol):
 
     def totals(self, scope: str, period_key: str) -> Totals:
         """Spent and reserved USD for one scope in one period."""
+        ...
+
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        """One scope's totals over several period keys added up (a rolling window's steps)."""
         ...
 
     def records(self, *, since: datetime | None = None, until: datetime | None = None,

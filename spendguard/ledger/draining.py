@@ -113,5 +113,6 @@ def _insert(tx: Tx, record: SpendRecord) -> bool:
     for claim in claims:
         old = tx.totals(claim.scope, claim.period_key)
         tx.put_totals(claim.scope, claim.period_key,
-                      Totals(old.spent_usd + record.actual_usd, old.reserved_usd))
+                      Totals(old.spent_usd + record.actual_usd, old.reserved_usd,
+                             old.calls + (state in ("settled", "recovered"))))
     return True

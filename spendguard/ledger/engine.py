@@ -19,7 +19,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
-from spendguard.errors import BudgetExceeded, LedgerError
+from spendguard.errors import LedgerError
 from spendguard.ledger.base import (
     CallInfo,
     Crossing,
@@ -28,9 +28,12 @@ from spendguard.ledger.base import (
     SpendRecord,
     Totals,
 )
-from spendguard.money import ZERO, format_usd
+from spendguard.ledger.limits import merge_claims, refusal, sum_totals
+from spendguard.money import ZERO
+from spendguard.periods import warning_key, window_keys
 
-__all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims"]
+__all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
+           "sum_totals", "window_totals"]
 
 OPEN = "open"
 _HOST = socket.gethostname()
@@ -63,6 +66,7 @@ class Tx(Protocol):
     """The storage operations one transaction offers the accounting rules."""
 
     def totals(self, scope: str, period_key: str) -> Totals: ...
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals: ...
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None: ...
     def insert_call(self, row: CallRow) -> None: ...
     def get_call(self, call_id: str) -> CallRow | None: ...
@@ -76,52 +80,12 @@ class Tx(Protocol):
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]: ...
 
 
-def merge_claims(claims: Iterable[ScopeClaim]) -> tuple[ScopeClaim, ...]:
-    """One claim per (scope, period key), keeping the tightest limit and warning level."""
-    merged: dict[tuple[str, str], ScopeClaim] = {}
-    for claim in claims:
-        key = (claim.scope, claim.period_key)
-        old = merged.get(key)
-        if old is None:
-            merged[key] = claim
-            continue
-        merged[key] = ScopeClaim(claim.scope, claim.period_key,
-                                 _least(old.limit_usd, claim.limit_usd),
-                                 _least(old.warn_usd, claim.warn_usd))
-    return tuple(merged.values())
-
-
-def _least(a: Decimal | None, b: Decimal | None) -> Decimal | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
-
-
-def _refusal(claims: Sequence[ScopeClaim], current: Sequence[Totals],
-             amount_usd: Decimal) -> BudgetExceeded | None:
-    """The error naming the tightest scope the amount does not fit in, or None if it fits."""
-    worst: tuple[Decimal, ScopeClaim, Totals] | None = None
-    for claim, totals in zip(claims, current, strict=True):
-        if claim.limit_usd is None or totals.committed_usd + amount_usd <= claim.limit_usd:
-            continue
-        left = claim.limit_usd - totals.committed_usd
-        if worst is None or left < worst[0]:
-            worst = (left, claim, totals)
-    if worst is None:
-        return None
-    left, claim, totals = worst
-    assert claim.limit_usd is not None  # only limited claims are refused
-    return BudgetExceeded(
-        f"budget {claim.scope!r} (period {claim.period_key}) cannot take this call: it could "
-        f"cost up to {format_usd(amount_usd)} but only {format_usd(max(left, ZERO))} of "
-        f"{format_usd(claim.limit_usd)} is left ({format_usd(totals.spent_usd)} spent, "
-        f"{format_usd(totals.reserved_usd)} held by calls in flight); raise the limit, lower "
-        f"the call's output cap (max_tokens), or wait for the next period",
-        scope=claim.scope, limit_usd=claim.limit_usd, spent_usd=totals.spent_usd,
-        reserved_usd=totals.reserved_usd, estimate_usd=amount_usd,
-    )
+def window_totals(tx: Tx, claim: ScopeClaim) -> Totals:
+    """What a limit is checked against: the period's totals, or a rolling window's sum."""
+    keys = window_keys(claim.period_key)
+    if len(keys) == 1:
+        return tx.totals(claim.scope, claim.period_key)
+    return tx.totals_sum(claim.scope, keys)
 
 
 class TransactionalLedger(ABC):
@@ -157,15 +121,19 @@ class TransactionalLedger(ABC):
         with self._transaction() as tx:
             # Abandoned reservations are charged first, so they can't hold a budget forever.
             self._recover(tx, time)
-            current = [tx.totals(c.scope, c.period_key) for c in merged]
-            refused = _refusal(merged, current, amount_usd)
+            current = [window_totals(tx, c) for c in merged]
+            refused = refusal(merged, current, amount_usd)
             if refused is not None:
                 raise refused
             tx.insert_call(row)
             tx.append_event(Event(call_id, "reserve", time, amount_usd))
-            for claim, totals in zip(merged, current, strict=True):
+            for claim, checked in zip(merged, current, strict=True):
+                # A rolling window's sum was checked; the call goes in its current step.
+                step = tx.totals(claim.scope, claim.period_key) if "@" in claim.period_key \
+                    else checked
                 tx.put_totals(claim.scope, claim.period_key,
-                              Totals(totals.spent_usd, totals.reserved_usd + amount_usd))
+                              Totals(step.spent_usd, step.reserved_usd + amount_usd,
+                                     step.calls + 1))
         return call_id
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
@@ -203,7 +171,7 @@ class TransactionalLedger(ABC):
             tx.update_call(_closed(row, "released", replace(
                 row.record, status="released", note=reason)))
             tx.append_event(Event(reservation_id, "release", time, ZERO, reason))
-            self._move(tx, row, spent_usd=ZERO)
+            self._move(tx, row, spent_usd=ZERO, calls=-1)  # not billed: not counted
             return True
 
     def adjust(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, *, time: datetime,
@@ -238,12 +206,14 @@ class TransactionalLedger(ABC):
                 held = event.amount_usd if event.kind == "reserve" else (
                     ZERO if event.kind == "adjust" else -row.record.estimated_usd)
                 spent = ZERO if event.kind in ("reserve", "release") else event.amount_usd
+                counted = {"reserve": 1, "release": -1}.get(event.kind, 0)
                 if event.kind != "reserve":
                     closing[event.call_id] = event.kind
                 for claim in row.claims:
                     key = (claim.scope, claim.period_key)
                     old = expected.get(key, Totals())
-                    expected[key] = Totals(old.spent_usd + spent, old.reserved_usd + held)
+                    expected[key] = Totals(old.spent_usd + spent, old.reserved_usd + held,
+                                           old.calls + counted)
             stored = {(scope, key): totals for scope, key, totals in tx.all_totals()}
         problems = [f"totals of {scope!r} in {key}: stored {stored.get((scope, key))}, events "
                     f"give {want}"
@@ -265,13 +235,14 @@ class TransactionalLedger(ABC):
             raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
         return row
 
-    def _move(self, tx: Tx, row: CallRow, *, spent_usd: Decimal) -> None:
+    def _move(self, tx: Tx, row: CallRow, *, spent_usd: Decimal, calls: int = 0) -> None:
         """Take a call's worst case out of reserved and add what it cost to spent."""
         for claim in row.claims:
             old = tx.totals(claim.scope, claim.period_key)
             tx.put_totals(claim.scope, claim.period_key,
                           Totals(old.spent_usd + spent_usd,
-                                 old.reserved_usd - row.record.estimated_usd))
+                                 old.reserved_usd - row.record.estimated_usd,
+                                 old.calls + calls))
 
     def _recover(self, tx: Tx, now: datetime) -> list[str]:
         recovered = []
@@ -305,7 +276,8 @@ class TransactionalLedger(ABC):
         for claim in row.claims:
             old = tx.totals(claim.scope, claim.period_key)
             tx.put_totals(claim.scope, claim.period_key,
-                          Totals(old.spent_usd + row.record.actual_usd, old.reserved_usd))
+                          Totals(old.spent_usd + row.record.actual_usd, old.reserved_usd,
+                                 old.calls))
 
     def _crossings(self, tx: Tx, claims: Iterable[ScopeClaim], time: datetime) -> list[Crossing]:
         """Warning levels reached and not yet reported by any process sharing this ledger."""
@@ -313,10 +285,12 @@ class TransactionalLedger(ABC):
         for claim in claims:
             if claim.warn_usd is None or claim.limit_usd is None:
                 continue
-            spent = tx.totals(claim.scope, claim.period_key).spent_usd
-            if spent >= claim.warn_usd and tx.claim_crossing(claim.scope, claim.period_key,
-                                                             claim.warn_usd, time):
-                found.append(Crossing(claim.scope, claim.period_key, spent, claim.limit_usd,
+            spent = window_totals(tx, claim).spent_usd
+            # A rolling window warns at most once per window length, not once per step.
+            key = warning_key(claim.period_key)
+            if spent >= claim.warn_usd and tx.claim_crossing(claim.scope, key, claim.warn_usd,
+                                                             time):
+                found.append(Crossing(claim.scope, key, spent, claim.limit_usd,
                                       claim.warn_usd))
         return found
 

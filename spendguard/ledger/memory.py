@@ -7,7 +7,7 @@ threads and asyncio tasks; nothing survives the process.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +16,7 @@ from decimal import Decimal
 from spendguard.ledger.base import SpendRecord, Totals
 from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import record_matches
+from spendguard.ledger.limits import sum_totals
 
 __all__ = ["MemoryLedger"]
 
@@ -30,6 +31,9 @@ class _Store:
 
     def totals(self, scope: str, period_key: str) -> Totals:
         return self.totals_by_key.get((scope, period_key), Totals())
+
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        return sum_totals(self.totals(scope, key) for key in period_keys)
 
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
         self.totals_by_key[(scope, period_key)] = totals
@@ -89,6 +93,10 @@ class MemoryLedger(TransactionalLedger):
     def totals(self, scope: str, period_key: str) -> Totals:
         with self._lock:
             return self._store.totals(scope, period_key)
+
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        with self._lock:
+            return self._store.totals_sum(scope, period_keys)
 
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,

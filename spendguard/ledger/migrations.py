@@ -164,3 +164,21 @@ def m002_batch_jobs(db: sqlite3.Connection) -> None:
             delivered INTEGER NOT NULL,
             PRIMARY KEY (job_id, custom_id)
         ) WITHOUT ROWID""")
+
+
+@migration
+def m003_call_counts(db: sqlite3.Connection) -> None:
+    # Call-count caps (max_calls) are checked against a count kept beside the money in the same
+    # row and transaction: calls reserved in a period and not released. Existing rows are
+    # counted from their calls, so a cap added later sees the calls made before it.
+    db.execute("ALTER TABLE totals ADD COLUMN calls INTEGER NOT NULL DEFAULT 0")
+    # One pass over the calls, grouped, then one keyed update per (scope, period): linear in
+    # the ledger's size, not calls x totals.
+    db.execute("""
+        UPDATE totals SET calls = counted.n FROM (
+            SELECT json_extract(claim.value, '$[0]') AS scope,
+                   json_extract(claim.value, '$[1]') AS period_key, count(*) AS n
+            FROM calls, json_each(calls.claims) AS claim
+            WHERE calls.state IN ('open', 'settled', 'recovered')
+            GROUP BY 1, 2) AS counted
+        WHERE totals.scope = counted.scope AND totals.period_key = counted.period_key""")

@@ -30,7 +30,8 @@ from typing import Any, TypeVar
 
 from spendguard.errors import LedgerError, LedgerUnavailable
 from spendguard.ledger.base import CallInfo, Crossing, ScopeClaim, Settlement, SpendRecord, Totals
-from spendguard.ledger.engine import CallRow, _refusal, merge_claims
+from spendguard.ledger.engine import CallRow
+from spendguard.ledger.limits import merge_claims, refusal, sum_totals
 from spendguard.ledger.redis_codec import (
     changes_json,
     claims_from_json,
@@ -46,7 +47,13 @@ from spendguard.ledger.redis_codec import (
 )
 from spendguard.ledger.redis_fallback import LocalFallback
 from spendguard.ledger.redis_options import RedisOptions, parse_redis_url
-from spendguard.ledger.redis_reads import read_records, read_totals, total_field, verify_events
+from spendguard.ledger.redis_reads import (
+    read_records,
+    read_totals,
+    read_totals_sum,
+    total_field,
+    verify_events,
+)
 from spendguard.ledger.redis_session import RedisSession
 from spendguard.money import ZERO, format_usd
 
@@ -104,9 +111,9 @@ class RedisLedger:
             return self._fallback.reserve(merged, worst, call, time=time, expires_at=expires_at,
                                           tags=tags)
         if reply[0] == "refused":
-            current = [Totals(tidy(reply[i]), tidy(reply[i + 1]))
-                       for i in range(1, len(reply), 2)]
-            refused = _refusal(merged, current, worst)
+            current = [Totals(tidy(reply[i]), tidy(reply[i + 1]), int(reply[i + 2]))
+                       for i in range(1, len(reply), 3)]
+            refused = refusal(merged, current, worst)
             if refused is None:  # pragma: no cover - Lua and Python apply the same rule
                 raise LedgerError(f"Redis ledger {self.url} refused a call that fits")
             raise refused
@@ -179,7 +186,13 @@ class RedisLedger:
         local = self._fallback.unreplayed_totals(scope, period_key)
         with exact():
             return Totals(shared.spent_usd + local.spent_usd,
-                          shared.reserved_usd + local.reserved_usd)
+                          shared.reserved_usd + local.reserved_usd, shared.calls + local.calls)
+
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        """One scope's totals over several period keys, in one round trip to Redis."""
+        if self._fallback is not None:  # keep the fail-open accounting of totals()
+            return sum_totals(self.totals(scope, key) for key in period_keys)
+        return self._with_redis(partial(read_totals_sum, self._session, scope, period_keys))
 
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from spendguard.errors import ConfigError
 from spendguard.ledger.base import Crossing, ScopeClaim, SpendRecord
-from spendguard.periods import as_utc
+from spendguard.periods import as_utc, warning_key
 
 __all__ = [
     "MAX_WHOLE_USD",
@@ -165,26 +165,29 @@ def scaled_claims(claims: Sequence[ScopeClaim]) -> tuple[ScopeClaim, ...]:
             claim.limit_usd, rounding="down", field="limit_usd")[0]
         warn = None if claim.warn_usd is None else scaled(
             claim.warn_usd, rounding="down", field="warn_usd")[0]
-        out.append(ScopeClaim(claim.scope, claim.period_key, limit, warn))
+        out.append(ScopeClaim(claim.scope, claim.period_key, limit, warn, claim.max_calls))
     return tuple(out)
 
 
 def claims_json(claims: Sequence[ScopeClaim]) -> str:
-    """``[[scope, period_key, limit, warn], ...]``: amounts as 15-place text, ``""`` for none."""
+    """``[[scope, period_key, limit, warn, max_calls], ...]``: amounts as 15-place text, the
+    call cap as integer text, ``""`` for none."""
 
     def text(amount: Decimal | None, field: str) -> str:
         return "" if amount is None else scaled(amount, rounding="down", field=field)[1]
 
     return json.dumps([[c.scope, c.period_key, text(c.limit_usd, "limit_usd"),
-                        text(c.warn_usd, "warn_usd")] for c in claims],
+                        text(c.warn_usd, "warn_usd"),
+                        "" if c.max_calls is None else str(c.max_calls)] for c in claims],
                       ensure_ascii=False, separators=(",", ":"))
 
 
 def claims_from_json(text: str) -> tuple[ScopeClaim, ...]:
     """The claims :func:`claims_json` wrote."""
+    # Claims written before call caps have four elements.
     return tuple(ScopeClaim(scope, key, tidy(limit) if limit else None,
-                            tidy(warn) if warn else None)
-                 for scope, key, limit, warn in json.loads(text))
+                            tidy(warn) if warn else None, int(cap[0]) if cap and cap[0] else None)
+                 for scope, key, limit, warn, *cap in json.loads(text))
 
 
 def crossings(claims_text: str, found: Sequence[str]) -> list[Crossing]:
@@ -194,6 +197,6 @@ def crossings(claims_text: str, found: Sequence[str]) -> list[Crossing]:
     for i in range(0, len(found), 2):
         claim = claims[int(found[i]) - 1]
         assert claim.limit_usd is not None and claim.warn_usd is not None  # Lua checked both
-        out.append(Crossing(claim.scope, claim.period_key, tidy(found[i + 1]), claim.limit_usd,
-                            claim.warn_usd))
+        out.append(Crossing(claim.scope, warning_key(claim.period_key), tidy(found[i + 1]),
+                            claim.limit_usd, claim.warn_usd))
     return out

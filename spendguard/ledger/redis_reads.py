@@ -8,7 +8,7 @@ MULTI, so it compares them at a single point in time while other processes keep 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
@@ -17,6 +17,7 @@ from typing import Any
 
 from spendguard.ledger.base import SpendRecord, Totals
 from spendguard.ledger.filters import parse_tag, record_matches
+from spendguard.ledger.limits import sum_totals
 from spendguard.ledger.redis_codec import (
     changes_from_json,
     exact,
@@ -27,7 +28,7 @@ from spendguard.ledger.redis_codec import (
 from spendguard.ledger.redis_session import RedisSession
 from spendguard.money import ZERO
 
-__all__ = ["read_records", "read_totals", "total_field", "verify_events"]
+__all__ = ["read_records", "read_totals", "read_totals_sum", "total_field", "verify_events"]
 
 _PAGE = 500
 _CLOSING = ("settle", "release", "recover", "adjust")
@@ -39,17 +40,24 @@ def total_field(scope: str, period_key: str) -> str:
 
 
 def parse_totals(text: str | None) -> Totals:
-    """``"<spent> <reserved>"`` as Totals; a missing field is zero."""
+    """``"<spent> <reserved> <calls>"`` as Totals; a missing field (or count) is zero."""
     if text is None:
         return Totals()
-    spent, reserved = text.split(" ")
-    return Totals(tidy(spent), tidy(reserved))
+    spent, reserved, *calls = text.split(" ")
+    return Totals(tidy(spent), tidy(reserved), int(calls[0]) if calls else 0)
 
 
 def read_totals(session: RedisSession, scope: str, period_key: str) -> Totals:
     key, field = f"{session.prefix}totals", total_field(scope, period_key)
     text: Any = session.read(lambda client: client.hget(key, field))
     return parse_totals(text)
+
+
+def read_totals_sum(session: RedisSession, scope: str, period_keys: Sequence[str]) -> Totals:
+    key, fields = f"{session.prefix}totals", [total_field(scope, k) for k in period_keys]
+    texts: Any = session.read(lambda client: client.hmget(key, fields))
+    with exact():
+        return sum_totals(parse_totals(text) for text in texts)
 
 
 def read_records(session: RedisSession, *, since: datetime | None, until: datetime | None,
@@ -125,7 +133,7 @@ def verify_events(session: RedisSession) -> list[str]:
 def _replay(session: RedisSession, stored_text: dict[str, str], last: Any) -> list[str]:
     prefix = session.prefix
     stored = {field: parse_totals(text) for field, text in stored_text.items()}
-    expected: dict[str, tuple[Decimal, Decimal]] = {}
+    expected: dict[str, tuple[Decimal, Decimal, int]] = {}
     calls: dict[str, tuple[list[Any], Decimal, str]] = {}
     closing: set[str] = set()
     problems: list[str] = []
@@ -142,16 +150,18 @@ def _replay(session: RedisSession, stored_text: dict[str, str], last: Any) -> li
             held = amount if event["kind"] == "reserve" else (
                 ZERO if event["kind"] == "adjust" else -worst)
             spent = ZERO if event["kind"] in ("reserve", "release") else amount
+            counted = {"reserve": 1, "release": -1}.get(event["kind"], 0)
             if event["kind"] in _CLOSING:
                 closing.add(event["call"])
             for scope, period_key, *_ in claims:
-                old = expected.get(total_field(scope, period_key), (ZERO, ZERO))
-                expected[total_field(scope, period_key)] = (old[0] + spent, old[1] + held)
+                old = expected.get(total_field(scope, period_key), (ZERO, ZERO, 0))
+                expected[total_field(scope, period_key)] = (old[0] + spent, old[1] + held,
+                                                            old[2] + counted)
         if len(batch) < 1000:
             break
         start = f"({batch[-1][0]}"
-    for field, (spent, held) in expected.items():
-        want, found = Totals(spent, held), stored.get(field, Totals())
+    for field, (spent, held, counted) in expected.items():
+        want, found = Totals(spent, held, counted), stored.get(field, Totals())
         if want != found:
             period_key, _, scope = field.partition(" ")
             problems.append(f"totals of {scope!r} in {period_key}: stored {found}, events "

@@ -17,8 +17,12 @@ Keys, all under the ledger's prefix ``P``:
   ``records()`` reads, oldest first, ties by id;
 - ``P events`` (stream): the append-only log — ``call``, ``kind``, ``time``, ``usd``,
   ``detail`` — that ``verify()`` replays;
-- ``P totals`` (hash): ``"<period_key> <scope>"`` -> ``"<spent> <reserved>"``;
-- ``P crossings`` (hash): ``"<period_key> <scope> <warn>"`` -> µs time it was first reached;
+- ``P totals`` (hash): ``"<period_key> <scope>"`` -> ``"<spent> <reserved> <calls>"`` (calls
+  counted for ``max_calls``; a value written before call caps has no third part: 0). A rolling
+  window's period key names one step (``"1h@1779357900"``); a limit sums that step and the 60
+  before it, as :func:`spendguard.periods.window_keys` does;
+- ``P crossings`` (hash): ``"<period_key> <scope> <warn>"`` -> µs time it was first reached (for
+  a rolling window the key of its window-length stretch, :func:`~spendguard.periods.warning_key`);
 - ``P meta`` (hash): ``schema``.
 
 Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles;
@@ -65,15 +69,41 @@ local P = ARGV[1]
 local function field(c) return c[2] .. ' ' .. c[1] end
 local function get_totals(f)
   local v = redis.call('HGET', P .. 'totals', f)
-  if not v then return ZERO, ZERO end
-  local s, r = string.match(v, '^(%S+) (%S+)$')
-  return parse(s), parse(r)
+  if not v then return ZERO, ZERO, 0 end
+  local s, r, n = string.match(v, '^(%S+) (%S+) ?(%d*)$')
+  return parse(s), parse(r), tonumber(n) or 0
 end
-local function move(claims, spent, reserved)
+local function move(claims, spent, reserved, calls)
   for _, c in ipairs(claims) do
-    local s, r = get_totals(field(c))
-    redis.call('HSET', P .. 'totals', field(c), fmt(add(s, spent)) .. ' ' .. fmt(add(r, reserved)))
+    local s, r, n = get_totals(field(c))
+    redis.call('HSET', P .. 'totals', field(c), fmt(add(s, spent)) .. ' ' .. fmt(add(r, reserved))
+               .. ' ' .. string.format('%d', n + (calls or 0)))
   end
+end
+local UNIT_S = {s = 1, m = 60, h = 3600, d = 86400}
+local STEPS = 60
+-- A rolling window's step key "1h@1779357900": its label, length (s) and step start (s).
+local function window(c)
+  local n, u, start = string.match(c[2], '^([1-9]%d*)([smhd])@(%d+)$')
+  if not n then return nil end
+  return n .. u, tonumber(n) * UNIT_S[u], tonumber(start)
+end
+-- What a limit is checked against: the period's totals, or the window's last STEPS + 1 steps.
+local function window_totals(c)
+  local label, secs, start = window(c)
+  if not label then return get_totals(field(c)) end
+  local s, r, n = ZERO, ZERO, 0
+  for back = 0, STEPS do
+    local a, b, m = get_totals(label .. '@' .. string.format('%d', start - back * (secs / STEPS))
+                               .. ' ' .. c[1])
+    s, r, n = add(s, a), add(r, b), n + m
+  end
+  return s, r, n
+end
+local function warning_field(c)
+  local label, secs, start = window(c)
+  if not label then return field(c) end
+  return label .. '@' .. string.format('%d', start - start % secs) .. ' ' .. c[1]
 end
 local function event(id, kind, time, usd, detail)
   redis.call('XADD', P .. 'events', '*', 'call', id, 'kind', kind, 'time', time, 'usd', usd,
@@ -87,9 +117,9 @@ end
 local function crossings(claims, time, out)
   for i, c in ipairs(claims) do
     if c[3] ~= '' and c[4] ~= '' then
-      local s = get_totals(field(c))
+      local s = window_totals(c)
       if not lt(s, parse(c[4])) and
-          redis.call('HSETNX', P .. 'crossings', field(c) .. ' ' .. c[4], time) == 1 then
+          redis.call('HSETNX', P .. 'crossings', warning_field(c) .. ' ' .. c[4], time) == 1 then
         out[#out + 1] = tostring(i)
         out[#out + 1] = fmt(s)
       end
@@ -132,17 +162,19 @@ local claims = cjson.decode(ARGV[6])
 local worst = parse(ARGV[5])
 local seen, refused = {'refused'}, false
 for _, c in ipairs(claims) do
-  local s, r = get_totals(field(c))
+  local s, r, n = window_totals(c)
   seen[#seen + 1] = fmt(s)
   seen[#seen + 1] = fmt(r)
+  seen[#seen + 1] = string.format('%d', n)
   if c[3] ~= '' and lt(parse(c[3]), add(add(s, r), worst)) then refused = true end
+  if c[5] and c[5] ~= '' and n + 1 > tonumber(c[5]) then refused = true end
 end
 if refused then return seen end
 redis.call('HSET', key, 'state', 'open', 'worst', ARGV[5], 'claims', ARGV[6], 'rec', ARGV[7],
            'time', ARGV[3], 'pid', ARGV[8], 'host', ARGV[9], 'exp_text', ARGV[10])
 redis.call('ZADD', P .. 'open', ARGV[4], id)
 event(id, 'reserve', ARGV[3], ARGV[5], '')
-move(claims, ZERO, worst)
+move(claims, ZERO, worst, 1)
 return {'ok'}
 """
 
@@ -180,7 +212,7 @@ end
 redis.call('HSET', key, 'state', 'released', 'actual', fmt(ZERO), 'note', ARGV[3],
            'closed_by', ARGV[5])
 close(id, key, 'release', ARGV[4], fmt(ZERO), ARGV[3])
-move(cjson.decode(h[3]), ZERO, neg(parse(h[2])))
+move(cjson.decode(h[3]), ZERO, neg(parse(h[2])), -1)
 return {'ok'}
 """
 
@@ -217,6 +249,8 @@ else
   event(id, 'reserve', ARGV[4], ARGV[5], '')
   event(id, kinds[state], ARGV[11], ARGV[6], ARGV[10])
 end
-move(cjson.decode(ARGV[7]), parse(ARGV[6]), ZERO)
+local counted = 0
+if state == 'settled' or state == 'recovered' then counted = 1 end
+move(cjson.decode(ARGV[7]), parse(ARGV[6]), ZERO, counted)
 return {'ok'}
 """

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
@@ -25,6 +25,7 @@ from spendguard.errors import LedgerError
 from spendguard.ledger.base import ScopeClaim, SpendRecord, Totals
 from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import parse_tag
+from spendguard.ledger.limits import sum_totals
 from spendguard.ledger.migrations import migrate
 from spendguard.ledger.sqlite_files import (
     check_existing,
@@ -133,6 +134,9 @@ class SqliteLedger(TransactionalLedger):
         except sqlite3.Error as exc:
             raise ledger_error(self.path, "read", exc) from exc
 
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        return _Tx(self._connection(), {}).totals_sum(scope, period_keys)
+
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,
                 model: str | None = None) -> Iterator[SpendRecord]:
@@ -222,13 +226,24 @@ class _Tx:
         self.open_rows = open_rows
 
     def totals(self, scope: str, period_key: str) -> Totals:
-        row = self.db.execute("SELECT spent_usd, reserved_usd FROM totals "
+        row = self.db.execute("SELECT spent_usd, reserved_usd, calls FROM totals "
                               "WHERE scope = ? AND period_key = ?", (scope, period_key)).fetchone()
-        return Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]))
+        return Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]), row[2])
+
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        # One indexed read for a rolling window's 61 steps, not 61 reads.
+        marks = ", ".join("?" * len(period_keys))
+        rows = self.db.execute(f"SELECT spent_usd, reserved_usd, calls FROM totals WHERE "
+                               f"scope = ? AND period_key IN ({marks})",
+                               (scope, *period_keys)).fetchall()
+        return sum_totals(Totals(Decimal(spent), Decimal(reserved), calls)
+                          for spent, reserved, calls in rows)
 
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
-        self.db.execute("INSERT OR REPLACE INTO totals VALUES (?, ?, ?, ?)",
-                        (scope, period_key, str(totals.spent_usd), str(totals.reserved_usd)))
+        self.db.execute("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, "
+                        "reserved_usd, calls) VALUES (?, ?, ?, ?, ?)",
+                        (scope, period_key, str(totals.spent_usd), str(totals.reserved_usd),
+                         totals.calls))
 
     def insert_call(self, row: CallRow) -> None:
         self.db.execute(_INSERT_CALL, _call_to_row(row))
@@ -279,8 +294,9 @@ class _Tx:
         return (_row_to_call(row) for row in self.db.execute(_SELECT_CALL).fetchall())
 
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
-        for scope, key, spent, reserved in self.db.execute("SELECT * FROM totals").fetchall():
-            yield scope, key, Totals(Decimal(spent), Decimal(reserved))
+        for scope, key, spent, reserved, calls in self.db.execute(
+                "SELECT scope, period_key, spent_usd, reserved_usd, calls FROM totals").fetchall():
+            yield scope, key, Totals(Decimal(spent), Decimal(reserved), calls)
 
 
 def _ts(moment: datetime) -> str:
@@ -300,7 +316,8 @@ def _optional_decimal(text: str | None) -> Decimal | None:
 def _call_to_row(row: CallRow) -> tuple[Any, ...]:
     r = row.record
     claims = [[c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
-               None if c.warn_usd is None else str(c.warn_usd)] for c in row.claims]
+               None if c.warn_usd is None else str(c.warn_usd), c.max_calls]
+              for c in row.claims]
     return (
         r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
         row.owner_pid, row.owner_host, json.dumps(claims), json.dumps(list(r.scopes)),
@@ -328,12 +345,14 @@ def _row_to_call(row: tuple[Any, ...]) -> CallRow:
         prompt_text=prompt_text, estimated_input_tokens=est_in, estimated_output_tokens=est_out,
         input_exact=None if input_exact is None else bool(input_exact), note=note,
         period_keys=tuple(json.loads(period_keys)),
-        limits_usd=tuple(_optional_decimal(limit) for _, _, limit, _ in claim_rows),
+        limits_usd=tuple(_optional_decimal(claim[2]) for claim in claim_rows),
     )
     return CallRow(
         record=record,
-        claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn))
-                     for scope, key, limit, warn in claim_rows),
+        # A call cap is the fifth element (claims written before call caps have four).
+        claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
+                                cap[0] if cap else None)
+                     for scope, key, limit, warn, *cap in claim_rows),
         state=state, expires_at=None if expires_at is None else datetime.fromisoformat(expires_at),
         owner_pid=owner_pid, owner_host=owner_host,
     )

@@ -27,6 +27,7 @@ from spendguard.export.records import (
 )
 from spendguard.ledger.base import Ledger, SpendRecord
 from spendguard.money import ZERO
+from spendguard.periods import window_keys
 
 __all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "summarise"]
 
@@ -219,7 +220,9 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     report.day_model_usd = dict(day_model)
     report.estimates = sorted(estimates.values(), key=lambda e: -e.actual_usd)
     for scope, (_, key, limit) in sorted(latest.items()):
-        totals = ledger.totals(scope, key)
+        # A rolling window: the window ending at the scope's latest step, as a limit reads it.
+        keys = window_keys(key)
+        totals = ledger.totals(scope, key) if len(keys) == 1 else ledger.totals_sum(scope, keys)
         report.budgets.append(BudgetUse(scope, key, totals.spent_usd, totals.reserved_usd,
                                         limit))
     return report

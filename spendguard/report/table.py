@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from spendguard.money import format_usd
+from spendguard.periods import WINDOW_STEPS, window_seconds
 from spendguard.report.summary import Group, SpendReport
 from spendguard.terminal import printable
 
@@ -69,7 +70,7 @@ def render_text(report: SpendReport) -> str:
         lines.append(f"(a call in several {report.by}s counts in each; TOTAL counts it once)")
     if report.budgets:
         lines += ["", *_aligned(("BUDGET", "PERIOD", "SPENT", "LIMIT", "USED", ""), left=2, rows=[
-            (b.scope, b.period_key, usd(b.spent_usd),
+            (b.scope, _period_label(b.period_key), usd(b.spent_usd),
              "unlimited" if b.limit_usd is None else usd(b.limit_usd), percent(b.used),
              _bar(b.used)) for b in report.budgets])]
     if report.runaway_trips:
@@ -89,6 +90,16 @@ def _group_row(group: Group, whole: Decimal,
     return (group.name, f"{group.calls:,}", f"{group.input_tokens:,}",
             f"{group.output_tokens:,}", percent(group.cache_hit_rate), usd(group.spent_usd),
             percent(share))
+
+
+def _period_label(key: str) -> str:
+    """``"1h to 10:06"`` for a rolling window's step key (the window ending with that step)."""
+    label, at, start_s = key.partition("@")
+    if not at or not start_s.isdigit():
+        return key
+    seconds = window_seconds(label) or 0
+    end = datetime.fromtimestamp(int(start_s) + seconds // WINDOW_STEPS, UTC)
+    return f"{label} to {end:%Y-%m-%d %H:%M:%S}"
 
 
 def _bar(share: float | None) -> str:
