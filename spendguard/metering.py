@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -186,7 +187,8 @@ class Attempt:
                 floor = self._price(labels_dropped, None)[1].total
             except Exception:
                 floor = None  # the counts themselves are unusable: the worst case it is
-        self._log_cause(type(exc).__name__,
+        # One cause, one warning: the reason without its numbers (a count, an id) names it.
+        self._log_cause(re.sub(r"\d+", "#", reason),
                         f"spendguard could not read usage from a {self.call.provider.value} "
                         f"{self.call.endpoint.value} response ({reason}); the call is recorded "
                         "at its worst-case cost, status usage_unreadable")

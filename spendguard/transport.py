@@ -67,13 +67,18 @@ class _MeteredStream(httpx2.SyncByteStream):
     def __init__(self, inner: httpx2.SyncByteStream, meter: StreamMeter) -> None:
         self._inner = inner
         self._meter = meter
+        self._iterated = False
         # A caller that drops the stream without closing it is still settled.
         self._finalizer = weakref.finalize(self, meter.finish)
 
     def __iter__(self) -> Iterator[bytes]:
+        # Only the first pass is metered: the SDKs drain a finished response's stream again,
+        # and a replayable stream (a mock, a buffered body) would then be counted twice.
+        first, self._iterated = not self._iterated, True
         try:
             for chunk in self._inner:
-                self._meter.feed(chunk)
+                if first:
+                    self._meter.feed(chunk)
                 yield chunk
         except Exception as exc:
             self._meter.finish(error=exc)
@@ -91,12 +96,17 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
     def __init__(self, inner: httpx2.AsyncByteStream, meter: StreamMeter) -> None:
         self._inner = inner
         self._meter = meter
+        self._iterated = False
         self._finalizer = weakref.finalize(self, meter.finish)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        # Only the first pass is metered: the SDKs drain a finished response's stream again,
+        # and a replayable stream (a mock, a buffered body) would then be counted twice.
+        first, self._iterated = not self._iterated, True
         try:
             async for chunk in self._inner:
-                self._meter.feed(chunk)
+                if first:
+                    self._meter.feed(chunk)
                 yield chunk
         except Exception as exc:
             self._meter.finish(error=exc)

@@ -30,6 +30,8 @@ from spendguard.money import ZERO
 
 __all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "summarise"]
 
+OVERRUN = "overrun"
+
 GROUPINGS = ("model", "scope", "tag", "day", "provider")
 """Ways to group a report; ``tag:KEY`` groups by the values of one tag."""
 
@@ -122,6 +124,8 @@ class SpendReport:
     estimates: list[EstimateCheck] = field(default_factory=list)
     adjustments_usd: Decimal = ZERO
     recovered_usd: Decimal = ZERO
+    overrun_calls: int = 0  # calls that cost more than the worst case they reserved
+    overrun_usd: Decimal = ZERO
     overlapping: bool = False  # groups may share records (scopes, tags)
 
     @property
@@ -149,6 +153,8 @@ class SpendReport:
             "batch_share": self.batch_share,
             "adjustments_usd": decimal_text(self.adjustments_usd),
             "recovered_usd": decimal_text(self.recovered_usd),
+            "overrun_calls": self.overrun_calls,
+            "overrun_usd": decimal_text(self.overrun_usd),
             "budgets": [{"scope": b.scope, "period": b.period_key,
                          "spent_usd": decimal_text(b.spent_usd),
                          "reserved_usd": decimal_text(b.reserved_usd),
@@ -198,6 +204,9 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
             report.adjustments_usd += record.actual_usd
         elif record.status == RECOVERED:
             report.recovered_usd += record.actual_usd
+        elif record.status == OVERRUN:
+            report.overrun_calls += 1
+            report.overrun_usd += record.actual_usd
         _check_estimate(estimates, record, tokens)
         for scope, key, limit in zip(record.scopes, record.period_keys,
                                      record.limits_usd or [None] * len(record.scopes),

@@ -54,6 +54,9 @@ def render_text(report: SpendReport) -> str:
         extras.append(f"{usd(report.recovered_usd)} charged for calls whose process vanished")
     if report.adjustments_usd:
         extras.append(f"{usd(report.adjustments_usd)} of adjustments")
+    if report.overrun_calls:
+        extras.append(f"{usd(report.overrun_usd)} on {report.overrun_calls:,} calls that cost "
+                      "more than their reserved worst case (status overrun)")
     if extras:
         lines.append("Includes " + "; ".join(extras) + ".")
     lines.append("")
