@@ -103,13 +103,13 @@ def announce(event: ThresholdCrossed, on_warn: WarnCallback | None) -> None:
     exception from ``on_warn``, or a ``BudgetWarning`` turned into one by ``-W error``, is
     logged on the ``spendguard.budget`` logger instead of reaching the caller.
     """
-    text = event.message()
-    log.log(logging.WARNING if isinstance(event, CallOverrun) else logging.INFO, text)
     try:
+        text = event.message()
+        log.log(logging.WARNING if isinstance(event, CallOverrun) else logging.INFO, text)
         if on_warn is not None:
             on_warn(event)
         else:
             warnings.warn(text, BudgetWarning, stacklevel=4)
     except Exception:
         log.error("spendguard: reporting %r failed; the call is recorded and returned anyway",
-                  text, exc_info=True)
+                  event, exc_info=True)

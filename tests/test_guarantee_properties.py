@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import anthropic
-import httpx
+import httpx2
 import openai
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,15 +26,15 @@ PROPERTY = settings(max_examples=30, deadline=None,
 MESSAGES: Any = [{"role": "user", "content": "Say hi"}]
 
 
-class Wire(httpx.BaseTransport):
+class Wire(httpx2.BaseTransport):
     """The provider: answers every request with the same bytes, counting what it received."""
 
     def __init__(self, body: bytes, headers: dict[str, str]) -> None:
         self.body, self.headers, self.sent = body, headers, 0
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         self.sent += 1
-        return httpx.Response(200, headers=self.headers, stream=httpx.ByteStream(self.body))
+        return httpx2.Response(200, headers=self.headers, stream=httpx2.ByteStream(self.body))
 
 
 # ---------------------------------------------------------------- strategies
@@ -206,12 +206,12 @@ def _check(provider: str, stream: bool, response: tuple[bytes, dict[str, str]]) 
 
     options: dict[str, Any] = {"api_key": "k", "max_retries": 0}
     if provider == "openai":
-        plain: Any = openai.OpenAI(http_client=httpx.Client(transport=wire), **options)
-        guarded: Any = spendguard.OpenAI(http_client=httpx.Client(transport=wire),
+        plain: Any = openai.OpenAI(http_client=httpx2.Client(transport=wire), **options)
+        guarded: Any = spendguard.OpenAI(http_client=httpx2.Client(transport=wire),
                                          budget=budget, **options)
     else:
-        plain = anthropic.Anthropic(http_client=httpx.Client(transport=wire), **options)
-        guarded = spendguard.Anthropic(http_client=httpx.Client(transport=wire),
+        plain = anthropic.Anthropic(http_client=httpx2.Client(transport=wire), **options)
+        guarded = spendguard.Anthropic(http_client=httpx2.Client(transport=wire),
                                        budget=budget, **options)
     expected = _seen(lambda: run(plain))
     sent_plainly = wire.sent

@@ -22,6 +22,7 @@ import respx
 
 import spendguard
 from spendguard.ledger.base import SpendRecord
+from spendguard.report import render_text
 from spendguard.settling import STREAM_TAIL_TOKENS
 from spendguard.thresholds import CallOverrun, ThresholdCrossed
 from tests.provider_bodies import (
@@ -30,6 +31,11 @@ from tests.provider_bodies import (
     chat_completion,
     chat_stream_events,
     sse,
+)
+from tests.redis_helpers import (
+    fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
+    fixture_redis_url,  # noqa: F401 - a fixture: pytest finds it here
+    requires_redis,
 )
 
 OPENAI_CHAT = "https://api.openai.com/v1/chat/completions"
@@ -207,6 +213,21 @@ def test_unreadable_openai_usage_returns_the_reply_and_charges_the_worst_case(
     [record] = records(ledger_url)
     assert (record.status, record.actual_usd) == ("usage_unreadable", record.estimated_usd)
     assert b.reserved == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "memory", pytest.param("redis",
+                                                                   marks=requires_redis)])
+@respx.mock
+def test_every_ledger_backend_keeps_the_reason_of_an_unreadable_charge(
+        ledger_url: str, backend: str, request: pytest.FixtureRequest) -> None:
+    url = {"sqlite": ledger_url, "memory": "memory://"}.get(backend) or request.getfixturevalue(
+        "redis_url")
+    respx.post(ANTHROPIC_MESSAGES).respond(200, json=_anthropic_usage(output_tokens="many"))
+    b = spendguard.Budget("1", ledger=url)
+    anthropic_call(False, b)
+    [record] = b.ledger.records()
+    assert record.status == "usage_unreadable"
+    assert "output_tokens" in (record.note or "")
 
 
 @respx.mock
@@ -436,7 +457,8 @@ def test_usage_above_the_worst_case_is_recorded_truthfully_and_reaches_on_warn(
     assert len(overruns) == 1
     assert (overruns[0].actual_usd, overruns[0].spent_usd) == (record.actual_usd, b.spent)
     report = spendguard.report_spend(ledger_url)
-    assert report.overrun_calls == 1
+    assert (report.overrun_calls, report.overrun_usd) == (1, record.actual_usd)
+    assert "on 1 call that cost more than the worst case reserved" in render_text(report)
 
 
 @pytest.mark.parametrize("is_async", [False, True])
