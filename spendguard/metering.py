@@ -127,9 +127,7 @@ class Attempt:
         except Exception as exc:  # a label, counter or number we cannot price
             self.settle_unreadable(exc, read=usage)
             return
-        if overrun is not None:
-            self._log_cause("overrun", f"spendguard: a {self.call.model} call was charged as "
-                                       f"reported although {overrun}")
+        if overrun is not None:  # logged and told to on_warn by the reservation's settle
             status = "overrun" if status == "ok" else status
             note = overrun if note is None else f"{note}; {overrun}"
         if self._finish_once():
