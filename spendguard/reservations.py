@@ -90,7 +90,7 @@ class Reservation:
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
         self._announce(crossings)
-        if actual > self.worst_usd:
+        if actual > self.worst_usd or status == "overrun":
             # The estimator promised an upper bound; a miss means a price or token count is off.
             self._announce_overrun(actual)
 
