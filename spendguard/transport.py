@@ -55,8 +55,9 @@ def _metered(attempt: Attempt, response: httpx2.Response, *,
         if not is_async and isinstance(response.stream, httpx2.SyncByteStream):
             return _response(response, _MeteredStream(response.stream, meter))
     if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
-        attempt.safely(attempt.settle_body, response.status_code, response.headers,
-                       response.content, decoded=True)
+        # .content itself may raise (iterated, never read): read it inside the safety net.
+        attempt.safely(lambda: attempt.settle_body(response.status_code, response.headers,
+                                                   response.content, decoded=True))
         return response
     return None
 
