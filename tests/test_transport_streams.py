@@ -131,6 +131,26 @@ def test_a_stream_dropped_without_closing_is_settled_when_collected(ledger_url: 
     assert b.reserved == 0
 
 
+@respx.mock
+def test_an_async_stream_dropped_without_closing_is_settled_when_collected(
+        ledger_url: str) -> None:
+    respx.post(ANTHROPIC_MESSAGES).respond(
+        200, stream=_slow_events(anthropic_stream_events(words=30)), headers=EVENT_STREAM)
+    b = spendguard.Budget("1", ledger=ledger_url)
+
+    async def start_and_drop() -> None:
+        client = spendguard.AsyncAnthropic(api_key="k", budget=b)
+        stream = await client.messages.create(model="claude-haiku-4-5", messages=MESSAGES,
+                                              max_tokens=50, stream=True)
+        await stream.__aiter__().__anext__()
+
+    asyncio.run(start_and_drop())
+    gc.collect()
+    [record] = records(ledger_url)
+    assert (record.status, record.tokens["output"]) == ("stream_abandoned", 50)
+    assert b.reserved == 0
+
+
 PRICE_FILE = """
 provider = "openai"
 
