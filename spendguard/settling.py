@@ -41,6 +41,7 @@ STREAM_TAIL_TOKENS = 1024
 """Output tokens a provider may still generate after a client disconnects, before it notices:
 about ten seconds of a fast model. Added to what an abandoned or broken stream received."""
 
+_MAX_CAUSES = 1000  # beyond this many distinct causes, a flood: the rest go to DEBUG
 _logged: set[tuple[str, ...]] = set()
 _logged_lock = threading.Lock()
 
@@ -52,8 +53,9 @@ def log_once(cause: tuple[str, ...], message: str) -> None:
     on, and never a Python warning: ``-W error`` would turn it into the caller's exception.
     """
     with _logged_lock:
-        first = cause not in _logged
-        _logged.add(cause)
+        first = cause not in _logged and len(_logged) < _MAX_CAUSES
+        if first:
+            _logged.add(cause)
     log.log(logging.WARNING if first else logging.DEBUG, "%s", message)
 
 

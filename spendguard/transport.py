@@ -73,8 +73,9 @@ class _MeteredStream(httpx2.SyncByteStream):
         self._finalizer = weakref.finalize(self, meter.finish)
 
     def __iter__(self) -> Iterator[bytes]:
-        # Only the first pass is metered: the SDKs drain a finished response's stream again,
-        # and a replayable stream (a mock, a buffered body) would then be counted twice.
+        # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
+        # stream again to drain it, and a replayable stream (a mock, a buffered body) would
+        # then be counted twice. A live stream has nothing billable left after that event.
         first, self._iterated = not self._iterated, True
         try:
             for chunk in self._inner:
@@ -101,8 +102,9 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         self._finalizer = weakref.finalize(self, meter.finish)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        # Only the first pass is metered: the SDKs drain a finished response's stream again,
-        # and a replayable stream (a mock, a buffered body) would then be counted twice.
+        # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
+        # stream again to drain it, and a replayable stream (a mock, a buffered body) would
+        # then be counted twice. A live stream has nothing billable left after that event.
         first, self._iterated = not self._iterated, True
         try:
             async for chunk in self._inner:
