@@ -34,12 +34,14 @@ __all__ = ["MAX_READABLE_TOKENS", "STREAM_TAIL_TOKENS", "base_rate_usage", "chec
 log = logging.getLogger("spendguard")
 
 MAX_READABLE_TOKENS = 10**10
-"""Ten billion tokens in one bucket of one call: a thousand times the largest context window
-priced today. A count above it is not usage but a broken response."""
+"""Ten billion tokens in one bucket of one call: about ten thousand times the largest context
+window in the bundled price tables (1,050,000). A count above it is not usage but a broken
+response."""
 
 STREAM_TAIL_TOKENS = 1024
-"""Output tokens a provider may still generate after a client disconnects, before it notices:
-about ten seconds of a fast model. Added to what an abandoned or broken stream received."""
+"""Output tokens a provider may still generate after a client disconnects, before it notices.
+A chosen bound, not a measured one: ten seconds at 100 tokens/s. Added to what an abandoned
+or broken stream received; reconciliation with the provider's report corrects it."""
 
 _MAX_CAUSES = 1000  # beyond this many distinct causes, a flood: the rest go to DEBUG
 _logged: set[tuple[str, ...]] = set()
