@@ -263,3 +263,23 @@ def test_requests_through_a_proxy_mount_are_guarded_on_every_path(ledger_url: st
         outcome(openai_call, is_async, b, http_client=http_client, max_retries=0)
     assert [r.status for r in records(ledger_url)] == ["ok", "error"]
     assert b.reserved == 0
+
+
+@respx.mock
+def test_a_ledger_that_fails_at_settle_leaves_the_call_returned_and_the_worst_case_held(
+        ledger_url: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    route = respx.post(ANTHROPIC_MESSAGES).respond(200, json=anthropic_message())
+    b = spendguard.Budget("1", ledger=ledger_url)
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise spendguard.LedgerError("the ledger vanished")
+
+    monkeypatch.setattr(b.ledger, "settle", gone)
+    with caplog.at_level(logging.ERROR, "spendguard"):
+        reply = anthropic_call(False, b)  # the anthropic SDK would retry an exception
+    assert isinstance(reply, anthropic.types.Message)
+    assert route.call_count == 1
+    assert any("stays held until it expires" in r.getMessage() for r in caplog.records)
+    # nothing lost: the worst case stays held, and is charged when the reservation expires
+    assert b.reserved > 0
