@@ -11,35 +11,38 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import secrets
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from decimal import Decimal
+from typing import Any, TypeVar
 
 import httpx2
 
 from spendguard.budget import Budget
 from spendguard.call_policies import AttemptLinks, call_tags, check_runaways, degrade
 from spendguard.calls import Call, Endpoint, Provider, build_call, classify, parse_body
-from spendguard.costing import cost
-from spendguard.errors import ProviderResponseError, SpendguardError
+from spendguard.costing import Cost, cost
+from spendguard.errors import SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard.ledger.base import CallInfo
-from spendguard.prices import PriceTable, default_table
-from spendguard.providers import StreamReader, stream_reader
+from spendguard.prices import ModelPrice, PriceTable, default_table
+from spendguard.providers import stream_reader
 from spendguard.reservations import Reservation, remaining_for_call, reserve_call
-from spendguard.sse import ContentDecoder, SSEDecoder
+from spendguard.settling import base_rate_usage, check_readable, describe, log_once, overrun_note
+from spendguard.sse import ContentDecoder
+from spendguard.stream_meter import StreamMeter
 from spendguard.templates import end_user_of
-from spendguard.tokens import count_tokens
 from spendguard.usage import Usage, usage_from
 
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
 
 log = logging.getLogger("spendguard")
+_T = TypeVar("_T")
 
 _MIN_CAPPED_OUTPUT = 1
 
@@ -81,7 +84,12 @@ class GuardOptions:
 
 @dataclass(slots=True)
 class Attempt:
-    """One HTTP attempt of a priced call, from reservation to settlement."""
+    """One HTTP attempt of a priced call, from reservation to settlement.
+
+    After the request was handed to the provider nothing here raises: whatever the response,
+    the attempt ends in exactly one ledger record (see :mod:`spendguard.settling` for how an
+    unreadable, implausible or cut-short response is charged).
+    """
 
     guard: Guard
     call: Call
@@ -106,15 +114,35 @@ class Attempt:
     def release(self, reason: str) -> None:
         """The provider did not bill this attempt (refused, error status, never connected)."""
         if self._finish_once():
-            self.reservation.release(reason)
+            self._record(lambda: self.reservation.release(reason))
 
-    def settle(self, usage: Usage, *, status: str = "ok", model: str | None = None) -> None:
+    def settle(self, usage: Usage, *, status: str = "ok", model: str | None = None,
+               note: str | None = None) -> None:
         """Record what the attempt really cost, from usage (reported or estimated)."""
-        if not self._finish_once():
+        if self._done:
             return
+        try:
+            check_readable(usage)
+            model_price, actual = self._price(usage, model)
+            overrun = overrun_note(usage, actual.total, self.estimate.worst_usd, model_price,
+                                   self.call.choices)
+        except Exception as exc:  # a label, counter or number we cannot price
+            self.settle_unreadable(exc, read=usage)
+            return
+        if overrun is not None:  # logged and told to on_warn by the reservation's settle
+            status = "overrun" if status == "ok" else status
+            note = overrun if note is None else f"{note}; {overrun}"
+        if self._finish_once():
+            self._record(lambda: self.reservation.settle(
+                actual_usd=actual.total, tokens=usage.token_counts(),
+                usage_estimated=usage.estimated, table_version=actual.table_version,
+                latency_s=self.latency_s(), request_id=self.request_id, status=status,
+                note=note))
+
+    def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Cost]:
         priced_model = self.call.model
         table = self.guard.table
-        if model and model != priced_model:
+        if isinstance(model, str) and model and model != priced_model:
             try:
                 table.get(model)
                 priced_model = model
@@ -122,22 +150,19 @@ class Attempt:
                 pass  # the response names a snapshot we don't know; the request's model prices it
         tier = usage.service_tier or self.call.service_tier
         actual = cost(priced_model, usage, service_tier=_billable_tier(tier), table=table)
-        self.reservation.settle(
-            actual_usd=actual.total,
-            tokens=usage.token_counts(),
-            usage_estimated=usage.estimated,
-            table_version=actual.table_version,
-            latency_s=self.latency_s(),
-            request_id=self.request_id,
-            status=status,
-        )
+        return table.get(priced_model), actual
 
-    def settle_worst(self, status: str) -> None:
-        """The attempt may have been billed but we cannot know how much: count the worst case."""
+    def settle_worst(self, status: str, note: str | None = None,
+                     floor_usd: Decimal | None = None) -> None:
+        """The attempt may have been billed but we cannot know how much: count the worst case
+        (or ``floor_usd`` when that is more)."""
         if not self._finish_once():
             return
-        self.reservation.settle(
-            actual_usd=self.estimate.worst_usd,
+        charge = self.estimate.worst_usd
+        if floor_usd is not None and floor_usd > charge:
+            charge = floor_usd
+        self._record(lambda: self.reservation.settle(
+            actual_usd=charge,
             tokens={"input": int(self.estimate.input_tokens),
                     "output": self.estimate.output_tokens_worst},
             usage_estimated=True,
@@ -145,7 +170,53 @@ class Attempt:
             latency_s=self.latency_s(),
             request_id=self.request_id,
             status=status,
-        )
+            note=note,
+        ))
+
+    def settle_unreadable(self, exc: BaseException, *, read: Usage | None = None) -> None:
+        """Usage that cannot be read or priced: the worst case, or what the usage that could be
+        read costs at base rates when that is more; flagged ``usage_unreadable``."""
+        if self._done:
+            return
+        reason = describe(exc)
+        floor = None
+        if read is not None:
+            try:
+                labels_dropped = base_rate_usage(read)
+                check_readable(labels_dropped)
+                floor = self._price(labels_dropped, None)[1].total
+            except Exception:
+                floor = None  # the counts themselves are unusable: the worst case it is
+        # One cause, one warning: the reason without its numbers (a count, an id) names it.
+        self._log_cause(re.sub(r"\d+", "#", reason),
+                        f"spendguard could not read usage from a {self.call.provider.value} "
+                        f"{self.call.endpoint.value} response ({reason}); the call is recorded "
+                        "at its worst-case cost, status usage_unreadable")
+        self.settle_worst("usage_unreadable", note=f"usage unreadable: {reason}",
+                          floor_usd=floor)
+
+    def _log_cause(self, kind: str, message: str) -> None:
+        log_once((self.call.provider.value, self.call.endpoint.value, kind), message)
+
+    def _record(self, write: Callable[[], object]) -> None:
+        try:
+            write()
+        except Exception:
+            # The ledger could not take the record. Raising here would fail a call the provider
+            # already answered (and make the SDK send it again); the reservation stays held
+            # and is charged at its worst case when it expires (``spendguard ledger recover``).
+            log.error("spendguard could not record a %s call in the ledger; its reservation "
+                      "%s stays held until it expires and is charged at its worst case",
+                      self.call.model, self.reservation.id, exc_info=True)
+
+    def safely(self, action: Callable[..., _T], *args: Any, **kwargs: Any) -> _T | None:
+        """Run a settling step after sending; any failure of spendguard's own is logged and
+        the attempt charged conservatively instead of reaching the caller."""
+        try:
+            return action(*args, **kwargs)
+        except Exception as exc:
+            self.settle_unreadable(exc)
+            return None
 
     def settle_body(self, status_code: int, headers: httpx2.Headers, raw: bytes, *,
                     decoded: bool = False) -> None:
@@ -154,8 +225,8 @@ class Attempt:
         if status_code >= 400:
             self.release(f"http {status_code}")
             return
-        decoder = ContentDecoder(None if decoded else headers.get("content-encoding"))
         try:
+            decoder = ContentDecoder(None if decoded else headers.get("content-encoding"))
             body = json.loads(decoder.decode(raw) + decoder.flush())
             if (self.call.endpoint is Endpoint.RESPONSES and isinstance(body, dict)
                     and body.get("status") in ("queued", "in_progress")
@@ -164,20 +235,10 @@ class Attempt:
                 self.settle_worst("background")
                 return
             usage = usage_from(self.call.provider.value, body, endpoint=self.call.endpoint.value)
-        except (ValueError, SpendguardError) as exc:
+        except Exception as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the
             # call: count the worst case and say so, but let the caller have their response.
-            warnings.warn(
-                ProviderResponseError(
-                    f"spendguard could not read usage from a {self.call.provider.value} "
-                    f"{self.call.endpoint.value} response ({exc}); the call is recorded at its "
-                    "worst-case cost",
-                    provider=self.call.provider.value,
-                ).args[0],
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            self.settle_worst("usage_unreadable")
+            self.settle_unreadable(exc)
             return
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
 
@@ -185,68 +246,6 @@ class Attempt:
         self.request_id = _request_id(headers)
         return StreamMeter(self, ContentDecoder(headers.get("content-encoding")),
                            stream_reader(self.call.provider.value, self.call.endpoint.value))
-
-
-class StreamMeter:
-    """Reads usage from a server-sent-event stream as it flows; settles once when it ends."""
-
-    def __init__(self, attempt: Attempt, decoder: ContentDecoder, reader: StreamReader) -> None:
-        self.attempt = attempt
-        self._decoder = decoder
-        self._sse = SSEDecoder()
-        self._reader = reader
-
-    def feed(self, chunk: bytes) -> None:
-        try:
-            for name, data in self._sse.feed(self._decoder.decode(chunk)):
-                if data is not None:
-                    self._reader.feed(name, data)
-        except Exception:  # reading must never break the caller's stream
-            log.debug("spendguard could not read a stream chunk", exc_info=True)
-
-    def finish(self, *, error: BaseException | None = None) -> None:
-        """The stream closed: completely, early (the caller stopped), or broken."""
-        if self.attempt._done:
-            return
-        try:
-            for name, data in self._sse.feed(self._decoder.flush()):
-                if data is not None:
-                    self._reader.feed(name, data)
-            for name, data in self._sse.flush():
-                if data is not None:
-                    self._reader.feed(name, data)
-        except Exception:
-            log.debug("spendguard could not read the end of a stream", exc_info=True)
-        usage = self._reader.usage()
-        if usage is not None and self._reader.complete:
-            self.attempt.settle(usage, model=self._reader.model)
-            return
-        if self._reader.complete:
-            status = "ok"  # finished, but the request did not ask for usage in the stream
-        else:
-            status = "stream_broken" if error is not None else "stream_abandoned"
-        self.attempt.settle(self._estimated_usage(), status=status, model=self._reader.model)
-
-    def _estimated_usage(self) -> Usage:
-        # No usage arrived (cut short, or the request did not ask for it): the input is what
-        # was counted before sending; the output is counted from the text received.
-        call = self.attempt.call
-        output = 0
-        text = self._reader.output_text()
-        if text:
-            output = int(count_tokens(call.model, text=text))
-        output = max(output, self._reader.output_events)
-        reported = self._reader.usage()
-        if reported is not None:
-            output = max(output, reported.output_tokens)
-            return Usage(input_tokens=reported.input_tokens,
-                         cache_read_tokens=reported.cache_read_tokens,
-                         cache_write_tokens=dict(reported.cache_write_tokens),
-                         output_tokens=output, speed=reported.speed,
-                         inference_geo=reported.inference_geo,
-                         service_tier=reported.service_tier, estimated=True)
-        return Usage(input_tokens=int(self.attempt.estimate.input_tokens), output_tokens=output,
-                     speed=call.speed, inference_geo=call.inference_geo, estimated=True)
 
 
 def _billable_tier(tier: str | None) -> str | None:

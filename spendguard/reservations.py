@@ -26,7 +26,7 @@ from spendguard.money import format_usd, parse_usd
 from spendguard.periods import Clock, as_utc, utc_now
 from spendguard.scopes import collect_budgets, current_tags
 from spendguard.templates import with_templates
-from spendguard.thresholds import ThresholdCrossed, announce
+from spendguard.thresholds import CallOverrun, ThresholdCrossed, announce
 
 if TYPE_CHECKING:
     from spendguard.budget import Budget
@@ -67,11 +67,13 @@ class Reservation:
 
     def settle(self, *, actual_usd: Decimal, tokens: Mapping[str, int], usage_estimated: bool,
                table_version: str, latency_s: float, request_id: str | None = None,
-               status: str = "ok") -> None:
+               status: str = "ok", note: str | None = None) -> None:
         """Charge the actual cost instead of the worst case; report warning levels reached.
 
         ``status`` is ``"ok"`` or a short word for what went wrong while the call was billed
-        (``"error"``, ``"stream_broken"``, ``"stream_abandoned"``, ...).
+        (``"error"``, ``"stream_broken"``, ``"stream_abandoned"``, ``"overrun"``, ...);
+        ``note`` says why it was charged as it was. A cost above the reserved worst case is
+        charged as given and reported to each budget's ``on_warn`` as a ``CallOverrun``.
         """
         actual = parse_usd(actual_usd, field="actual_usd")
         counts = _check_tokens(tokens)
@@ -83,17 +85,15 @@ class Reservation:
         if not self._close("settled"):
             raise LedgerError(f"reservation {self.id} was already {self._state}; a call is "
                               f"settled once")
-        if actual > self.worst_usd:
-            # The estimator promised an upper bound; a miss means a price or token count is off.
-            log.warning("spendguard: %s call %s cost %s, more than its reserved worst case %s",
-                        self.call.model, self.id, format_usd(actual, places=6),
-                        format_usd(self.worst_usd, places=6))
         settlement = Settlement(as_utc(self._clock()), actual, counts, bool(usage_estimated),
-                                table_version, float(latency_s), request_id, status)
+                                table_version, float(latency_s), request_id, status, note)
         crossings: list[Crossing] = []
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
         self._announce(crossings)
+        if actual > self.worst_usd or status == "overrun":
+            # The estimator promised an upper bound; a miss means a price or token count is off.
+            self._announce_overrun(actual)
 
     def release(self, reason: str) -> None:
         """The call was not billed (refused, failed before usage): drop its reservation.
@@ -123,6 +123,28 @@ class Reservation:
             event = ThresholdCrossed.from_crossing(crossing,
                                                    crossing.warn_usd / crossing.limit_usd)
             announce(event, None if budget is None else budget.on_warn)
+
+    def _announce_overrun(self, actual_usd: Decimal) -> None:
+        told: set[int] = set()
+        for budget in self._budgets:
+            if id(budget.on_warn) in told:
+                continue  # one callback (or one Python warning) per call, however many scopes
+            told.add(id(budget.on_warn))
+            try:
+                spent = budget.totals().spent_usd
+            except Exception:  # the charge is recorded; telling about it must not fail the call
+                log.error("spendguard: could not read budget %r to report an overrun",
+                          budget.scope, exc_info=True)
+                continue
+            fraction = spent / budget.limit_usd if budget.limit_usd else Decimal(1)
+            event = CallOverrun(budget.scope, budget.period_key, spent, budget.limit_usd,
+                                fraction, budget.warn_at or Decimal(1), call_id=self.id,
+                                model=self.call.model, reserved_usd=self.worst_usd,
+                                actual_usd=actual_usd)
+            announce(event, budget.on_warn)
+        if not self._budgets:
+            log.warning("spendguard: a %s call (%s) cost %s, more than the %s it reserved",
+                        self.call.model, self.id, actual_usd, self.worst_usd)
 
     def __repr__(self) -> str:
         state = self._state or "open"

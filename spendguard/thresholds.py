@@ -18,7 +18,8 @@ from spendguard.errors import BudgetConfigError, BudgetWarning
 from spendguard.ledger.base import Crossing
 from spendguard.money import format_usd
 
-__all__ = ["ThresholdCrossed", "WarnCallback", "announce", "check_warn_at", "warn_usd"]
+__all__ = ["CallOverrun", "ThresholdCrossed", "WarnCallback", "announce", "check_warn_at",
+           "warn_usd"]
 
 log = logging.getLogger("spendguard.budget")
 
@@ -43,6 +44,29 @@ class ThresholdCrossed:
         return (f"spendguard budget {self.scope!r} (period {self.period_key}) has spent "
                 f"{format_usd(self.spent_usd)} of {format_usd(self.limit_usd)} "
                 f"({self.fraction:.0%}); warn_at is {self.warn_at:.0%}")
+
+
+@dataclass(frozen=True, slots=True)
+class CallOverrun(ThresholdCrossed):
+    """What ``on_warn`` receives when one call cost more than the worst case it reserved.
+
+    A ``ThresholdCrossed`` (so a callback written for warning levels takes it unchanged) whose
+    ``spent_usd`` / ``fraction`` are the scope's after the call, plus the call's own numbers.
+    """
+
+    call_id: str = ""
+    model: str = ""
+    reserved_usd: Decimal = Decimal(0)
+    actual_usd: Decimal = Decimal(0)
+
+    def message(self) -> str:
+        what = (f"more than the {format_usd(self.reserved_usd, places=6)} it reserved"
+                if self.actual_usd > self.reserved_usd
+                else "for more tokens than the model's context window plus its maximum output")
+        return (f"spendguard: a {self.model} call ({self.call_id}) was charged "
+                f"{format_usd(self.actual_usd, places=6)}, {what}; budget {self.scope!r} "
+                f"(period {self.period_key}) has spent {format_usd(self.spent_usd)} of "
+                f"{format_usd(self.limit_usd)}")
 
 
 WarnCallback = Callable[[ThresholdCrossed], object]
@@ -74,10 +98,20 @@ def warn_usd(limit_usd: Decimal, warn_at: Decimal | None) -> Decimal | None:
 
 
 def announce(event: ThresholdCrossed, on_warn: WarnCallback | None) -> None:
-    """Tell the user; an exception from ``on_warn`` reaches the caller (the spend is recorded)."""
-    text = event.message()
-    log.info(text)
-    if on_warn is not None:
-        on_warn(event)
-    else:
-        warnings.warn(text, BudgetWarning, stacklevel=4)
+    """Tell the user; never raises.
+
+    It runs after a call was sent and paid for, often inside the SDK's HTTP transport: an
+    exception there would fail a paid call (and the anthropic SDK would send it again). So an
+    exception from ``on_warn``, or a ``BudgetWarning`` turned into one by ``-W error``, is
+    logged on the ``spendguard.budget`` logger instead of reaching the caller.
+    """
+    try:
+        text = event.message()
+        log.log(logging.WARNING if isinstance(event, CallOverrun) else logging.INFO, text)
+        if on_warn is not None:
+            on_warn(event)
+        else:
+            warnings.warn(text, BudgetWarning, stacklevel=4)
+    except Exception:
+        log.error("spendguard: reporting %r failed; the call is recorded and returned anyway",
+                  event, exc_info=True)

@@ -15,6 +15,7 @@ import httpx2
 
 from spendguard.errors import SpendguardError
 from spendguard.metering import Attempt, Guard, StreamMeter
+from spendguard.settling import describe
 
 __all__ = ["AsyncGuardTransport", "GuardTransport", "install", "installed_guard"]
 
@@ -38,7 +39,27 @@ def _on_transport_error(attempt: Attempt, exc: BaseException) -> None:
         attempt.release(type(exc).__name__)
     else:
         # Sent, then lost (timeout, reset): the provider may have billed it.
-        attempt.settle_worst("error")
+        attempt.settle_worst("error", note=f"request failed after sending: {describe(exc)}")
+
+
+def _metered(attempt: Attempt, response: httpx2.Response, *,
+             is_async: bool) -> httpx2.Response | None:
+    """The response to hand back when it is a stream or was already read; None when its raw
+    body is still to be read (and settled) by the caller of this function."""
+    if _is_event_stream(response) and response.status_code < 400:
+        meter = attempt.safely(attempt.stream_meter, response.headers)
+        if meter is None:
+            return response  # settled conservatively; the stream passes untouched
+        if is_async and isinstance(response.stream, httpx2.AsyncByteStream):
+            return _response(response, _AsyncMeteredStream(response.stream, meter))
+        if not is_async and isinstance(response.stream, httpx2.SyncByteStream):
+            return _response(response, _MeteredStream(response.stream, meter))
+    if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
+        # .content itself may raise (iterated, never read): read it inside the safety net.
+        attempt.safely(lambda: attempt.settle_body(response.status_code, response.headers,
+                                                   response.content, decoded=True))
+        return response
+    return None
 
 
 class _MeteredStream(httpx2.SyncByteStream):
@@ -47,13 +68,19 @@ class _MeteredStream(httpx2.SyncByteStream):
     def __init__(self, inner: httpx2.SyncByteStream, meter: StreamMeter) -> None:
         self._inner = inner
         self._meter = meter
+        self._iterated = False
         # A caller that drops the stream without closing it is still settled.
         self._finalizer = weakref.finalize(self, meter.finish)
 
     def __iter__(self) -> Iterator[bytes]:
+        # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
+        # stream again to drain it, and a replayable stream (a mock, a buffered body) would
+        # then be counted twice. A live stream has nothing billable left after that event.
+        first, self._iterated = not self._iterated, True
         try:
             for chunk in self._inner:
-                self._meter.feed(chunk)
+                if first:
+                    self._meter.feed(chunk)
                 yield chunk
         except Exception as exc:
             self._meter.finish(error=exc)
@@ -71,12 +98,18 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
     def __init__(self, inner: httpx2.AsyncByteStream, meter: StreamMeter) -> None:
         self._inner = inner
         self._meter = meter
+        self._iterated = False
         self._finalizer = weakref.finalize(self, meter.finish)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
+        # stream again to drain it, and a replayable stream (a mock, a buffered body) would
+        # then be counted twice. A live stream has nothing billable left after that event.
+        first, self._iterated = not self._iterated, True
         try:
             async for chunk in self._inner:
-                self._meter.feed(chunk)
+                if first:
+                    self._meter.feed(chunk)
                 yield chunk
         except Exception as exc:
             self._meter.finish(error=exc)
@@ -127,25 +160,22 @@ class GuardTransport(httpx2.BaseTransport):
             raise
         if attempt is None:
             return self.inner.handle_request(request)
+        # From here on the request may have reached the provider: nothing of spendguard's own
+        # may raise, and every outcome ends in one record (Attempt.safely).
         try:
             response = self.inner.handle_request(request)
         except BaseException as exc:
-            _on_transport_error(attempt, exc)
+            attempt.safely(_on_transport_error, attempt, exc)
             raise
-        if _is_event_stream(response) and response.status_code < 400:
-            meter = attempt.stream_meter(response.headers)
-            assert isinstance(response.stream, httpx2.SyncByteStream)
-            return _response(response, _MeteredStream(response.stream, meter))
-        if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
-            attempt.settle_body(response.status_code, response.headers, response.content,
-                                decoded=True)
-            return response
+        ready = _metered(attempt, response, is_async=False)
+        if ready is not None:
+            return ready
         try:
             raw = b"".join(response.iter_raw())
-        except BaseException:
-            attempt.settle_worst("error")
+        except BaseException as exc:
+            attempt.safely(_on_transport_error, attempt, exc)
             raise
-        attempt.settle_body(response.status_code, response.headers, raw)
+        attempt.safely(attempt.settle_body, response.status_code, response.headers, raw)
         return _response(response, httpx2.ByteStream(raw))
 
     def close(self) -> None:
@@ -172,22 +202,17 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         try:
             response = await self.inner.handle_async_request(request)
         except BaseException as exc:
-            _on_transport_error(attempt, exc)
+            attempt.safely(_on_transport_error, attempt, exc)
             raise
-        if _is_event_stream(response) and response.status_code < 400:
-            meter = attempt.stream_meter(response.headers)
-            assert isinstance(response.stream, httpx2.AsyncByteStream)
-            return _response(response, _AsyncMeteredStream(response.stream, meter))
-        if response.is_stream_consumed:
-            attempt.settle_body(response.status_code, response.headers, response.content,
-                                decoded=True)
-            return response
+        ready = _metered(attempt, response, is_async=True)
+        if ready is not None:
+            return ready
         try:
             raw = b"".join([chunk async for chunk in response.aiter_raw()])
-        except BaseException:
-            attempt.settle_worst("error")
+        except BaseException as exc:
+            attempt.safely(_on_transport_error, attempt, exc)
             raise
-        attempt.settle_body(response.status_code, response.headers, raw)
+        attempt.safely(attempt.settle_body, response.status_code, response.headers, raw)
         return _response(response, httpx2.ByteStream(raw))
 
     async def aclose(self) -> None:

@@ -16,6 +16,7 @@ import pytest
 import respx
 
 import spendguard
+from spendguard.settling import STREAM_TAIL_TOKENS
 from tests.provider_bodies import (
     anthropic_message,
     anthropic_stream_events,
@@ -168,7 +169,8 @@ def test_a_complete_stream_passes_through_and_settles_from_its_usage(ledger_url:
 
 
 @respx.mock
-def test_an_abandoned_stream_settles_from_what_was_received(ledger_url: str) -> None:
+def test_an_abandoned_stream_is_charged_what_was_received_plus_the_tail_bound(
+        ledger_url: str) -> None:
     events = chat_stream_events(words=50)
 
     class EventByEvent(httpx.SyncByteStream):
@@ -180,15 +182,20 @@ def test_an_abandoned_stream_settles_from_what_was_received(ledger_url: str) -> 
                                     headers={"content-type": "text/event-stream"})
     b = budget("1", ledger_url)
     stream = spendguard.OpenAI(api_key="k", budget=b).chat.completions.create(
-        model="gpt-4o-mini", messages=MESSAGES, max_tokens=500, stream=True,
+        model="gpt-4o-mini", messages=MESSAGES, max_tokens=5000, stream=True,
         stream_options={"include_usage": True})
     for _ in stream:
         break
     stream.close()
     [record] = spendguard.open_ledger(ledger_url).records()
-    assert record.usage_estimated
+    assert (record.status, record.usage_estimated) == ("stream_abandoned", True)
     assert b.reserved == 0
-    assert 0 < b.spent < record.estimated_usd
+    # the words received (a few tokens) plus the 1,024 the provider may generate after the cut
+    output = record.tokens["output"]
+    assert STREAM_TAIL_TOKENS <= output < STREAM_TAIL_TOKENS + 60
+    assert b.spent == (record.tokens["input"] * Decimal("0.15")
+                       + output * Decimal("0.60")) / 1_000_000
+    assert b.spent < record.estimated_usd
 
 
 @respx.mock

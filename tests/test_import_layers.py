@@ -25,7 +25,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
     ("request shaping", frozenset({"caching", "cache_order"})),
-    ("choke point", frozenset({"sse", "metering", "transport", "clients", "call_policies"})),
+    ("choke point", frozenset({"sse", "metering", "transport", "clients", "call_policies",
+                               "settling", "stream_meter"})),
     ("strategies", frozenset({"replies", "planning", "batching",
                               "cascading", "checks", "cascade_learning", "loop_guard", "stops",
                               "novelty"})),

@@ -92,6 +92,7 @@ class Settlement:
     latency_s: float
     request_id: str | None = None
     status: str = "ok"
+    note: str | None = None  # why a call was charged as it was, when not simply from usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,7 +152,7 @@ class TransactionalLedger(ABC):
                 usage_estimated=settlement.usage_estimated,
                 table_version=settlement.table_version, latency_s=settlement.latency_s,
                 request_id=settlement.request_id or row.record.request_id,
-                status=settlement.status)))
+                status=settlement.status, note=settlement.note or row.record.note)))
             tx.append_event(Event(reservation_id, "settle", settlement.time,
                                   settlement.actual_usd))
             self._move(tx, row, spent_usd=settlement.actual_usd)

@@ -226,6 +226,8 @@ class RedisLedger:
             "status": settlement.status}
         if settlement.request_id:
             done["request_id"] = settlement.request_id
+        if settlement.note:
+            done["note"] = settlement.note
         reply = self._session.run("settle", [reservation_id, actual_text, changes_json(**done),
                                              str(micros(settlement.time)), nonce])
         reserved = self._reserved.pop(reservation_id, None)

@@ -31,6 +31,8 @@ from spendguard.periods import window_keys
 
 __all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "summarise"]
 
+OVERRUN = "overrun"
+
 GROUPINGS = ("model", "scope", "tag", "day", "provider")
 """Ways to group a report; ``tag:KEY`` groups by the values of one tag."""
 
@@ -126,6 +128,8 @@ class SpendReport:
     recovered_usd: Decimal = ZERO
     runaway_trips: dict[tuple[str, str], int] = field(default_factory=dict)
     """Runaway rules that tripped, counted per (scope, rule)."""
+    overrun_calls: int = 0  # calls that cost more than the worst case they reserved
+    overrun_usd: Decimal = ZERO
     overlapping: bool = False  # groups may share records (scopes, tags)
 
     @property
@@ -155,6 +159,8 @@ class SpendReport:
             "recovered_usd": decimal_text(self.recovered_usd),
             "runaway_trips": [{"scope": scope, "rule": rule, "trips": count}
                               for (scope, rule), count in sorted(self.runaway_trips.items())],
+            "overrun_calls": self.overrun_calls,
+            "overrun_usd": decimal_text(self.overrun_usd),
             "budgets": [{"scope": b.scope, "period": b.period_key,
                          "spent_usd": decimal_text(b.spent_usd),
                          "reserved_usd": decimal_text(b.reserved_usd),
@@ -208,6 +214,9 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
             report.adjustments_usd += record.actual_usd
         elif record.status == RECOVERED:
             report.recovered_usd += record.actual_usd
+        elif record.status == OVERRUN:
+            report.overrun_calls += 1
+            report.overrun_usd += record.actual_usd
         _check_estimate(estimates, record, tokens)
         for scope, key, limit in zip(record.scopes, record.period_keys,
                                      record.limits_usd or [None] * len(record.scopes),

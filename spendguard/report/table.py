@@ -56,6 +56,10 @@ def render_text(report: SpendReport) -> str:
         extras.append(f"{usd(report.recovered_usd)} charged for calls whose process vanished")
     if report.adjustments_usd:
         extras.append(f"{usd(report.adjustments_usd)} of adjustments")
+    if report.overrun_calls:
+        calls = f"{report.overrun_calls:,} call{'' if report.overrun_calls == 1 else 's'}"
+        extras.append(f"{usd(report.overrun_usd)} on {calls} that cost more than the worst "
+                      "case reserved (status overrun)")
     if extras:
         lines.append("Includes " + "; ".join(extras) + ".")
     lines.append("")
