@@ -107,11 +107,16 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
     shared = _shared_blocks(requests)
     results = [arrange(r.provider, r.endpoint, r.body, shared=shared,
                        move_volatile=options.move_volatile,
-                       to_last_message=options.volatile_to_last_message) for r in requests]
+                       to_last_message=options.volatile_to_last_message,
+                       reorder_content=options.reorder_content) for r in requests]
     arranged = [replace(r, body=result.body) for r, result in zip(requests, results, strict=True)]
     volatile = [value for result in results for value in result.volatile]
+    moved = sum(1 for result in results if result.moves)
+    # A move changes the order of what the caller wrote: the plan says so, never silently.
+    moved_notes = [f"content reordered in {moved} of {len(results)} request(s) (opt-in: "
+                   f"{'; '.join(next(r.moves for r in results if r.moves))})"] if moved else []
     if not options.breakpoints:
-        return Ordered(tuple(arranged), _dedupe_volatile(volatile), ())
+        return Ordered(tuple(arranged), _dedupe_volatile(volatile), tuple(moved_notes))
     index = ChainIndex()
     groups: list[int | None] = []
     chains: list[dict[Path, int]] = []
@@ -128,7 +133,7 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
     sizes = Counter(g for g in groups if g is not None)
     gaps = _gaps_s(arranged, groups, sizes, concurrency, assumptions)
     memo: dict[int, int] = {}
-    ordered, notes = [], []
+    ordered, notes = [], list(moved_notes)
     for request, group, chain_at, gap, found in zip(arranged, groups, chains, gaps, layouts,
                                                     strict=True):
         def prefix_tokens(path: Path, request: PlannedRequest = request,
