@@ -25,7 +25,7 @@ from typing import Any
 from spendguard.cache_order.arrange import arrange
 from spendguard.cache_order.kind import model_price_or_none, request_kind
 from spendguard.cache_order.layout import Path, describe, identity, prefix_body
-from spendguard.cache_order.marks import Marked, mark
+from spendguard.cache_order.marks import Marked, limit_markers, mark
 from spendguard.cache_order.stats import CacheStats, from_records
 from spendguard.cache_order.volatile import VolatileValue
 from spendguard.calls import Endpoint
@@ -131,10 +131,13 @@ class CacheOrder:
                            to_last_message=self.volatile_to_last_message,
                            reorder_content=self.reorder_content)
         result = arranged.body
-        if not self.breakpoints or endpoint == "embeddings":
-            return OrderedRequest(result, provider, endpoint, arranged.volatile,
-                                  moves=arranged.moves)
+        if endpoint == "embeddings":
+            return OrderedRequest(result, provider, endpoint, arranged.volatile)
         counter = prefix_tokens or _prefix_counter(provider, endpoint, result)
+        if not self.breakpoints:
+            capped, notes = limit_markers(provider, endpoint, result, counter, shared)
+            return OrderedRequest(capped, provider, endpoint, arranged.volatile, notes=notes,
+                                  moves=arranged.moves)
         marked: Marked = mark(
             provider, endpoint, result, model_price=model_price_or_none(body.get("model"),
                                                                         self.table),
