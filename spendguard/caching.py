@@ -122,22 +122,24 @@ class CacheOrder:
     def order(self, body: Mapping[str, Any], *, provider: str | None = None,
               endpoint: str | None = None, shared: Collection[Any] = frozenset(),
               reuses: int | None = None, reuse_gap_s: float | None = None,
-              prefix_tokens: PrefixTokens | None = None) -> OrderedRequest:
-        """Order one body; ``shared`` holds identities of blocks other requests also send."""
+              prefix_tokens: PrefixTokens | None = None,
+              shared_texts: Collection[str] = ()) -> OrderedRequest:
+        """Order one body; ``shared`` holds identities of blocks other requests also send,
+        ``shared_texts`` the texts among them (looked for inside larger texts too)."""
         provider, endpoint = request_kind(body, provider=provider, endpoint=endpoint,
                                           table=self.table)
         arranged = arrange(provider, endpoint, body, shared=shared,
                            move_volatile=self.move_volatile,
                            to_last_message=self.volatile_to_last_message,
-                           reorder_content=self.reorder_content)
+                           reorder_content=self.reorder_content, shared_texts=shared_texts)
         result = arranged.body
         if endpoint == "embeddings":
             return OrderedRequest(result, provider, endpoint, arranged.volatile)
         counter = prefix_tokens or _prefix_counter(provider, endpoint, result)
         if not self.breakpoints:
             capped, notes = limit_markers(provider, endpoint, result, counter, shared)
-            return OrderedRequest(capped, provider, endpoint, arranged.volatile, notes=notes,
-                                  moves=arranged.moves)
+            return OrderedRequest(capped, provider, endpoint, arranged.volatile,
+                                  notes=arranged.notes + notes, moves=arranged.moves)
         marked: Marked = mark(
             provider, endpoint, result, model_price=model_price_or_none(body.get("model"),
                                                                         self.table),
@@ -147,8 +149,8 @@ class CacheOrder:
             cache_key=self.prompt_cache_key)
         return OrderedRequest(marked.body, provider, endpoint, arranged.volatile,
                               tuple(describe(p) for p in marked.breakpoints),
-                              marked.prompt_cache_key, marked.ttl, marked.notes,
-                              arranged.moves)
+                              marked.prompt_cache_key, marked.ttl,
+                              arranged.notes + marked.notes, arranged.moves)
 
     def __call__(self, provider: str, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -188,9 +190,11 @@ def order_for_cache(body: Mapping[str, Any], *, provider: str | None = None,
                          volatile_to_last_message=volatile_to_last_message,
                          reorder_content=reorder_content, breakpoints=breakpoints,
                          prompt_cache_key=prompt_cache_key, table=table)
+    shared = list(shared)
     return options.order(body, provider=provider, endpoint=endpoint,
                          shared=_shared_identities(shared), reuses=reuses,
-                         reuse_gap_s=reuse_gap_s)
+                         reuse_gap_s=reuse_gap_s,
+                         shared_texts=[item for item in shared if isinstance(item, str)])
 
 
 def as_cache_order(option: bool | CacheOrder | None) -> CacheOrder | None:

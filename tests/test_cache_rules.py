@@ -4,6 +4,7 @@ system role (and the rest is cached), and more cache markers than Anthropic take
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 from typing import Any
 
 import anthropic
@@ -122,3 +123,45 @@ def test_markers_are_capped_even_without_adding_breakpoints() -> None:
                for note in ordered.notes)
     content = ordered.body["messages"][0]["content"]
     assert [("cache_control" in block) for block in content] == [True, True, False]
+
+
+def one_string(i: int, *, document_first: bool) -> dict[str, Any]:
+    question = f"Who delivers item {i}?"
+    text = f"{DOCUMENT}\n\n{question}" if document_first else f"{question}\n\n{DOCUMENT}"
+    return {"model": CLAUDE, "max_tokens": 50, "system": "You are a contracts analyst.",
+            "messages": [{"role": "user", "content": text}]}
+
+
+def test_a_shared_document_leading_a_single_string_is_split_into_its_own_block() -> None:
+    ordered = spendguard.order_for_cache(one_string(3, document_first=True), shared=[DOCUMENT])
+    content = ordered.body["messages"][0]["content"]
+    assert [block["text"] for block in content] == [DOCUMENT, "Who delivers item 3?"]
+    assert ordered.breakpoints == ("messages[0].content[0]",)
+    assert ordered.moves == ()
+
+
+def test_a_shared_document_after_the_question_is_left_in_place_and_noted() -> None:
+    body = one_string(3, document_first=False)
+    ordered = spendguard.order_for_cache(body, shared=[DOCUMENT])
+    assert ordered.body["messages"] == body["messages"]
+    assert any("follows this request's own text" in note for note in ordered.notes)
+    moved = spendguard.order_for_cache(body, shared=[DOCUMENT], reorder_content=True)
+    assert [b["text"] for b in moved.body["messages"][0]["content"]] == [
+        DOCUMENT, "Who delivers item 3?"]
+    assert moved.moves
+
+
+def test_a_plan_finds_a_document_its_requests_share_inside_their_strings() -> None:
+    leading = spendguard.plan([one_string(i, document_first=True) for i in range(20)],
+                              cache_order=True)
+    assert leading.totals.cache_read_tokens > 0
+    assert any("split into a block of its own in 20 request(s)" in n for n in leading.notes)
+    trailing_requests = [one_string(i, document_first=False) for i in range(20)]
+    trailing = spendguard.plan(trailing_requests, cache_order=True)
+    assert trailing.totals.cache_read_tokens == 0  # nothing moved: the question comes first
+    note = next(n for n in trailing.notes if "20 requests share a" in n)
+    saving = Decimal(note.rsplit("$", 1)[1])
+    reordered = spendguard.plan(trailing_requests,
+                                cache_order=spendguard.CacheOrder(reorder_content=True))
+    actual = trailing.expected_usd - reordered.expected_usd
+    assert abs(saving - actual) < actual / 50  # the note's estimate is within 2 %
