@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
+import httpx2
 import pytest
 from click.testing import CliRunner
 
@@ -38,10 +39,13 @@ def die(*_: object) -> NoReturn:
 
 
 def client_for(provider: str, base_url: str, budget: spendguard.Budget) -> Any:
+    # Plain HTTP to the loopback emulator: no certificates to load for every client built.
+    http = httpx2.Client(verify=False)
     if provider == "openai":
         return spendguard.OpenAI(api_key="k", base_url=f"{base_url}/v1", budget=budget,
-                                 max_retries=0)
-    return spendguard.Anthropic(api_key="k", base_url=base_url, budget=budget, max_retries=0)
+                                 max_retries=0, http_client=http)
+    return spendguard.Anthropic(api_key="k", base_url=base_url, budget=budget, max_retries=0,
+                                http_client=http)
 
 
 def requests_for(provider: str) -> list[dict[str, Any]]:
