@@ -215,3 +215,18 @@ def test_the_results_command_writes_every_result_of_a_job_again(tmp_path: Path) 
     missing = CliRunner().invoke(main, ["batches", "results", "sgb_nope", "--ledger", url])
     assert missing.exit_code != 0 and "no batch job" in missing.output
     assert "Traceback" not in missing.output
+
+
+async def test_aeach_acknowledges_as_the_async_consumer_advances() -> None:
+    world = World(emulator_options={"batch_completion_s": 0})
+    run = await spendguard.abatch([chat("a"), chat("b"), chat("c")],
+                                  client=world.async_openai(), polling=world.polling)
+    seen = []
+    async for result in run.aeach():
+        seen.append(text_of(result))
+        if len(seen) == 2:
+            break  # "b" in hand, not acknowledged
+    resumed = spendguard.reopen_batches(world.openai(), ledger=world.budget.ledger,
+                                        polling=world.polling, take_over=True)
+    assert seen == ["echo: a", "echo: b"]
+    assert [text_of(r) for r in resumed.each()] == ["echo: b", "echo: c"]
