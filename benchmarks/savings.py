@@ -5,14 +5,19 @@ Usage::
     .venv/bin/python benchmarks/savings.py [--quick]
 
 The workload, run against the offline emulator (billed by its usage, priced by spendguard's
-table), has four parts:
+table), has five parts:
 
 - an agent loop: 12 turns on claude-sonnet-4-6, each resending a 2,000-token system prompt
   and the growing conversation (naive: a plain guarded client; spendguard: ``cache_order=True``,
   which marks cache breakpoints);
+- support tickets with a volatile system prompt: 10 tickets whose ~2,000-token system prompt
+  starts with the current time and a trace id, in the same paragraph as the instructions
+  (naive: a plain guarded client; spendguard: ``cache_order=True``, whose default splits the
+  volatile sentence out and places it after the stable text, still in the system prompt);
 - a fan-out with shared context: 40 questions about one ~5,000-token document, written
-  question-first (naive: sent one by one; spendguard: ``spendguard.plan(cache_order=True)``
-  then ``Plan.run``, which puts the document first and warms the cache before fanning out);
+  question-first (naive: sent one by one; spendguard: ``spendguard.plan`` with
+  ``CacheOrder(reorder_content=True)`` then ``Plan.run``, which puts the document first — an
+  opt-in move, reported in the plan's notes — and warms the cache before fanning out);
 - deferrable work: 30 summaries nobody waits for (naive: ordinary calls; spendguard:
   ``spendguard.batch``, at the batch discount);
 - a cascade: 30 questions (naive: always the strong model, claude-opus-4-6; spendguard:
@@ -126,6 +131,26 @@ def agent_loop(turns: int) -> Part:
                 f"{turns} turns; cache_order=True")
 
 
+def ticket_system(n: int) -> str:
+    return (f"Current time: 2026-11-30T09:{n:02d}:41Z, trace req_{n:04d}c0ffee11. You are the "
+            f"support agent. " + AGENT_SYSTEM)
+
+
+def tickets(count: int) -> Part:
+    def run(**options: Any) -> spendguard.Budget:
+        client, budget = World().client(**options)
+        for n in range(count):
+            client.messages.create(model=AGENT_MODEL, max_tokens=200, system=ticket_system(n),
+                                   messages=[{"role": "user", "content": f"Ticket {n}: "
+                                              + text(80, seed=600 + n)}])
+        return budget
+
+    naive = run()
+    guarded = run(cache_order=True)
+    return Part("tickets, volatile system", naive.spent, guarded.spent, _floor_cached(guarded),
+                f"{count} tickets; cache_order=True")
+
+
 def fanout_bodies(count: int) -> list[dict[str, Any]]:
     return [{"model": AGENT_MODEL, "max_tokens": 200,
              "system": "You are a contracts analyst. Answer in one sentence.",
@@ -143,10 +168,11 @@ def fanout(count: int) -> Part:
     if not hasattr(spendguard, "plan"):
         return Part("fan-out, shared context", naive.spent, None, None, "not built (plan)")
     client, guarded = World().client()
-    plan = spendguard.plan(fanout_bodies(count), cache_order=True)
+    plan = spendguard.plan(fanout_bodies(count),
+                           cache_order=spendguard.CacheOrder(reorder_content=True))
     plan.run(client, concurrency=8, progress=False)
     return Part("fan-out, shared context", naive.spent, guarded.spent, _floor_cached(guarded),
-                f"{count} requests; plan(cache_order=True).run")
+                f"{count} requests; plan(CacheOrder(reorder_content=True)).run")
 
 
 def deferrable_requests(count: int) -> list[dict[str, Any]]:
@@ -208,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     add_quick(parser)
     args = parser.parse_args(argv)
     turns, fan, deferred, questions = (3, 4, 3, 4) if args.quick else (12, 40, 30, 30)
-    parts = [agent_loop(turns), fanout(fan), deferrable(deferred), cascade(questions)]
+    parts = [agent_loop(turns), tickets(3 if args.quick else 10), fanout(fan),
+             deferrable(deferred), cascade(questions)]
     rows = [[p.name, p.how, _usd(p.naive_usd), _usd(p.spendguard_usd), _usd(p.floor_usd),
              _saving(p.naive_usd, p.spendguard_usd), _saving(p.naive_usd, p.floor_usd)]
             for p in parts]

@@ -26,14 +26,13 @@ TOOLS = [{"name": "refund", "description": "Issue a refund.",
 
 
 def ticket(n: int) -> dict[str, Any]:
-    """A support request as an app might build it: a timestamp in the system prompt, the
-    customer's question before the handbook, tools in whatever order a dict gave them."""
+    """A support request as an app might build it: the time and a trace id at the top of a
+    system prompt that holds the handbook, tools in whatever order a dict gave them."""
     return {"model": "claude-sonnet-4-6", "max_tokens": 100, "tools": TOOLS[::-1],
-            "system": "You answer refund questions.\n\n"
-                      f"Now: 2027-01-15T08:{n:02d}:00Z, trace req_{n:04d}a1b2c3d4e5",
-            "messages": [{"role": "user", "content": [
-                {"type": "text", "text": f"Ticket {n}: when is my refund for plan {n % 9} due?"},
-                {"type": "text", "text": HANDBOOK}]}]}
+            "system": f"Now: 2027-01-15T08:{n:02d}:00Z, trace req_{n:04d}a1b2c3d4e5. "
+                      f"You answer refund questions. {HANDBOOK}",
+            "messages": [{"role": "user", "content":
+                          f"Ticket {n}: when is my refund for plan {n % 9} due?"}]}
 
 
 def show_one_body() -> None:
@@ -42,9 +41,11 @@ def show_one_body() -> None:
     print(ordered.report())
     body = ordered.body
     print("tools:", [tool["name"] for tool in body["tools"]])
-    print("system:", json.dumps(body["system"]))
-    print("first message:", [block["text"][:30] for block in body["messages"][0]["content"]])
-    print("flagged only:", spendguard.order_for_cache(ticket(1)).notes[0])
+    print("system:", [block["text"][:30] for block in body["system"]])
+    default = spendguard.order_for_cache(ticket(1)).body
+    print("default system:", json.dumps([block["text"][:30] for block in default["system"]]))
+    print("last message:", [block["text"][:30] for block in body["messages"][-1]["content"]])
+    print("flagged only:", spendguard.order_for_cache(ticket(1), move_volatile=False).notes[0])
 
 
 def measure(cache_order: bool | spendguard.CacheOrder) -> spendguard.CacheStats:
@@ -60,10 +61,12 @@ def measure(cache_order: bool | spendguard.CacheOrder) -> spendguard.CacheStats:
 
 def show_openai_key() -> None:
     emulator = Emulator(clock=ManualClock())
+    # The question comes before the handbook here: putting the handbook first changes the
+    # order of what the user wrote, so it is opt-in (and reported by order_for_cache).
     client = spendguard.OpenAI(api_key="emulated", base_url=OPENAI_BASE_URL,
                                http_client=httpx2.Client(transport=emulator.transport()),
                                budget=spendguard.Budget("1", ledger="memory://"),
-                               cache_order=True)
+                               cache_order=spendguard.CacheOrder(reorder_content=True))
     for n in range(3):
         client.chat.completions.create(model="gpt-4.1-mini", max_completion_tokens=50, messages=[
             {"role": "system", "content": "You answer refund questions."},
@@ -77,8 +80,9 @@ def show_openai_key() -> None:
 def main() -> None:
     show_one_body()
     print("\n== ten tickets through a guarded client ==")
-    # The timestamp stays in the system prompt with cache_order=True: the handbook after it
-    # cannot be cached. Moving it to the end of the user's message frees the prefix.
+    # cache_order=True splits the time and trace sentence out of the system prompt and puts
+    # it after the handbook, still as system text: the handbook is read from the cache.
+    # volatile_to_last_message=True (opt-in) moves it into the user's message instead.
     options: list[tuple[str, bool | spendguard.CacheOrder]] = [
         ("False", False), ("True", True),
         ("CacheOrder(volatile_to_last_message=True)",

@@ -58,7 +58,10 @@ def main() -> None:
     rows = []
     for ordered in (False, True):
         print(f"\n== {'with' if ordered else 'without'} cache ordering ==")
-        plan = spendguard.plan(requests(), cache_order=ordered, concurrency=8)
+        # Moving the document before the question changes the order of what was written,
+        # so it is opt-in (reorder_content=True) and the plan's notes say it was done.
+        order = spendguard.CacheOrder(reorder_content=True) if ordered else False
+        plan = spendguard.plan(requests(), cache_order=order, concurrency=8)
         print(plan.summary())
         result = plan.run(emulated_client(budget), approve=approve, progress=False)
         print(result.report())

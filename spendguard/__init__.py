@@ -124,6 +124,7 @@ _LAZY: dict[str, str] = {
     "batch": "spendguard.batching",
     "batch_jobs": "spendguard.batching",
     "cancel_batch": "spendguard.batching",
+    "reopen_batches": "spendguard.batching",
     "resume_batches": "spendguard.batching",
     "BatchRequestFailed": "spendguard.errors",
 }
@@ -143,6 +144,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.batching import batch as batch
     from spendguard.batching import batch_jobs as batch_jobs
     from spendguard.batching import cancel_batch as cancel_batch
+    from spendguard.batching import reopen_batches as reopen_batches
     from spendguard.batching import resume_batches as resume_batches
     from spendguard.budget import Budget as Budget
     from spendguard.caching import CacheOrder as CacheOrder
@@ -303,6 +305,7 @@ __all__ = [
     "price",
     "reconcile_spend",
     "register_prices",
+    "reopen_batches",
     "report_spend",
     "resume_batches",
     "size_model",

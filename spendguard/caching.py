@@ -25,7 +25,7 @@ from typing import Any
 from spendguard.cache_order.arrange import arrange
 from spendguard.cache_order.kind import model_price_or_none, request_kind
 from spendguard.cache_order.layout import Path, describe, identity, prefix_body
-from spendguard.cache_order.marks import Marked, mark
+from spendguard.cache_order.marks import Marked, limit_markers, mark
 from spendguard.cache_order.stats import CacheStats, from_records
 from spendguard.cache_order.volatile import VolatileValue
 from spendguard.calls import Endpoint
@@ -58,6 +58,9 @@ class OrderedRequest:
     """The TTL of the markers added (``5m``, ``1h``, ``30m``, ``12h``), if any were."""
     notes: tuple[str, ...] = ()
     """Why a breakpoint or cache write was left out."""
+    moves: tuple[str, ...] = ()
+    """Content moved out of the order the caller gave (opt-in: ``reorder_content``,
+    ``volatile_to_last_message``); empty by default."""
 
     def report(self) -> str:
         """What was done, for people: markers, key, flagged values, skipped breakpoints."""
@@ -67,6 +70,7 @@ class OrderedRequest:
         if self.prompt_cache_key:
             lines.append(f"prompt_cache_key {self.prompt_cache_key}")
         lines += [f"volatile: {value}" for value in self.volatile]
+        lines += [f"moved: {move}" for move in self.moves]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -93,6 +97,9 @@ class CacheOrder:
     - ``volatile_to_last_message``: move them to the end of the last user message instead,
       so that nothing after the system prompt loses its cache (the model then reads them as
       part of the user's message);
+    - ``reorder_content``: move documents, long texts and shared blocks before the rest of
+      the first user message (off: it changes the relative order of what the user wrote;
+      each move is reported in ``OrderedRequest.moves``);
     - ``breakpoints``: add cache markers (False: only reorder);
     - ``prompt_cache_key``: set OpenAI's ``prompt_cache_key`` per shared prefix;
     - ``reuses``: how many later requests read a prefix (None: unknown, at least one assumed);
@@ -105,6 +112,7 @@ class CacheOrder:
 
     move_volatile: bool = True
     volatile_to_last_message: bool = False
+    reorder_content: bool = False
     breakpoints: bool = True
     prompt_cache_key: bool = True
     reuses: int | None = None
@@ -114,17 +122,24 @@ class CacheOrder:
     def order(self, body: Mapping[str, Any], *, provider: str | None = None,
               endpoint: str | None = None, shared: Collection[Any] = frozenset(),
               reuses: int | None = None, reuse_gap_s: float | None = None,
-              prefix_tokens: PrefixTokens | None = None) -> OrderedRequest:
-        """Order one body; ``shared`` holds identities of blocks other requests also send."""
+              prefix_tokens: PrefixTokens | None = None,
+              shared_texts: Collection[str] = ()) -> OrderedRequest:
+        """Order one body; ``shared`` holds identities of blocks other requests also send,
+        ``shared_texts`` the texts among them (looked for inside larger texts too)."""
         provider, endpoint = request_kind(body, provider=provider, endpoint=endpoint,
                                           table=self.table)
         arranged = arrange(provider, endpoint, body, shared=shared,
                            move_volatile=self.move_volatile,
-                           to_last_message=self.volatile_to_last_message)
+                           to_last_message=self.volatile_to_last_message,
+                           reorder_content=self.reorder_content, shared_texts=shared_texts)
         result = arranged.body
-        if not self.breakpoints or endpoint == "embeddings":
+        if endpoint == "embeddings":
             return OrderedRequest(result, provider, endpoint, arranged.volatile)
         counter = prefix_tokens or _prefix_counter(provider, endpoint, result)
+        if not self.breakpoints:
+            capped, notes = limit_markers(provider, endpoint, result, counter, shared)
+            return OrderedRequest(capped, provider, endpoint, arranged.volatile,
+                                  notes=arranged.notes + notes, moves=arranged.moves)
         marked: Marked = mark(
             provider, endpoint, result, model_price=model_price_or_none(body.get("model"),
                                                                         self.table),
@@ -134,7 +149,8 @@ class CacheOrder:
             cache_key=self.prompt_cache_key)
         return OrderedRequest(marked.body, provider, endpoint, arranged.volatile,
                               tuple(describe(p) for p in marked.breakpoints),
-                              marked.prompt_cache_key, marked.ttl, marked.notes)
+                              marked.prompt_cache_key, marked.ttl,
+                              arranged.notes + marked.notes, arranged.moves)
 
     def __call__(self, provider: str, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -156,13 +172,15 @@ def order_for_cache(body: Mapping[str, Any], *, provider: str | None = None,
                     endpoint: str | None = None, shared: Iterable[Any] = (),
                     reuses: int | None = None, reuse_gap_s: float | None = None,
                     move_volatile: bool = True, volatile_to_last_message: bool = False,
+                    reorder_content: bool = False,
                     breakpoints: bool = True, prompt_cache_key: bool = True,
                     table: PriceTable | None = None) -> OrderedRequest:
     """Order a request body (OpenAI or Anthropic shape) for the prompt cache.
 
     ``provider`` and ``endpoint`` (``"messages"``, ``"chat.completions"``, ``"responses"``)
     are read from the model and the body's shape when not given. ``shared`` lists blocks (or
-    texts) other requests send too, to be moved before the rest of the first user message;
+    texts) other requests send too (with ``reorder_content``, moved before the rest of the
+    first user message);
     ``reuses`` and ``reuse_gap_s`` say how often and how far apart the prefix will be read
     again, which picks the TTL and whether a write pays back. The other options are
     :class:`CacheOrder`'s. The body is not modified; the result's ``.body`` is the ordered
@@ -170,11 +188,13 @@ def order_for_cache(body: Mapping[str, Any], *, provider: str | None = None,
     """
     options = CacheOrder(move_volatile=move_volatile,
                          volatile_to_last_message=volatile_to_last_message,
-                         breakpoints=breakpoints,
+                         reorder_content=reorder_content, breakpoints=breakpoints,
                          prompt_cache_key=prompt_cache_key, table=table)
+    shared = list(shared)
     return options.order(body, provider=provider, endpoint=endpoint,
                          shared=_shared_identities(shared), reuses=reuses,
-                         reuse_gap_s=reuse_gap_s)
+                         reuse_gap_s=reuse_gap_s,
+                         shared_texts=[item for item in shared if isinstance(item, str)])
 
 
 def as_cache_order(option: bool | CacheOrder | None) -> CacheOrder | None:

@@ -10,7 +10,11 @@
     print(guard.stop_reason, guard.stop_detail)
 
 Before each step the guard projects the step's cost from the last ones and stops if that would
-not fit. The stop conditions are :mod:`spendguard.stops` policies; ``stop=`` adds your own.
+not fit; with a budget, it projects the worst case the guarded client will reserve (read back
+from the ledger, :mod:`spendguard.loop_reserve`). A call the budget refuses inside a step ends
+the loop with ``stop_reason`` ``budget`` when the loop (``with guard:``) or the step
+(``with step:``) is entered. The stop conditions are :mod:`spendguard.stops` policies;
+``stop=`` adds your own.
 This module is not named ``loop.py``: ``spendguard.loop`` is the function below, and a submodule
 of that name would replace it on the package once imported.
 """
@@ -18,14 +22,16 @@ of that name would replace it on the package once imported.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from decimal import Decimal
+from types import TracebackType
 from typing import Any
 
 from spendguard import replies
-from spendguard.errors import ConfigError
-from spendguard.money import ZERO, parse_usd
-from spendguard.novelty import Progress
+from spendguard.errors import BudgetExceeded, ConfigError
+from spendguard.loop_reserve import StepWindow, open_window, peak_usd
+from spendguard.money import ZERO, format_usd, parse_usd
+from spendguard.novelty import Progress, normalise
 from spendguard.stops import (
     LoopState,
     Stop,
@@ -78,6 +84,14 @@ class Step:
             self.guard._charge(usd)
         return usd
 
+    def __enter__(self) -> Step:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        """Ends the loop cleanly when a call in the step was refused by a budget."""
+        return self.guard._absorb(exc)
+
 
 class LoopGuard:
     """Iterate it to run a guarded loop; ``stop_reason`` says why it ended (None: you broke)."""
@@ -86,6 +100,8 @@ class LoopGuard:
                  max_usd: object | None = None, max_seconds: float | None = None,
                  patience: int | None = None, budget: object | None = None,
                  first_step_usd: object = ZERO, similarity: float = 0.9,
+                 key: Callable[[Any], Hashable] = normalise,
+                 item_similarity: float | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  parent: LoopGuard | None = None) -> None:
         policy = as_stop(stop)
@@ -107,14 +123,19 @@ class LoopGuard:
         self.first_step_usd = parse_usd(first_step_usd, field="first_step_usd")
         self.clock = clock
         self.parent = parent
-        self._progress = Progress(similarity=similarity)
+        self._progress = Progress(similarity=similarity, key=key,
+                                  item_similarity=item_similarity)
         self.step_costs_usd: list[Decimal] = []
+        self.step_peaks_usd: list[Decimal] = []
+        """Per finished step, the most it had committed at once on the budget's ledger."""
         self.stopped: Stop | None = None
         self._started: float | None = None
         self._step_extra_usd = ZERO
         self._step_budget_start: Decimal | None = None
         self._in_step = False
         self._outside_steps_usd = ZERO
+        self._window: StepWindow | None = None
+        self._refused_worst_usd: Decimal | None = None
 
     # --- what callers read ----------------------------------------------------------------
 
@@ -164,9 +185,12 @@ class LoopGuard:
     def state(self) -> LoopState:
         """The loop as stop policies see it."""
         budget_left = None if self.budget is None else replies.remaining_usd(self.budget)
+        reserve = None
+        if self.step_peaks_usd:
+            reserve = project_next_usd(self.step_peaks_usd, self.first_step_usd)
         return LoopState(self.steps, self.spent_usd, tuple(self.step_costs_usd),
                          project_next_usd(self.step_costs_usd, self.first_step_usd),
-                         self.elapsed_s, self._progress.stalled_steps, budget_left)
+                         self.elapsed_s, self._progress.stalled_steps, budget_left, reserve)
 
     # --- running --------------------------------------------------------------------------
 
@@ -175,8 +199,19 @@ class LoopGuard:
         if self._started is None:
             self._started = self.clock()
         if self.stopped is None:
-            self.stopped = self.policy(self.state())
+            self.stopped = self._name_budget(self.policy(self.state()))
         return self.stopped
+
+    def _name_budget(self, stop: Stop | None) -> Stop | None:
+        """A budget stop says which budget, what it spent and what it had left."""
+        if stop is None or stop.reason is not StopReason.BUDGET or stop.scope is not None:
+            return stop
+        scope = getattr(self.budget, "scope", None)
+        spent = getattr(self.budget, "spent", None)
+        if not isinstance(scope, str) or not isinstance(spent, Decimal):
+            return stop
+        return Stop(stop.reason, f"budget {scope} ({format_usd(spent)} spent): {stop.detail}",
+                    scope=scope, spent_usd=spent, left_usd=stop.left_usd)
 
     def __iter__(self) -> Iterator[Step]:
         while self.should_stop() is None:
@@ -189,17 +224,50 @@ class LoopGuard:
     def _begin(self) -> Step:
         self._in_step = True
         self._step_extra_usd = ZERO
+        self._refused_worst_usd = None
         self._step_budget_start = (None if self.budget is None
                                    else replies.remaining_usd(self.budget))
+        self._window = None if self.budget is None else open_window(self.budget)
         self._progress.begin_step()
         return Step(self, self.steps)
 
     def _end(self) -> None:
+        if not self._in_step:
+            return  # already ended by the refusal that stopped the loop
         cost = self._running_step_usd()
         self._step_extra_usd = ZERO
         self._in_step = False
         self.step_costs_usd.append(cost)
+        if self._window is not None:
+            self.step_peaks_usd.append(max(
+                peak_usd(self._window.records(), refused_worst_usd=self._refused_worst_usd),
+                cost))
+        self._window = None
         self._progress.end_step()
+
+    def _absorb(self, exc: BaseException | None) -> bool:
+        """Turn a budget's refusal into this loop's stop; True when ``exc`` was one."""
+        if not isinstance(exc, BudgetExceeded):
+            return False
+        self._refused_worst_usd = exc.estimate_usd
+        if self.stopped is None:
+            spent = exc.spent_usd + exc.reserved_usd
+            self.stopped = Stop(
+                StopReason.BUDGET,
+                f"budget {exc.scope} refused a call needing {format_usd(exc.estimate_usd)}: "
+                f"{format_usd(spent)} of {format_usd(exc.limit_usd)} committed, "
+                f"{format_usd(max(exc.remaining_usd, ZERO))} left",
+                scope=exc.scope, spent_usd=spent, left_usd=max(exc.remaining_usd, ZERO))
+        self._end()
+        return True
+
+    def __enter__(self) -> LoopGuard:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        """Ends the loop cleanly when a call in a step was refused by a budget."""
+        return self._absorb(exc)
 
     def _charge(self, usd: Decimal) -> None:
         if self._in_step:
@@ -226,20 +294,27 @@ class LoopGuard:
         return LoopGuard(stop, max_steps=max_steps, patience=patience,
                          max_usd=None if left is None else left * share,
                          max_seconds=seconds, budget=self.budget, clock=self.clock,
-                         similarity=self._progress.similarity, parent=self)
+                         similarity=self._progress.similarity, key=self._progress.key,
+                         item_similarity=self._progress.item_similarity, parent=self)
 
 
 def loop(stop: StopLike = None, *, max_steps: int | None = None, max_usd: object | None = None,
          max_seconds: float | None = None, patience: int | None = None,
          budget: object | None = None, first_step_usd: object = ZERO, similarity: float = 0.9,
+         key: Callable[[Any], Hashable] = normalise, item_similarity: float | None = None,
          clock: Callable[[], float] = time.monotonic) -> LoopGuard:
     """A guard for an agent loop: ``for step in spendguard.loop(max_usd="1", patience=3): ...``.
 
     Caps: ``max_steps``; ``max_usd`` (stops before a step projected to overrun it);
     ``max_seconds`` of wall time on ``clock``; ``patience`` steps without progress; and, with
-    a ``budget``, whatever it has left. ``stop`` adds any policy from :mod:`spendguard.stops`.
+    a ``budget``, whatever it has left (projected with the worst case its guarded clients
+    reserve). ``stop`` adds any policy from :mod:`spendguard.stops`. ``key`` is what makes two
+    findings the same (default :func:`spendguard.novelty.normalise`: numbers, times and ids
+    masked); ``item_similarity`` also counts a text finding as seen when it is that similar to
+    one seen before.
     """
     return LoopGuard(stop, max_steps=max_steps, max_usd=max_usd, max_seconds=max_seconds,
                      patience=patience, budget=budget, first_step_usd=first_step_usd,
-                     similarity=similarity, clock=clock)
+                     similarity=similarity, key=key, item_similarity=item_similarity,
+                     clock=clock)
 

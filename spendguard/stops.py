@@ -56,6 +56,12 @@ class Stop:
 
     reason: StopReason
     detail: str
+    scope: str | None = None
+    """For a money stop on a budget: the budget's scope."""
+    spent_usd: Decimal | None = None
+    """For a money stop on a budget: what the budget had spent (USD)."""
+    left_usd: Decimal | None = None
+    """For a money stop on a budget: what the budget had left (USD)."""
 
     def __str__(self) -> str:
         return f"{self.reason.value}: {self.detail}"
@@ -75,6 +81,10 @@ class LoopState:
     stalled_steps: int
     """Steps in a row that reported no progress."""
     budget_left_usd: Decimal | None = None
+    next_step_reserve_usd: Decimal | None = None
+    """The most the next step is projected to need reserved at once: what the guarded client
+    will hold for its dearest call on top of what the step spent before it (see
+    :mod:`spendguard.loop_reserve`); None when the budget keeps no ledger records."""
 
 
 def project_next_usd(step_costs_usd: Sequence[Decimal], first_step_usd: Decimal = ZERO) -> Decimal:
@@ -205,14 +215,21 @@ class stop_after_usd(StopPolicy):
 
 
 class stop_when_unaffordable(StopPolicy):
-    """Stops when the attached budget has less left than the next step's projected cost."""
+    """Stops when the attached budget has less left than the next step will need reserved.
+
+    That is the worst case the guarded client reserves (``next_step_reserve_usd``) when the
+    budget's ledger says what it reserved, else the projected cost.
+    """
 
     def __call__(self, state: LoopState) -> Stop | None:
         left = state.budget_left_usd
-        if left is not None and (left <= 0 or state.next_step_usd > left):
-            return Stop(StopReason.BUDGET, f"next step projected at "
-                                           f"{format_usd(state.next_step_usd)}, budget has "
-                                           f"{format_usd(left)} left")
+        need = (state.next_step_usd if state.next_step_reserve_usd is None
+                else max(state.next_step_reserve_usd, state.next_step_usd))
+        if left is not None and (left <= 0 or need > left):
+            what = "cost" if state.next_step_reserve_usd is None else "worst case"
+            return Stop(StopReason.BUDGET, f"next step's {what} projected at "
+                                           f"{format_usd(need)}, budget has "
+                                           f"{format_usd(left)} left", left_usd=left)
         return None
 
 

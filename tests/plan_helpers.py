@@ -16,25 +16,32 @@ CLAUDE = "claude-sonnet-4-6"
 GPT = "gpt-4.1-mini"
 
 
-def anthropic_fanout(count: int = 50, *, max_tokens: int = 200,
-                     model: str = CLAUDE) -> list[dict[str, Any]]:
-    """Questions about one document, written question-first (no cache markers)."""
+def _ordered(question: dict[str, Any], document: dict[str, Any],
+             question_first: bool) -> list[dict[str, Any]]:
+    # Cache ordering moves no content by default: the document-first fan-out is the one
+    # it caches; the question-first one needs reorder_content=True.
+    return [question, document] if question_first else [document, question]
+
+
+def anthropic_fanout(count: int = 50, *, max_tokens: int = 200, model: str = CLAUDE,
+                     question_first: bool = False) -> list[dict[str, Any]]:
+    """Questions about one document, document first (no cache markers)."""
     return [{"model": model, "max_tokens": max_tokens, "system": SYSTEM,
-             "messages": [{"role": "user", "content": [
+             "messages": [{"role": "user", "content": _ordered(
                  {"type": "text", "text": f"Who delivers item {i}?"},
                  {"type": "document", "source": {"type": "text", "media_type": "text/plain",
-                                                 "data": DOCUMENT}}]}]}
+                                                 "data": DOCUMENT}}, question_first)}]}
             for i in range(count)]
 
 
-def openai_fanout(count: int = 50, *, max_tokens: int = 200,
-                  model: str = GPT) -> list[dict[str, Any]]:
-    """The same fan-out in Chat Completions shape, question-first."""
+def openai_fanout(count: int = 50, *, max_tokens: int = 200, model: str = GPT,
+                  question_first: bool = False) -> list[dict[str, Any]]:
+    """The same fan-out in Chat Completions shape."""
     return [{"model": model, "max_completion_tokens": max_tokens,
              "messages": [{"role": "system", "content": SYSTEM},
-                          {"role": "user", "content": [
+                          {"role": "user", "content": _ordered(
                               {"type": "text", "text": f"Who delivers item {i}?"},
-                              {"type": "text", "text": DOCUMENT}]}]}
+                              {"type": "text", "text": DOCUMENT}, question_first)}]}
             for i in range(count)]
 
 

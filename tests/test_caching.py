@@ -69,24 +69,53 @@ def test_move_volatile_false_only_flags() -> None:
     assert {v.moved for v in result.volatile} == {False}
 
 
-def test_documents_go_before_the_question_and_turns_keep_their_order() -> None:
-    body = anthropic_fanout(1)[0]
+def test_content_keeps_its_order_by_default_and_moves_only_when_asked_and_reported() -> None:
+    body = anthropic_fanout(1, question_first=True)[0]
     body["messages"] += [{"role": "assistant", "content": "Acme."},
                          {"role": "user", "content": [{"type": "text", "text": "And item 9?"},
                                                       body["messages"][0]["content"][1]]}]
-    messages = spendguard.order_for_cache(body).body["messages"]
+    kept = spendguard.order_for_cache(body)
+    assert kept.body["messages"] == body["messages"] and kept.moves == ()
+    ordered = spendguard.order_for_cache(body, reorder_content=True)
+    messages = ordered.body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert [b["type"] for b in messages[0]["content"]] == ["document", "text"]
     assert [b["type"] for b in messages[2]["content"]] == ["text", "document"]  # untouched
+    assert ordered.moves and "messages[0].content: blocks [1, 0]" in ordered.moves[0]
+    assert "moved: messages[0].content" in ordered.report()
 
 
-def test_long_texts_and_texts_shared_across_requests_go_first() -> None:
-    body = openai_fanout(1)[0]
-    assert spendguard.order_for_cache(body).body["messages"][1]["content"][0]["text"] == DOCUMENT
+def test_two_instructions_each_before_its_document_stay_in_order() -> None:
+    doc_a = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                            "data": DOCUMENT}}
+    doc_b = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                            "data": DOCUMENT.replace("supplier", "carrier")}}
+    content = [{"type": "text", "text": "Summarise the document immediately below."}, doc_a,
+               {"type": "text", "text": "Now translate the document immediately below."}, doc_b]
+    body = {"model": CLAUDE, "max_tokens": 100, "system": SYSTEM,
+            "messages": [{"role": "user", "content": content}]}
+    ordered = spendguard.order_for_cache(body)
+    assert [_bare_block(b) for b in ordered.body["messages"][0]["content"]] == content
+    assert ordered.moves == ()
+    plan = spendguard.plan([body, body], cache_order=True)
+    assert [_bare_block(b) for b in plan.requests[0].body["messages"][0]["content"]] == content
+    assert not any("reordered" in note for note in plan.notes)
+
+
+def _bare_block(block: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in block.items() if k != "cache_control"}
+
+
+def test_long_texts_and_texts_shared_across_requests_go_first_when_asked() -> None:
+    body = openai_fanout(1, question_first=True)[0]
+    assert spendguard.order_for_cache(body, reorder_content=True).body[
+        "messages"][1]["content"][0]["text"] == DOCUMENT
     short = copy.deepcopy(body)
     short["messages"][1]["content"][1]["text"] = "Annex: item 7 ships by sea."
-    alone = spendguard.order_for_cache(short).body["messages"][1]["content"]
-    shared = spendguard.order_for_cache(short, shared=["Annex: item 7 ships by sea."])
+    alone = spendguard.order_for_cache(short, reorder_content=True).body["messages"][1][
+        "content"]
+    shared = spendguard.order_for_cache(short, shared=["Annex: item 7 ships by sea."],
+                                        reorder_content=True)
     assert alone[0]["text"].startswith("Who delivers")  # short text: not known to be shared
     assert shared.body["messages"][1]["content"][0]["text"].startswith("Annex")
 

@@ -73,7 +73,7 @@ def test_openai_models_that_bill_writes_expect_them() -> None:
 
 
 def test_existing_breakpoints_are_honoured_without_cache_order() -> None:
-    bodies = anthropic_fanout(5)
+    bodies = anthropic_fanout(5, question_first=True)
     for body in bodies:
         document = body["messages"][0]["content"].pop()
         body["system"] = [{"type": "text", "text": document["source"]["data"],
@@ -117,13 +117,14 @@ def test_output_without_a_cap_is_the_models_maximum() -> None:
 
 
 def test_batch_savings_are_half_the_expected_cost() -> None:
-    plan = spendguard.plan(openai_fanout(4))
+    plan = spendguard.plan(openai_fanout(4, question_first=True))
     assert plan.totals.batch_usd == plan.expected_usd / 2
     assert plan.batch_savings_usd == plan.expected_usd / 2
 
 
 def test_time_at_a_concurrency() -> None:
-    plan = spendguard.plan(openai_fanout(16, max_tokens=100), first_token_s=1.0,
+    plan = spendguard.plan(openai_fanout(16, max_tokens=100, question_first=True),
+                           first_token_s=1.0,
                            output_tok_s=100.0)
     assert plan.rows[0].latency_s == pytest.approx(2.0)
     assert plan.duration_s(1) == pytest.approx(32.0)

@@ -24,6 +24,11 @@ def test_cache_ordering_example_shows_the_hit_rate_move(capsys: pytest.CaptureFi
     runpy.run_path(str(ROOT / "examples" / "cache_ordering.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "moved to the end of the last user message" in out
+    assert "cache_order=False:\n  10 calls: hit rate 0.0%" in out
+    # The default splits the time sentence out of the system prompt, within the system role.
+    assert "cache_order=True:\n  10 calls: hit rate 89" in out
+    assert ('default system: ["You answer refund questions. R", '
+            '"Now: 2027-01-15T08:01:00Z, tra"]') in out
     assert "cache_order=CacheOrder(volatile_to_last_message=True):\n  10 calls: hit rate 89" in out
     assert "handbook sent first: True" in out
 

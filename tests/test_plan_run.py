@@ -280,7 +280,7 @@ def test_a_custom_price_table_prices_the_plan_and_its_replies() -> None:
     table = spendguard.PriceTable.bundled().with_overrides({"models": {GPT: {
         "usd_per_million": {"input": "4.00", "output": "16.00"},
         "source": "negotiated", "as_of": "2026-11-15"}}})
-    bodies = openai_fanout(2)
+    bodies = openai_fanout(2, question_first=True)
     plan = spendguard.plan(bodies, table=table)
     assert plan.expected_usd == 10 * spendguard.plan(bodies).expected_usd
     result = plan.run(openai_client(emulator(), budget(), prices=table))

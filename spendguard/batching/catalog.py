@@ -36,7 +36,7 @@ from spendguard.ledger.jobs import JobItem, JobRecord, JobStore, is_active, job_
 from spendguard.money import ZERO
 
 __all__ = ["BatchJob", "RequestState", "acancel_batch", "aresume_batches", "batch_jobs",
-           "cancel_batch", "resume_batches"]
+           "cancel_batch", "reopen_batches", "resume_batches"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +198,17 @@ def _resumed(client: Any, job_id: str | None, ledger: LedgerArg, polling: Pollin
     cores = _cores(context, ledger_for(ledger, context.budget), job_id, take_over=take_over,
                    fallback=fallback)
     return BatchRun(context, cores, polling or Polling(), until_ended=True)
+
+
+def reopen_batches(client: Any, *, job_id: str | None = None, ledger: LedgerArg = None,
+                   polling: Polling | None = None, fallback: bool = True,
+                   take_over: bool = False) -> BatchRun:
+    """The jobs a stopped process left (all of this provider's, or ``job_id``) as a run.
+
+    Consume it with ``for result in run.each():`` to acknowledge each result as you advance
+    (a crash re-delivers the rest); the arguments are :func:`resume_batches`'s.
+    """
+    return _resumed(client, job_id, ledger, polling, take_over, fallback)
 
 
 def resume_batches(client: Any, *, job_id: str | None = None, ledger: LedgerArg = None,

@@ -3,6 +3,12 @@
 It polls its jobs with back-off, rescues late work with ordinary calls when asked to, settles
 each request, and hands each result over once, in the order the requests were given. Several
 waiters (threads, or handles gathered by asyncio) may share one run.
+
+A result counts as handed over when it is *acknowledged* in the ledger. :meth:`BatchRun.results`
+acknowledges all of them as it returns the list; :meth:`BatchRun.each` acknowledges each one
+only when the caller asks for the next (or calls :meth:`BatchRun.ack`), so a process killed
+while it works through them leaves the unacknowledged ones to be delivered again on resume —
+at least once, and never again once acknowledged.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -196,6 +202,49 @@ class BatchRun:
         return [self._delivered[cid] for cid in self._order()
                 if cid in self._delivered and (wanted is None or cid in wanted)
                 and (cid in fresh or not new_only)]
+
+    def each(self, timeout: float | None = None, *, partial: bool = False
+             ) -> Iterator[BatchResult]:
+        """The results not yet acknowledged, in request order, each acknowledged on advancing.
+
+        Waits like :meth:`results` (``partial``: without raising ``TimeoutError``, yielding
+        only the results that are in by then). A result is acknowledged (in the ledger, for every
+        process) when the caller asks for the next one or calls :meth:`ack`, the last one
+        when the iteration ends. Stopping early (``break``, an exception, a crash) leaves the
+        result in hand and those after it unacknowledged: a resume delivers them again.
+        """
+        if not self.wait(timeout) and not partial:
+            raise self._late()
+        yield from self._unacknowledged()
+
+    async def aeach(self, timeout: float | None = None, *, partial: bool = False
+                    ) -> AsyncIterator[BatchResult]:
+        """The async twin of :meth:`each`."""
+        if not await self.await_(timeout) and not partial:
+            raise self._late()
+        for result in self._unacknowledged():
+            yield result
+
+    def _unacknowledged(self) -> Iterator[BatchResult]:
+        with self._lock:
+            # What other processes acknowledged meanwhile is not delivered again.
+            done = {item.custom_id for core in self.cores
+                    for item in core.store.items(core.job.id) if item.delivered}
+            due = [(core, cid) for cid in self._order()
+                   if cid not in done and cid not in self._delivered
+                   and (core := self.core_of(cid)).items[cid].final
+                   and not core.needs_fetch(cid)]
+        for core, cid in due:
+            result = core.result(core.items[cid])
+            yield result
+            self.ack(result)
+
+    def ack(self, result: BatchResult) -> None:
+        """Acknowledge one result: it is not delivered again, here or by any resume."""
+        with self._lock:
+            core = self.core_of(result.custom_id)
+            core.store.claim(core.job.id, [result.custom_id])
+            self._delivered.setdefault(result.custom_id, result)
 
     def _late(self) -> TimeoutError:
         late = [core.job.id for core in self.cores if core.unresolved()]

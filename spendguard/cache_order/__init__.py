@@ -5,6 +5,7 @@
 - ``arrange``: stable content first, without changing what the request says;
 - ``policy``: TTL and pay-back arithmetic over prices;
 - ``marks``: Anthropic breakpoints, OpenAI keys and breakpoints;
+- ``inline``: shared documents inside one string (split out, or noted);
 - ``kind``: which provider and endpoint a bare body is for;
 - ``stats``: hit rate and savings measured from returned usage and the ledger.
 """

@@ -4,12 +4,17 @@ What moves, and why it keeps the meaning:
 
 - tools: sorted by name, keys sorted at every level (a set or a dict built in another order
   would otherwise give different bytes, and a tool change invalidates every cache entry);
-- system text: paragraphs holding a volatile value (timestamp, uuid, id) go after the stable
-  ones, in a block of their own where the API allows it, or (opt-in) to the end of the last
-  user message, where they no longer cut the cached prefix short; nothing is reworded;
-- the first user message: documents, images, files, long texts and blocks shared across
-  requests go before the rest of that message (long content before the question, as both
-  providers advise).
+- system text: paragraphs (or, within a paragraph, sentences and lines) holding a volatile
+  value (timestamp, uuid, id) go after the stable ones, in a block of their own where the API
+  allows it — still system text, in the same role — or (opt-in) to the end of the last user
+  message, where they no longer cut the cached prefix short; nothing is reworded.
+
+Only with ``reorder_content`` (opt-in, because it changes the relative order of what the user
+wrote): the first user message's documents, images, files, long texts and blocks shared across
+requests go before the rest of that message. "Summarise the document immediately below" + A +
+"Now translate the document immediately below" + B means something else once both documents
+come first, so by default content is never moved; each move made is reported
+(:attr:`Arranged.moves`).
 
 Conversation turns are never reordered and never merged. The input body is not modified.
 """
@@ -22,6 +27,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from spendguard.cache_order.inline import split_text
 from spendguard.cache_order.layout import identity
 from spendguard.cache_order.volatile import (
     END_OF_LAST_MESSAGE,
@@ -48,6 +54,10 @@ class Arranged:
 
     body: dict[str, Any]
     volatile: tuple[VolatileValue, ...]
+    moves: tuple[str, ...] = ()
+    """Content moved out of the order the user gave (only with ``reorder_content``)."""
+    notes: tuple[str, ...] = ()
+    """Shared texts split out of a text block, or that could not be without a move."""
 
 
 def _sorted_keys(value: Any) -> Any:
@@ -181,13 +191,57 @@ def is_stable_block(block: Any, shared: Collection[Any]) -> bool:
     return isinstance(text, str) and len(text) >= LONG_TEXT_CHARS and not has_volatile(text)
 
 
+def _split_inline(content: Any, shared_texts: Collection[str], text_type: str, where: str,
+                  reorder: bool, notes: list[str]) -> Any:
+    """Content with a shared text cut out of the text that holds it, where that is safe."""
+    if not shared_texts:
+        return content
+    blocks = [{"type": text_type, "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list):
+        return content
+    out: list[Any] = []
+    changed = False
+    for position, block in enumerate(blocks):
+        text = block.get("text") if isinstance(block, Mapping) and not block.get(
+            "cache_control") else None
+        cut = split_text(text, shared_texts) if isinstance(text, str) else None
+        if cut is None:
+            out.append(block)
+            continue
+        pieces, doc = cut
+        if pieces[0] != doc and not reorder:
+            notes.append(f"{where}[{position}]: a shared text of {len(doc):,} characters "
+                         f"follows this request's own text in one block, so it is not cached; "
+                         f"send it first, as its own block (or reorder_content=True)")
+            out.append(block)
+            continue
+        out += [{**block, "text": piece} for piece in pieces]
+        changed = True
+        notes.append(f"{where}[{position}]: split the shared text ({len(doc):,} characters) "
+                     f"into a block of its own, order unchanged")
+    return out if changed else content
+
+
 def _first_user_message(messages: list[Any], field: str, shared: Collection[Any],
-                        found: list[VolatileValue]) -> list[Any]:
+                        found: list[VolatileValue], moves: list[str] | None,
+                        shared_texts: Collection[str] = (),
+                        notes: list[str] | None = None) -> list[Any]:
+    """The first user message with its stable blocks first (only when ``moves`` is a list:
+    reordering was asked for; each move is described in it)."""
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or message.get("role") in _SYSTEM_ROLES:
             continue
-        content = message.get("content")
-        if message.get("role") != "user" or not isinstance(content, list):
+        if message.get("role") != "user":
+            return messages
+        content = _split_inline(message.get("content"), shared_texts,
+                                "input_text" if field == "input" else "text",
+                                f"{field}[{index}].content", moves is not None,
+                                [] if notes is None else notes)
+        if content is not message.get("content"):
+            split = {**message, "content": content}
+            messages = [*messages[:index], split, *messages[index + 1:]]
+            message = split  # noqa: PLW2901 - the split message is the one to reorder
+        if not isinstance(content, list):
             return messages
         first = [b for b in content if is_stable_block(b, shared)]
         rest = [b for b in content if not is_stable_block(b, shared)]
@@ -195,7 +249,11 @@ def _first_user_message(messages: list[Any], field: str, shared: Collection[Any]
             text = block.get("text") if isinstance(block, Mapping) else None
             if isinstance(text, str) and not is_shared(block, shared):
                 found += find_volatile(text, f"{field}[{index}].content[{position}]")
-        if first and rest:
+        order = [i for i, b in enumerate(content) if is_stable_block(b, shared)] + [
+            i for i, b in enumerate(content) if not is_stable_block(b, shared)]
+        if moves is not None and first and rest and order != sorted(order):
+            moves.append(f"{field}[{index}].content: blocks {order} (was 0..{len(order) - 1}): "
+                         f"{len(first)} document/shared block(s) moved before the rest")
             return [*messages[:index], {**message, "content": first + rest},
                     *messages[index + 1:]]
         return messages
@@ -237,7 +295,8 @@ def _has_user(messages: Any) -> bool:
 
 def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
             shared: Collection[Any] = (), move_volatile: bool = True,
-            to_last_message: bool = False) -> Arranged:
+            to_last_message: bool = False, reorder_content: bool = False,
+            shared_texts: Collection[str] = ()) -> Arranged:
     """Stable content first (see the module docstring); ``shared`` holds the identities
     (:func:`~spendguard.cache_order.layout.identity`) of blocks other requests also send: they
     go first, and a timestamp or id in them is no reason to move them (it is the same in every
@@ -271,9 +330,16 @@ def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
         out["messages"] = _openai_system(body["messages"], system)
     if system.tail and isinstance(out.get(turns), str):  # Responses: input as one user message
         out[turns] = [{"role": "user", "content": out[turns]}]
+    moves: list[str] = []
+    notes: list[str] = []
+    if system.tail:
+        moves.append(f"{len(system.tail)} volatile system part(s) moved to the end of the last "
+                     f"user message")
     if isinstance(out.get(turns), list):
-        out[turns] = _first_user_message(out[turns], turns, shared, found)
+        out[turns] = _first_user_message(out[turns], turns, shared, found,
+                                         moves if reorder_content else None, shared_texts,
+                                         notes)
         if system.tail:
             out[turns] = _append_to_last_user(out[turns], system.tail,
                                               "input_text" if turns == "input" else "text")
-    return Arranged(out, tuple(found))
+    return Arranged(out, tuple(found), tuple(moves), tuple(notes))

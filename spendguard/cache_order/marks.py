@@ -6,12 +6,20 @@ message (see :mod:`spendguard.cache_order.arrange`). It can end at two useful pl
 tools and system (shared by every request of a kind) and after the shared documents. Those are
 the breakpoint candidates; one under the model's minimum cacheable length is skipped (the API
 would silently not cache it, and the slot is better kept). A per-request tail is never marked.
+
+Anthropic rejects a request with more than 4 ``cache_control`` markers (HTTP 400). When the
+caller's own markers exceed that, the ones worth most are kept: a marker is worth the stable
+prefix it caches (tokens up to it); one inside the per-request part (after a volatile value or
+past the shared documents) is worth nothing — it pays the write premium for an entry no later
+request reads — and goes first. The rest are dropped, with a warning on the ``spendguard``
+logger and a note.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +30,12 @@ from spendguard.cache_order.policy import choose_ttl, min_cacheable_tokens, pays
 from spendguard.cache_order.volatile import has_volatile
 from spendguard.prices import ModelPrice
 
-__all__ = ["MAX_BREAKPOINTS", "Marked", "existing_breakpoints", "mark", "stable_ends"]
+__all__ = ["MAX_BREAKPOINTS", "Marked", "cap_markers", "existing_breakpoints", "limit_markers",
+           "mark", "stable_ends"]
 
 MAX_BREAKPOINTS = 4
+"""Anthropic's limit on ``cache_control`` markers per request (the API answers 400 above it)."""
+log = logging.getLogger("spendguard")
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 PrefixTokens = Callable[[Path], int]
@@ -190,6 +201,10 @@ def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
     out = dict(body)
     notes: list[str] = []
     found = list(slots(provider, endpoint, out) if found is None else found)
+    head, documents, blocked = stable_ends(provider, endpoint, out, shared, found=found)
+    if provider == "anthropic":  # before anything else: an over-marked request is rejected
+        cap_markers(out, found, prefix_tokens, documents if documents is not None else head,
+                    notes)
     ttl = choose_ttl(provider, endpoint, reuse_gap_s)
     if ttl is None:
         notes.append(f"not cached: reuses {reuse_gap_s:.0f} s apart outlive every TTL")
@@ -198,7 +213,6 @@ def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
         notes.append(f"not cached: {reuses or 0} expected reuse(s) do not pay back a {ttl} "
                      f"cache write")
         return Marked(out, (), None, None, tuple(notes))
-    head, documents, blocked = stable_ends(provider, endpoint, out, shared, found=found)
     if blocked is not None:
         notes.append(f"the cacheable prefix stops at {describe(blocked)}: it holds a value that "
                      "changes per request, so nothing after it is read from the cache "
@@ -209,6 +223,77 @@ def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
     if provider == "anthropic":
         return _anthropic(out, found, chosen, ttl, notes)
     return _openai(out, found, chosen, ttl, model_price, cache_key, notes)
+
+
+def cap_markers(body: dict[str, Any], found: list[Slot], prefix_tokens: PrefixTokens,
+                stable_end: int | None, notes: list[str]) -> list[str]:
+    """Drop the caller's Anthropic markers beyond :data:`MAX_BREAKPOINTS`, least worth first.
+
+    Changes ``body`` in place (its blocks are copies made by the arranging step or here);
+    returns where markers were dropped.
+    """
+    existing = existing_breakpoints(body, found)
+    if len(existing) <= MAX_BREAKPOINTS:
+        return []
+    top_level = isinstance(body.get("cache_control"), Mapping)
+
+    def worth(position: int) -> int:
+        index = existing[position][0]
+        automatic = top_level and position == len(existing) - 1
+        if automatic or stable_end is None or index > stable_end:
+            return 0  # caches a per-request prefix: nothing later reads it
+        return prefix_tokens(found[index].path)
+
+    ranked = sorted(range(len(existing)), key=lambda p: (-worth(p), p))
+    dropped = []
+    for position in sorted(ranked[MAX_BREAKPOINTS:], reverse=True):
+        index = existing[position][0]
+        if top_level and position == len(existing) - 1:
+            body.pop("cache_control")
+            dropped.append("the request's automatic cache_control")
+        else:
+            _unmark(body, found[index].path)
+            dropped.append(describe(found[index].path))
+    dropped.reverse()
+    message = (f"{len(existing)} cache_control markers, Anthropic takes at most "
+               f"{MAX_BREAKPOINTS}: dropped the one(s) worth least ({', '.join(dropped)})")
+    notes.append(message)
+    log.warning("spendguard: %s", message)
+    return dropped
+
+
+def limit_markers(provider: str, endpoint: str, body: Mapping[str, Any],
+                  prefix_tokens: PrefixTokens, shared: Collection[Any] = ()
+                  ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``body`` with at most :data:`MAX_BREAKPOINTS` Anthropic markers, and the notes; for
+    ordering without adding breakpoints (``breakpoints=False``)."""
+    out = dict(body)
+    notes: list[str] = []
+    if provider == "anthropic":
+        found = slots(provider, endpoint, out)
+        head, documents, _ = stable_ends(provider, endpoint, out, shared, found=found)
+        cap_markers(out, found, prefix_tokens, documents if documents is not None else head,
+                    notes)
+    return out, tuple(notes)
+
+
+def _unmark(body: dict[str, Any], path: Path) -> None:
+    """Remove the ``cache_control`` marker of the block at ``path`` (copying what it changes)."""
+    field = path[0]
+    if field in ("tools", "system"):
+        blocks = list(body[field])
+        index = 0 if path[1] is None else path[1]
+        blocks[index] = {k: v for k, v in blocks[index].items() if k != "cache_control"}
+        body[field] = blocks
+        return
+    messages = list(body[field])
+    message = dict(messages[path[1]]) if path[1] is not None else {}
+    content = list(message.get("content") or [])
+    position = 0 if path[2] is None else path[2]
+    content[position] = {k: v for k, v in content[position].items() if k != "cache_control"}
+    message["content"] = content
+    messages[path[1] if path[1] is not None else 0] = message
+    body[field] = messages
 
 
 def _anthropic(body: dict[str, Any], found: list[Slot], chosen: list[int], ttl: str,

@@ -83,15 +83,38 @@ def has_volatile(text: str) -> bool:
     return bool(_matches(text))
 
 
-def split_paragraphs(text: str) -> tuple[str, str]:
-    """``(stable, volatile)``: the paragraphs of ``text`` without and with volatile values.
+# A sentence ends at . ! or ? followed by white space; a line ends a sentence too. Dots inside
+# a timestamp or a version ("10:00:00.5", "v1.2") are not followed by a space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+|\n")
 
-    Paragraphs are separated by blank lines and keep their order within each part; either part
-    may be empty.
+
+def _split_paragraph(paragraph: str) -> tuple[str, str]:
+    """A paragraph's sentences (and lines) without and with volatile values."""
+    pieces = [p for p in _SENTENCE_END.split(paragraph) if p.strip()]
+    stable = [p for p in pieces if not has_volatile(p)]
+    volatile = [p for p in pieces if has_volatile(p)]
+    joiner = "\n" if "\n" in paragraph.strip() else " "
+    return joiner.join(stable), joiner.join(volatile)
+
+
+def split_paragraphs(text: str) -> tuple[str, str]:
+    """``(stable, volatile)``: the parts of ``text`` without and with volatile values.
+
+    Paragraphs are separated by blank lines; a paragraph that mixes stable and volatile
+    sentences (or lines) is split between them, so that "Current time: 10:01:07. You are the
+    Acme agent ..." leaves the agent's instructions in the stable part. Everything keeps its
+    order within each part; either part may be empty. Nothing is reworded.
     """
-    paragraphs = re.split(r"\n\s*\n", text)
-    stable = [p for p in paragraphs if not has_volatile(p)]
-    volatile = [p for p in paragraphs if has_volatile(p)]
+    stable: list[str] = []
+    volatile: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        if not has_volatile(paragraph):
+            stable.append(paragraph)
+            continue
+        keep, moved = _split_paragraph(paragraph)
+        if keep:
+            stable.append(keep)
+        volatile.append(moved)
     return "\n\n".join(stable), "\n\n".join(volatile)
 
 

@@ -1,9 +1,11 @@
-"""``spendguard batches``: batch jobs kept in the ledger — list, show, resume, cancel.
+"""``spendguard batches``: batch jobs kept in the ledger — list, show, resume, results, cancel.
 
 ``resume`` and ``cancel`` talk to the provider with the official SDK, reading the API key from
 ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` (and ``--base-url`` for a proxy or the emulator).
 ``resume`` collects: it settles each request and writes each result not yet collected as one
-JSON line; it never makes ordinary calls (the deadline fallback is for the program that asked).
+JSON line, acknowledging it only once the line is written; it never makes ordinary calls (the
+deadline fallback is for the program that asked). ``results`` writes every result of a job
+again, batch responses downloaded again from the provider, and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ from typing import IO, Any
 
 import click
 
-from spendguard.batching import BatchJob, BatchResult, batch_jobs, cancel_batch, resume_batches
+from spendguard.batching import (
+    BatchJob,
+    BatchResult,
+    batch_jobs,
+    batch_results,
+    cancel_batch,
+    reopen_batches,
+)
 from spendguard.batching.polling import Polling
 from spendguard.errors import SpendguardError
 from spendguard.money import format_usd
@@ -134,28 +143,59 @@ def resume(job_id: str | None, ledger: str | None, base_url: str | None, wait: b
            timeout: float | None, output: IO[str], take_over: bool, as_json: bool) -> None:
     """Resume unfinished jobs (all, or JOB_ID): poll, settle, write uncollected results.
 
-    Each result is written once, across processes and runs; progress goes to stderr.
+    Each result is acknowledged once its line is written, so it is written once across
+    processes and runs (twice at most if this command is killed between writing a line and
+    acknowledging it); progress goes to stderr.
     """
     providers = ([_load(job_id, ledger).provider] if job_id else
                  sorted({job.provider for job in batch_jobs(ledger=ledger, active=True)}))
     written, limit_s = 0, timeout if wait else 0.0
     for provider in providers:
         try:
-            results = resume_batches(_client(provider, base_url), job_id=job_id, ledger=ledger,
-                                     timeout=limit_s, polling=Polling(), fallback=False,
-                                     take_over=take_over)
+            run = reopen_batches(_client(provider, base_url), job_id=job_id, ledger=ledger,
+                                 polling=Polling(), fallback=False, take_over=take_over)
+            for result in run.each(limit_s, partial=True):  # acknowledged on advancing
+                output.write(_line(result) + "\n")
+                output.flush()
+                written += 1
         except SpendguardError as exc:
             raise click.ClickException(str(exc)) from exc
-        for result in results:
-            output.write(_line(result) + "\n")
-        written += len(results)
-    output.flush()
     if as_json:
         click.echo(json.dumps({"collected": written, "providers": providers}), err=True)
         return
     click.echo(f"spendguard: {written} result(s) collected", err=True)
     if not providers:
         click.echo("spendguard: no active batch jobs", err=True)
+
+
+@batches.command()
+@click.argument("job_id")
+@_LEDGER
+@_BASE_URL
+@click.option("--output", "-o", type=click.File("a"), default="-",
+              help="Append results here as JSON lines (default: standard output).")
+@click.option("--json", "as_json", is_flag=True,
+              help="The closing summary as JSON on stderr (results are JSON lines anyway).")
+def results(job_id: str, ledger: str | None, base_url: str | None, output: IO[str],
+            as_json: bool) -> None:
+    """Write every result of JOB_ID again, downloading batch responses from the provider.
+
+    Acknowledged or not; nothing is settled, acknowledged or changed. Providers keep batch
+    output for weeks (OpenAI 30 days, Anthropic 29 days); after that only what the ledger
+    kept (keep_bodies=True) comes back.
+    """
+    provider = _load(job_id, ledger).provider
+    try:
+        found = batch_results(_client(provider, base_url), job_id, ledger=ledger)
+    except SpendguardError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for result in found:
+        output.write(_line(result) + "\n")
+    output.flush()
+    if as_json:
+        click.echo(json.dumps({"job_id": job_id, "results": len(found)}), err=True)
+        return
+    click.echo(f"spendguard: {len(found)} result(s) of {job_id}", err=True)
 
 
 @batches.command()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spendguard.cache_order.arrange import arrange, text_identity
+from spendguard.cache_order.inline import common_edges
 from spendguard.cache_order.layout import Path, Slot, identity, prefix_body, slots
 from spendguard.cache_order.marks import mark, stable_ends
 from spendguard.cache_order.volatile import VolatileValue
@@ -50,6 +51,52 @@ def _first_user_blocks(request: PlannedRequest) -> list[Any]:
                     for b in content if isinstance(b, Mapping)]
         return []
     return []
+
+
+def _first_user_texts(request: PlannedRequest) -> list[str]:
+    """The texts of a request's first user message (a string, or its text blocks)."""
+    field = "input" if request.endpoint == "responses" else "messages"
+    for message in request.body.get(field) or []:
+        if not isinstance(message, Mapping) or message.get("role") in ("system", "developer"):
+            continue
+        content = message.get("content")
+        if message.get("role") != "user":
+            return []
+        if isinstance(content, str):
+            return [content]
+        return [str(b["text"]) for b in content or [] if isinstance(b, Mapping)
+                and isinstance(b.get("text"), str)] if isinstance(content, list) else []
+    return []
+
+
+def _inline_shared(requests: Sequence[PlannedRequest]) -> list[str]:
+    """Long runs every request's first user text starts or ends with (a pasted document)."""
+    texts = [max(found, key=len) for r in requests if (found := _first_user_texts(r))]
+    return common_edges(texts) if len(texts) == len(requests) else []
+
+
+def _split_saving_note(requests: Sequence[PlannedRequest], texts: Sequence[str],
+                       prices: Mapping[str, ModelPrice | None], count: CountTokens) -> str:
+    """What sending the shared text first, as its own block, would save over the plan."""
+    request = requests[0]
+    price = prices.get(str(request.body.get("model")))
+    doc = max(texts, key=len)
+    field = "input" if request.endpoint == "responses" else "messages"
+    body = {**request.body, field: [{"role": "user", "content": doc}]}
+    body.pop("system", None)
+    body.pop("tools", None)
+    tokens = count(request, body)
+    saving = ""
+    if price is not None:
+        read = price.base_rate("cache_read")
+        write = min(price.cache_write_usd_per_million.values(),
+                    default=price.input_usd_per_million)
+        usd = (tokens * ((len(requests) - 1) * (price.input_usd_per_million - read)
+                         - (write - price.input_usd_per_million))) / 1_000_000
+        saving = f", saving about ${max(usd, 0):.4f}"
+    return (f"{len(requests)} requests share a {len(doc):,}-character text (about {tokens:,} "
+            f"tokens) after their own text in the first user message; sent first as its own "
+            f"block (or with reorder_content=True) it would be read from the cache{saving}")
 
 
 def _head_identities(request: PlannedRequest) -> set[Any]:
@@ -104,14 +151,29 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
                prices: Mapping[str, ModelPrice | None], count: CountTokens,
                concurrency: int, assumptions: Assumptions) -> Ordered:
     """Order every request of a plan for the cache (see the module docstring)."""
-    shared = _shared_blocks(requests)
+    inline = _inline_shared(requests)
+    shared = _shared_blocks(requests) | frozenset(
+        identity({"type": kind, "text": text}) for text in inline
+        for kind in ("text", "input_text"))
     results = [arrange(r.provider, r.endpoint, r.body, shared=shared,
                        move_volatile=options.move_volatile,
-                       to_last_message=options.volatile_to_last_message) for r in requests]
+                       to_last_message=options.volatile_to_last_message,
+                       reorder_content=options.reorder_content, shared_texts=inline)
+               for r in requests]
     arranged = [replace(r, body=result.body) for r, result in zip(requests, results, strict=True)]
     volatile = [value for result in results for value in result.volatile]
+    moved = sum(1 for result in results if result.moves)
+    # A move changes the order of what the caller wrote: the plan says so, never silently.
+    moved_notes = [f"content reordered in {moved} of {len(results)} request(s) (opt-in: "
+                   f"{'; '.join(next(r.moves for r in results if r.moves))})"] if moved else []
+    if any("follows this request's own text" in n for r in results for n in r.notes):
+        moved_notes.append(_split_saving_note(requests, inline, prices, count))
+    split = sum(1 for r in results if any("split the shared text" in n for n in r.notes))
+    if split:
+        moved_notes.append(f"a shared text was split into a block of its own in {split} "
+                           f"request(s) (order unchanged)")
     if not options.breakpoints:
-        return Ordered(tuple(arranged), _dedupe_volatile(volatile), ())
+        return Ordered(tuple(arranged), _dedupe_volatile(volatile), tuple(moved_notes))
     index = ChainIndex()
     groups: list[int | None] = []
     chains: list[dict[Path, int]] = []
@@ -128,7 +190,7 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
     sizes = Counter(g for g in groups if g is not None)
     gaps = _gaps_s(arranged, groups, sizes, concurrency, assumptions)
     memo: dict[int, int] = {}
-    ordered, notes = [], []
+    ordered, notes = [], list(moved_notes)
     for request, group, chain_at, gap, found in zip(arranged, groups, chains, gaps, layouts,
                                                     strict=True):
         def prefix_tokens(path: Path, request: PlannedRequest = request,
