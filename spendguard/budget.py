@@ -55,6 +55,8 @@ class Budget:
     is private to this object (a fresh name is made up). ``ledger`` is a URL
     (``"sqlite:///spend.db"``, ``"memory://name"``), a path, or a ledger; by default the
     SQLite file in spendguard's data directory. ``clock`` returns an aware ``datetime``.
+    ``enforce=False`` is observe mode: calls are estimated, recorded and warned about as
+    usual, but a call the limit would refuse is sent and recorded as "would have refused".
     """
 
     def __init__(self, limit_usd: Decimal | str | int, *,
@@ -63,7 +65,7 @@ class Budget:
                  scope: str | None = None, period: Period | None = None,
                  clock: Clock | None = None,
                  reservation_ttl_s: float = DEFAULT_RESERVATION_TTL_S,
-                 _parent: Budget | None = None) -> None:
+                 enforce: bool = True, _parent: Budget | None = None) -> None:
         try:
             self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd")
         except ConfigError as exc:
@@ -75,6 +77,10 @@ class Budget:
         self.period: Period | None = check_period(period)
         self.clock: Clock = _check_callable(clock, "clock") or utc_now
         self.reservation_ttl_s = _check_ttl(reservation_ttl_s)
+        if not isinstance(enforce, bool):
+            raise BudgetConfigError(f"enforce: expected True or False, got {enforce!r}",
+                                    field="enforce")
+        self.enforce = enforce  # False: observe mode (spendguard.observing), nothing refused
         self.parent = _parent
         self._warn_usd = warn_usd(self.limit_usd, self.warn_at)
         self._ledger: Ledger | None = None
@@ -150,11 +156,12 @@ class Budget:
 
     def child(self, name: str, *, limit_usd: Decimal | str | int,
               warn_at: object = _INHERIT, on_warn: object = _INHERIT,
-              period: object = _INHERIT) -> Budget:
+              period: object = _INHERIT, enforce: object = _INHERIT) -> Budget:
         """A nested budget, scope ``"<this scope>/<name>"``, in the same ledger.
 
         Whatever the child spends counts toward this budget too. ``warn_at``, ``on_warn`` and
-        ``period`` are inherited unless given; so are the clock and the reservation expiry.
+        ``period`` and ``enforce`` are inherited unless given; so are the clock and the
+        reservation expiry.
         """
         name = _check_scope(name, "name")
         if "/" in name:
@@ -166,7 +173,9 @@ class Budget:
             on_warn=self.on_warn if on_warn is _INHERIT else on_warn,  # type: ignore[arg-type]
             period=self.period if period is _INHERIT else period,  # type: ignore[arg-type]
             scope=f"{self.scope}/{name}", clock=self.clock,
-            reservation_ttl_s=self.reservation_ttl_s, _parent=self,
+            reservation_ttl_s=self.reservation_ttl_s,
+            enforce=self.enforce if enforce is _INHERIT else enforce,  # type: ignore[arg-type]
+            _parent=self,
         )
 
     def loop(self, **options: Any) -> LoopGuard:
@@ -197,7 +206,8 @@ class Budget:
 
     def __repr__(self) -> str:
         period = f", period={self.period!r}" if self.period else ""
-        return f"Budget({str(self.limit_usd)!r}, scope={self.scope!r}{period})"
+        observe = "" if self.enforce else ", enforce=False"
+        return f"Budget({str(self.limit_usd)!r}, scope={self.scope!r}{period}{observe})"
 
 
 def _check_scope(value: object, field: str) -> str:

@@ -120,6 +120,7 @@ class Attempt:
                 pass  # the response names a snapshot we don't know; the request's model prices it
         tier = usage.service_tier or self.call.service_tier
         actual = cost(priced_model, usage, service_tier=_billable_tier(tier), table=table)
+        self.reservation.response_model = model or self.call.model  # for call events
         self.reservation.settle(
             actual_usd=actual.total,
             tokens=usage.token_counts(),

@@ -19,10 +19,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from spendguard.errors import ConfigError, LedgerError
+from spendguard.errors import BudgetExceeded, ConfigError, LedgerError
+from spendguard.events import Stage, publish
 from spendguard.ledger import open_ledger
 from spendguard.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settlement
 from spendguard.money import format_usd, parse_usd
+from spendguard.observing import reserve_observed
 from spendguard.periods import Clock, as_utc, utc_now
 from spendguard.scopes import collect_budgets, current_tags
 from spendguard.thresholds import ThresholdCrossed, announce
@@ -41,7 +43,8 @@ _STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
 class Reservation:
     """A call's worst case (USD), held in every budget it is charged to until it ends."""
 
-    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "time", "worst_usd")
+    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "response_model",
+                 "time", "worst_usd")
 
     def __init__(self, held: tuple[tuple[Ledger, str], ...], budgets: tuple[Budget, ...], *,
                  worst_usd: Decimal, call: CallInfo, time: datetime, clock: Clock) -> None:
@@ -53,6 +56,7 @@ class Reservation:
         self.worst_usd = worst_usd
         self.call = call
         self.time = time
+        self.response_model: str | None = None  # the model the provider says answered
 
     @property
     def id(self) -> str:
@@ -92,6 +96,10 @@ class Reservation:
         crossings: list[Crossing] = []
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
+        publish(Stage.SETTLED, **self._event_fields(), actual_usd=actual, tokens=counts,
+                usage_estimated=bool(usage_estimated), status=status,
+                table_version=table_version, request_id=request_id,
+                response_model=self.response_model)
         self._announce(crossings)
 
     def release(self, reason: str) -> None:
@@ -104,6 +112,10 @@ class Reservation:
         now = as_utc(self._clock())
         for ledger, reservation_id in self._held:
             ledger.release(reservation_id, reason=reason, time=now)
+        publish(Stage.RELEASED, **self._event_fields(), status="released", message=reason)
+
+    def _event_fields(self) -> dict[str, object]:
+        return _call_fields(self.call, self._budgets, worst_usd=self.worst_usd, call_id=self.id)
 
     def _close(self, how: str) -> bool:
         with self._lock:
@@ -121,6 +133,8 @@ class Reservation:
             budget = next((b for b in self._budgets if b.scope == crossing.scope), None)
             event = ThresholdCrossed.from_crossing(crossing,
                                                    crossing.warn_usd / crossing.limit_usd)
+            publish(Stage.WARNED, **self._event_fields(), scope=crossing.scope,
+                    message=event.message())
             announce(event, None if budget is None else budget.on_warn)
 
     def __repr__(self) -> str:
@@ -155,19 +169,35 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     held: list[tuple[Ledger, str]] = []
     try:
         for ledger, claims in groups.values():
-            held.append((ledger, ledger.reserve(claims, worst, call, time=now,
-                                                expires_at=expires_at, tags=tags)))
-    except BaseException:
+            held.append((ledger, reserve_observed(ledger, claims, worst, call, budgets,
+                                                  time=now, expires_at=expires_at, tags=tags)))
+    except BaseException as exc:
         for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
             ledger.release(reservation_id, reason="refused by another ledger", time=now)
+        if isinstance(exc, BudgetExceeded):
+            publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst),
+                    scope=exc.scope, message=str(exc))
         raise
-    return Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now, clock=clock)
+    reservation = Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now,
+                              clock=clock)
+    publish(Stage.RESERVED, **reservation._event_fields())
+    return reservation
 
 
 def remaining_for_call(client_budget: Budget | None) -> Decimal | None:
     """The least any budget of a call has left (USD), or None when no budget applies."""
     budgets = collect_budgets(client_budget)
-    return min((budget.remaining for budget in budgets), default=None)
+    # An observing budget never refuses, so it must not shrink a call either.
+    return min((budget.remaining for budget in budgets if budget.enforce), default=None)
+
+
+def _call_fields(call: CallInfo, budgets: tuple[Budget, ...], *, worst_usd: Decimal,
+                 call_id: str | None = None) -> dict[str, object]:
+    """What every event of a call says about it (no prompt text: events never carry it)."""
+    return {"provider": call.provider, "model": call.model, "endpoint": call.endpoint,
+            "attempt": call.attempt, "call_id": call_id, "worst_usd": worst_usd,
+            "scopes": tuple(b.scope for b in budgets), "budgets": budgets,
+            "estimated_input_tokens": call.estimated_input_tokens}
 
 
 def _check_tokens(tokens: Mapping[str, int]) -> dict[str, int]:

@@ -21,6 +21,7 @@ from spendguard.report.summary import (
     EstimateCheck,
     Group,
     SpendReport,
+    WouldRefuse,
     check_by,
     summarise,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "EstimateCheck",
     "Group",
     "SpendReport",
+    "WouldRefuse",
     "render_html",
     "render_text",
     "report_spend",

@@ -71,6 +71,11 @@ def render_text(report: SpendReport) -> str:
             (b.scope, b.period_key, usd(b.spent_usd),
              "unlimited" if b.limit_usd is None else usd(b.limit_usd), percent(b.used),
              _bar(b.used)) for b in report.budgets])]
+    if report.would_refuse:
+        lines.append("")
+        lines += [f"Observe mode: budget {w.scope!r} would have refused {w.calls:,} "
+                  f"call{'' if w.calls == 1 else 's'}, {usd(w.spent_usd)}"
+                  for w in report.would_refuse]
     if report.estimates:
         lines += ["", *_aligned(("ESTIMATES", "CALLS", "INPUT ERROR", "RESERVED", "ACTUAL"), rows=[
             (e.model, f"{e.calls:,}", percent(e.input_error, signed=True), usd(e.reserved_usd),
