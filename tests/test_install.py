@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
+from typing import Any
 
 import anthropic
 import httpx2
@@ -20,7 +21,7 @@ from spendguard.errors import BudgetExceeded, ConfigError
 from spendguard.ledger import open_ledger
 from spendguard.testing import Emulator
 
-MESSAGES = [{"role": "user", "content": "Say something short."}]
+MESSAGES: Any = [{"role": "user", "content": "Say something short."}]
 
 
 @pytest.fixture(autouse=True)
