@@ -96,11 +96,16 @@ class Reservation:
         crossings: list[Crossing] = []
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
+        warned = self._warned(crossings)
+        for scope, event in warned:  # told before "settled", which ends the call's events
+            publish(Stage.WARNED, **self._event_fields(), scope=scope, message=event.message())
         publish(Stage.SETTLED, **self._event_fields(), actual_usd=actual, tokens=counts,
                 usage_estimated=bool(usage_estimated), status=status,
                 table_version=table_version, request_id=request_id,
                 response_model=self.response_model)
-        self._announce(crossings)
+        for scope, event in warned:
+            budget = next((b for b in self._budgets if b.scope == scope), None)
+            announce(event, None if budget is None else budget.on_warn)
 
     def release(self, reason: str) -> None:
         """The call was not billed (refused, failed before usage): drop its reservation.
@@ -124,18 +129,17 @@ class Reservation:
             self._state = how
             return True
 
-    def _announce(self, crossings: list[Crossing]) -> None:
+    def _warned(self, crossings: list[Crossing]) -> list[tuple[str, ThresholdCrossed]]:
+        """The warning levels newly reached, once per scope and period."""
         told: set[tuple[str, str]] = set()
+        found = []
         for crossing in crossings:
             if (crossing.scope, crossing.period_key) in told:
                 continue
             told.add((crossing.scope, crossing.period_key))
-            budget = next((b for b in self._budgets if b.scope == crossing.scope), None)
-            event = ThresholdCrossed.from_crossing(crossing,
-                                                   crossing.warn_usd / crossing.limit_usd)
-            publish(Stage.WARNED, **self._event_fields(), scope=crossing.scope,
-                    message=event.message())
-            announce(event, None if budget is None else budget.on_warn)
+            found.append((crossing.scope, ThresholdCrossed.from_crossing(
+                crossing, crossing.warn_usd / crossing.limit_usd)))
+        return found
 
     def __repr__(self) -> str:
         state = self._state or "open"

@@ -139,6 +139,10 @@ def boot(environ: dict[str, str] | None = None) -> RunTally | None:
     from spendguard.autoguard import install  # noqa: PLC0415 - only inside a run
 
     install(budget=settings.budget())
+    if (os.environ if environ is None else environ).get("SPENDGUARD_OTEL") == "1":
+        from spendguard.telemetry import enable  # noqa: PLC0415 - the otel extra, on demand
+
+        enable()  # the program's own OpenTelemetry set-up (or the global no-op) receives it
     tally = RunTally()
     subscribe(tally)
     # A forked child starts with a copy of the parent's counts: it must count only its own.
