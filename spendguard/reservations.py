@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from spendguard.errors import BudgetExceeded, ConfigError, LedgerError
-from spendguard.events import Stage, publish
+from spendguard.events import Stage, listening, publish
 from spendguard.ledger import open_ledger
 from spendguard.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settlement
 from spendguard.money import format_usd, parse_usd
@@ -97,12 +97,14 @@ class Reservation:
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
         warned = self._warned(crossings)
-        for scope, event in warned:  # told before "settled", which ends the call's events
-            publish(Stage.WARNED, **self._event_fields(), scope=scope, message=event.message())
-        publish(Stage.SETTLED, **self._event_fields(), actual_usd=actual, tokens=counts,
-                usage_estimated=bool(usage_estimated), status=status,
-                table_version=table_version, request_id=request_id,
-                response_model=self.response_model)
+        if listening():  # events cost nothing while nobody subscribes
+            for scope, event in warned:  # told before "settled", which ends the call's events
+                publish(Stage.WARNED, **self._event_fields(), scope=scope,
+                        message=event.message())
+            publish(Stage.SETTLED, **self._event_fields(), actual_usd=actual, tokens=counts,
+                    usage_estimated=bool(usage_estimated), status=status,
+                    table_version=table_version, request_id=request_id,
+                    response_model=self.response_model)
         for scope, event in warned:
             budget = next((b for b in self._budgets if b.scope == scope), None)
             announce(event, None if budget is None else budget.on_warn)
@@ -117,7 +119,8 @@ class Reservation:
         now = as_utc(self._clock())
         for ledger, reservation_id in self._held:
             ledger.release(reservation_id, reason=reason, time=now)
-        publish(Stage.RELEASED, **self._event_fields(), status="released", message=reason)
+        if listening():
+            publish(Stage.RELEASED, **self._event_fields(), status="released", message=reason)
 
     def _event_fields(self) -> dict[str, object]:
         return _call_fields(self.call, self._budgets, worst_usd=self.worst_usd, call_id=self.id)
@@ -178,13 +181,14 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     except BaseException as exc:
         for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
             ledger.release(reservation_id, reason="refused by another ledger", time=now)
-        if isinstance(exc, BudgetExceeded):
+        if isinstance(exc, BudgetExceeded) and listening():
             publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst),
                     scope=exc.scope, message=str(exc))
         raise
     reservation = Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now,
                               clock=clock)
-    publish(Stage.RESERVED, **reservation._event_fields())
+    if listening():
+        publish(Stage.RESERVED, **reservation._event_fields())
     return reservation
 
 
