@@ -108,7 +108,9 @@ def _patch(module: ModuleType, names: Sequence[str]) -> None:
         cls = getattr(module, name, None)
         if not isinstance(cls, type) or cls in _patched:
             continue
-        original = cls.__dict__["__init__"]
+        original = cls.__dict__.get("__init__")
+        if original is None:  # an SDK whose class no longer defines it: nothing to wrap
+            continue
         _patched[cls] = original
         type.__setattr__(cls, "__init__", _guarding(original))
 

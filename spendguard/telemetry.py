@@ -66,26 +66,35 @@ class _Telemetry:
         self.refusals = meter.create_counter(
             "spendguard.refusals", unit="{call}", description="Calls refused before sending")
         self._open: dict[str, _Open] = {}
+        self._early: dict[str, list[tuple[str, dict[str, str]]]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, event: CallEvent) -> None:
         if event.stage is Stage.RESERVED and event.call_id is not None:
+            started = self._start(event)
             with self._lock:
-                self._open[event.call_id] = self._start(event)
+                self._open[event.call_id] = started
+                early = self._early.pop(event.call_id, [])
+            for name, detail in early:
+                started.span.add_event(name, detail)
         elif event.stage is Stage.REFUSED:
             self._refused(event)
         elif event.stage in (Stage.WARNED, Stage.WOULD_REFUSE):
-            opened = self._find(event)
+            name = ("spendguard.would_refuse" if event.stage is Stage.WOULD_REFUSE
+                    else "spendguard.budget_warning")
+            detail = {"spendguard.scope": event.scope or "", "message": event.message or ""}
+            with self._lock:
+                opened = None if event.call_id is None else self._open.get(event.call_id)
+                if opened is None and event.call_id is not None:
+                    # would_refuse comes while the call is being reserved, before "reserved"
+                    self._early.setdefault(event.call_id, []).append((name, detail))
             if opened is not None:
-                name = ("spendguard.would_refuse" if event.stage is Stage.WOULD_REFUSE
-                        else "spendguard.budget_warning")
-                opened.span.add_event(name, {"spendguard.scope": event.scope or "",
-                                             "message": event.message or ""})
+                opened.span.add_event(name, detail)
         elif event.stage in (Stage.SETTLED, Stage.RELEASED) and event.call_id is not None:
             with self._lock:
-                opened = self._open.pop(event.call_id, None)
-            if opened is not None:
-                self._finish(opened, event)
+                ending = self._open.pop(event.call_id, None)
+            if ending is not None:
+                self._finish(ending, event)
 
     # -- spans --------------------------------------------------------------------------
 
@@ -154,10 +163,6 @@ class _Telemetry:
         span.set_attributes(attributes)
         if opened.owned:
             span.end()
-
-    def _find(self, event: CallEvent) -> _Open | None:
-        with self._lock:
-            return None if event.call_id is None else self._open.get(event.call_id)
 
 
 def _operation(event: CallEvent) -> str:

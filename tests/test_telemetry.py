@@ -112,6 +112,17 @@ def test_a_refusal_is_an_error_span_with_a_refused_event(otel: Otel) -> None:
     assert refusals.value == 1
 
 
+def test_observe_mode_marks_the_call_span_with_a_would_refuse_event(otel: Otel) -> None:
+    budget = spendguard.Budget("0", ledger="memory://", enforce=False, warn_at=None)
+    client = spendguard.wrap(Emulator().openai_client(max_retries=0), budget=budget)
+    with pytest.warns(spendguard.BudgetWarning):
+        client.chat.completions.create(model="gpt-5.5", messages=MESSAGES, max_tokens=30)
+    [span] = otel.finished()
+    assert [e.name for e in span.events] == ["spendguard.would_refuse"]
+    assert (span.attributes or {})["spendguard.status"] == "ok"
+    assert "spendguard.budget.remaining_usd" not in (span.attributes or {})  # nothing enforces
+
+
 def test_an_enclosing_genai_span_is_enriched_not_doubled(otel: Otel) -> None:
     client = spendguard.wrap(Emulator().openai_client(max_retries=0), budget=_budget())
     tracer = otel.tracer_provider.get_tracer("another.instrumentation")
