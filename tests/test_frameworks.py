@@ -28,6 +28,8 @@ def fixture_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
     with serve(emulator) as server:
         monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
         monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # it would upload traces
         yield emulator
     spendguard.uninstall()
@@ -36,9 +38,11 @@ def fixture_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulator]:
 async def _close_clients_built_inside() -> None:
     """Close the async SDK clients the frameworks built and keep to themselves, while this
     test's event loop still runs (their sockets would otherwise outlive it)."""
+    import anthropic
     import openai
 
-    for client in [o for o in gc.get_objects() if isinstance(o, openai.AsyncOpenAI)]:
+    for client in [o for o in gc.get_objects()
+                   if isinstance(o, (openai.AsyncOpenAI, anthropic.AsyncAnthropic))]:
         await client.close()
 
 
@@ -151,3 +155,25 @@ async def test_pydantic_ai_openai_provider_builds_a_guarded_client(emulator: Emu
     await _close_clients_built_inside()
     assert len(emulator.requests) == usage.requests + 1
     assert _tokens(budget)[0] == usage.requests
+
+
+async def test_pydantic_ai_anthropic_provider_builds_a_guarded_client(emulator: Emulator) -> None:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.settings import ModelSettings
+
+    budget = _budget()
+    spendguard.install(budget=budget)
+    agent = Agent(AnthropicModel("claude-sonnet-4-6"),
+                  model_settings=ModelSettings(max_tokens=30))
+    usage = (await agent.run(PROMPT)).usage
+    assert _tokens(budget) == (usage.requests, usage.input_tokens, usage.output_tokens)
+
+    spendguard.install(budget=_budget("0.00001"))
+    with pytest.raises(Exception) as error:
+        await Agent(AnthropicModel("claude-sonnet-4-6"),
+                    model_settings=ModelSettings(max_tokens=30)).run(PROMPT)
+    await _close_clients_built_inside()
+    assert _refused(error.value)
+    assert len(emulator.requests) == usage.requests
