@@ -50,8 +50,10 @@ def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url
 
     Every openai and anthropic client the program (or a Python subprocess of it) builds is
     guarded; its output and exit status are its own. On exit a spend summary (calls, tokens,
-    cost, refusals, warnings) is printed on stderr. Example:
+    cost, refusals, warnings) is printed on stderr.
 
+    \b
+    Example:
         spendguard run --budget 1.00 -- python agent.py
     """
     if command and command[0] == "--":
