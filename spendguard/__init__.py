@@ -47,6 +47,8 @@ _LAZY: dict[str, str] = {
     "Anthropic": "spendguard.anthropic_clients",
     "AsyncAnthropic": "spendguard.anthropic_clients",
     "wrap": "spendguard.clients",
+    "install": "spendguard.autoguard",
+    "uninstall": "spendguard.autoguard",
     # budgets, scopes and the ledger
     "Budget": "spendguard.budget",
     "BudgetWarning": "spendguard.errors",
@@ -132,6 +134,8 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.anthropic_clients import Anthropic as Anthropic
     from spendguard.anthropic_clients import AsyncAnthropic as AsyncAnthropic
+    from spendguard.autoguard import install as install
+    from spendguard.autoguard import uninstall as uninstall
     from spendguard.batching import BatchJob as BatchJob
     from spendguard.batching import BatchLimits as BatchLimits
     from spendguard.batching import BatchRequest as BatchRequest
@@ -297,6 +301,7 @@ __all__ = [
     "count_tokens",
     "count_tokens_exact",
     "export_spend",
+    "install",
     "lift_runaway",
     "loop",
     "open_ledger",
@@ -319,6 +324,7 @@ __all__ = [
     "stop_when_stalled",
     "stop_when_unaffordable",
     "tags",
+    "uninstall",
     "usage_from",
     "validate_focus",
     "wrap",

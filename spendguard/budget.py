@@ -85,6 +85,8 @@ class Budget:
     SQLite file in spendguard's data directory. ``clock`` returns an aware ``datetime``.
     ``max_calls`` caps the calls counted in the period (in flight, settled or recovered;
     an attempt that was not billed is not counted).
+    ``enforce=False`` is observe mode: calls are estimated, recorded and warned about as
+    usual, but a call the limit would refuse is sent and recorded as "would have refused".
     """
 
     def __init__(self, limit_usd: Decimal | str | int, *,
@@ -96,7 +98,7 @@ class Budget:
                  runaway: RunawayRules | None = DEFAULT_RUNAWAY,
                  degrade: Degrade | None = None,
                  max_calls: int | None = None,
-                 _parent: Budget | None = None) -> None:
+                 enforce: bool = True, _parent: Budget | None = None) -> None:
         try:
             self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd",
                                                 maximum=MAX_LIMIT_USD)
@@ -110,6 +112,10 @@ class Budget:
         self.clock: Clock = _check_callable(clock, "clock") or utc_now
         self.reservation_ttl_s = _check_ttl(reservation_ttl_s)
         self.max_calls: int | None = _check_max_calls(max_calls)
+        if not isinstance(enforce, bool):
+            raise BudgetConfigError(f"enforce: expected True or False, got {enforce!r}",
+                                    field="enforce")
+        self.enforce = enforce  # False: observe mode (spendguard.observing), nothing refused
         self.parent = _parent
         self.runaway = _check_policy(runaway, RunawayRules, "runaway")
         self.degrade = _check_policy(degrade, Degrade, "degrade")
@@ -208,12 +214,14 @@ class Budget:
 
     def child(self, name: str, *, limit_usd: Decimal | str | int,
               warn_at: object = _INHERIT, on_warn: object = _INHERIT,
-              period: object = _INHERIT, max_calls: int | None = None) -> Budget:
+              period: object = _INHERIT, max_calls: int | None = None,
+              enforce: object = _INHERIT) -> Budget:
         """A nested budget, scope ``"<this scope>/<name>"``, in the same ledger.
 
-        Whatever the child spends counts toward this budget too. ``warn_at``, ``on_warn`` and
-        ``period`` are inherited unless given; so are the clock and the reservation expiry.
-        ``max_calls`` is the child's own (not inherited).
+        Whatever the child spends counts toward this budget too. ``warn_at``, ``on_warn``,
+        ``period`` and ``enforce`` are inherited unless given; so are the clock, the
+        reservation expiry, the runaway rules and the degrade policy. ``max_calls`` is the
+        child's own (not inherited).
         """
         name = _check_scope(name, "name")
         if "/" in name:
@@ -226,7 +234,9 @@ class Budget:
             period=self.period if period is _INHERIT else period,  # type: ignore[arg-type]
             scope=f"{self.scope}/{name}", clock=self.clock,
             reservation_ttl_s=self.reservation_ttl_s, max_calls=max_calls,
-            runaway=self.runaway, degrade=self.degrade, _parent=self,
+            runaway=self.runaway, degrade=self.degrade,
+            enforce=self.enforce if enforce is _INHERIT else enforce,  # type: ignore[arg-type]
+            _parent=self,
         )
 
     def per(self, by: str, *, limit_usd: Decimal | str | int, warn_at: object = _INHERIT,
@@ -268,7 +278,8 @@ class Budget:
     def __repr__(self) -> str:
         period = f", period={self.period!r}" if self.period else ""
         calls = "" if self.max_calls is None else f", max_calls={self.max_calls}"
-        return f"Budget({str(self.limit_usd)!r}, scope={self.scope!r}{period}{calls})"
+        observe = "" if self.enforce else ", enforce=False"
+        return f"Budget({str(self.limit_usd)!r}, scope={self.scope!r}{period}{calls}{observe})"
 
 
 def _check_scope(value: object, field: str) -> str:

@@ -133,6 +133,9 @@ class Attempt:
             status = "overrun" if status == "ok" else status
             note = overrun if note is None else f"{note}; {overrun}"
         if self._finish_once():
+            # The model the provider answered with, for call events (telemetry).
+            self.reservation.response_model = (model if isinstance(model, str) and model
+                                               else self.call.model)
             self._record(lambda: self.reservation.settle(
                 actual_usd=actual.total, tokens=usage.token_counts(),
                 usage_estimated=usage.estimated, table_version=actual.table_version,

@@ -19,10 +19,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from spendguard.errors import ConfigError, LedgerError
+from spendguard.errors import BudgetExceeded, ConfigError, LedgerError
+from spendguard.events import Stage, listening, publish
 from spendguard.ledger import open_ledger
 from spendguard.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settlement
 from spendguard.money import format_usd, parse_usd
+from spendguard.observing import reserve_observed
 from spendguard.periods import Clock, as_utc, utc_now
 from spendguard.scopes import collect_budgets, current_tags
 from spendguard.templates import with_templates
@@ -42,7 +44,8 @@ _STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
 class Reservation:
     """A call's worst case (USD), held in every budget it is charged to until it ends."""
 
-    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "time", "worst_usd")
+    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "response_model",
+                 "time", "worst_usd")
 
     def __init__(self, held: tuple[tuple[Ledger, str], ...], budgets: tuple[Budget, ...], *,
                  worst_usd: Decimal, call: CallInfo, time: datetime, clock: Clock) -> None:
@@ -54,6 +57,7 @@ class Reservation:
         self.worst_usd = worst_usd
         self.call = call
         self.time = time
+        self.response_model: str | None = None  # the model the provider says answered
 
     @property
     def id(self) -> str:
@@ -90,7 +94,18 @@ class Reservation:
         crossings: list[Crossing] = []
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
-        self._announce(crossings)
+        warned = self._warned(crossings)
+        if listening():  # events cost nothing while nobody subscribes
+            for scope, event in warned:  # told before "settled", which ends the call's events
+                publish(Stage.WARNED, **self._event_fields(), scope=scope,
+                        message=event.message())
+            publish(Stage.SETTLED, **self._event_fields(), actual_usd=actual, tokens=counts,
+                    usage_estimated=bool(usage_estimated), status=status,
+                    table_version=table_version, request_id=request_id,
+                    response_model=self.response_model)
+        for scope, event in warned:
+            budget = next((b for b in self._budgets if b.scope == scope), None)
+            announce(event, None if budget is None else budget.on_warn)
         if actual > self.worst_usd or status == "overrun":
             # The estimator promised an upper bound; a miss means a price or token count is off.
             self._announce_overrun(actual)
@@ -105,6 +120,11 @@ class Reservation:
         now = as_utc(self._clock())
         for ledger, reservation_id in self._held:
             ledger.release(reservation_id, reason=reason, time=now)
+        if listening():
+            publish(Stage.RELEASED, **self._event_fields(), status="released", message=reason)
+
+    def _event_fields(self) -> dict[str, object]:
+        return _call_fields(self.call, self._budgets, worst_usd=self.worst_usd, call_id=self.id)
 
     def _close(self, how: str) -> bool:
         with self._lock:
@@ -113,16 +133,17 @@ class Reservation:
             self._state = how
             return True
 
-    def _announce(self, crossings: list[Crossing]) -> None:
+    def _warned(self, crossings: list[Crossing]) -> list[tuple[str, ThresholdCrossed]]:
+        """The warning levels newly reached, once per scope and period."""
         told: set[tuple[str, str]] = set()
+        found = []
         for crossing in crossings:
             if (crossing.scope, crossing.period_key) in told:
                 continue
             told.add((crossing.scope, crossing.period_key))
-            budget = next((b for b in self._budgets if b.scope == crossing.scope), None)
-            event = ThresholdCrossed.from_crossing(crossing,
-                                                   crossing.warn_usd / crossing.limit_usd)
-            announce(event, None if budget is None else budget.on_warn)
+            found.append((crossing.scope, ThresholdCrossed.from_crossing(
+                crossing, crossing.warn_usd / crossing.limit_usd)))
+        return found
 
     def _announce_overrun(self, actual_usd: Decimal) -> None:
         told: set[int] = set()
@@ -180,19 +201,36 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     held: list[tuple[Ledger, str]] = []
     try:
         for ledger, claims in groups.values():
-            held.append((ledger, ledger.reserve(claims, worst, call, time=now,
-                                                expires_at=expires_at, tags=tags)))
-    except BaseException:
+            held.append((ledger, reserve_observed(ledger, claims, worst, call, budgets,
+                                                  time=now, expires_at=expires_at, tags=tags)))
+    except BaseException as exc:
         for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
             ledger.release(reservation_id, reason="refused by another ledger", time=now)
+        if isinstance(exc, BudgetExceeded) and listening():
+            publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst),
+                    scope=exc.scope, message=str(exc))
         raise
-    return Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now, clock=clock)
+    reservation = Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now,
+                              clock=clock)
+    if listening():
+        publish(Stage.RESERVED, **reservation._event_fields())
+    return reservation
 
 
 def remaining_for_call(client_budget: Budget | None) -> Decimal | None:
     """The least any budget of a call has left (USD), or None when no budget applies."""
     budgets = collect_budgets(client_budget)
-    return min((budget.remaining for budget in budgets), default=None)
+    # An observing budget never refuses, so it must not shrink a call either.
+    return min((budget.remaining for budget in budgets if budget.enforce), default=None)
+
+
+def _call_fields(call: CallInfo, budgets: tuple[Budget, ...], *, worst_usd: Decimal,
+                 call_id: str | None = None) -> dict[str, object]:
+    """What every event of a call says about it (no prompt text: events never carry it)."""
+    return {"provider": call.provider, "model": call.model, "endpoint": call.endpoint,
+            "attempt": call.attempt, "call_id": call_id, "worst_usd": worst_usd,
+            "scopes": tuple(b.scope for b in budgets), "budgets": budgets,
+            "estimated_input_tokens": call.estimated_input_tokens}
 
 
 def _check_tokens(tokens: Mapping[str, int]) -> dict[str, int]:

@@ -21,7 +21,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("data", frozenset({"price_schema", "prices", "price_check", "usage", "providers",
                         "costing", "tokens", "calls", "estimate", "sizing"})),
     ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
-                                     "reservations", "runaway", "degrade", "templates"})),
+                                     "reservations", "runaway", "degrade", "templates",
+                                     "events", "observing"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
     ("request shaping", frozenset({"caching", "cache_order"})),
@@ -30,6 +31,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("strategies", frozenset({"replies", "planning", "batching",
                               "cascading", "checks", "cascade_learning", "loop_guard",
                               "loop_reserve", "stops", "novelty"})),
+    # The opt-in door for code we don't own (install, spendguard run) and the telemetry
+    # subscriber it can switch on.
+    ("adoption", frozenset({"autoguard", "running", "telemetry", "_boot"})),
     ("reporting", frozenset({"export", "report", "reconcile"})),
     ("emulator", frozenset({"testing"})),
     ("public surface", frozenset({"openai_clients", "anthropic_clients", "demo", "cli",

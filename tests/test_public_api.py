@@ -40,6 +40,15 @@ def test_importing_spendguard_loads_no_sdk_and_no_tokenizer() -> None:
     assert out == ""
 
 
+def test_install_imports_no_sdk_until_the_program_does() -> None:
+    code = ("import sys, spendguard; spendguard.install(); before = 'openai' in sys.modules; "
+            "import openai; print(before, hasattr(openai.OpenAI.__init__, "
+            "'__spendguard_original_init__'), 'anthropic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False True False"  # patched when imported, and only what was imported
+
+
 def test_building_an_openai_client_does_not_import_anthropic() -> None:
     code = ("import sys, spendguard; spendguard.OpenAI(api_key='k'); "
             "print('anthropic' in sys.modules)")

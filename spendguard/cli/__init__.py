@@ -27,6 +27,7 @@ _COMMANDS: dict[str, str] = {
     "report": "spendguard.cli.report:report",
     "reconcile": "spendguard.cli.reconcile:reconcile",
     "batches": "spendguard.cli.batches:batches",
+    "run": "spendguard.cli.run:run",
 }
 
 

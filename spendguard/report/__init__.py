@@ -22,6 +22,7 @@ from spendguard.report.summary import (
     EstimateCheck,
     Group,
     SpendReport,
+    WouldRefuse,
     check_by,
     summarise,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "EstimateCheck",
     "Group",
     "SpendReport",
+    "WouldRefuse",
     "render_html",
     "render_text",
     "report_spend",

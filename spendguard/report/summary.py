@@ -27,9 +27,11 @@ from spendguard.export.records import (
 )
 from spendguard.ledger.base import Ledger, SpendRecord
 from spendguard.money import ZERO
+from spendguard.observing import would_refuse_limits
 from spendguard.periods import window_keys
 
-__all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "summarise"]
+__all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "WouldRefuse",
+           "summarise"]
 
 OVERRUN = "overrun"
 
@@ -110,6 +112,16 @@ class BudgetUse:
 
 
 @dataclass
+class WouldRefuse:
+    """Observe mode: the calls a scope sent that enforce mode would have refused, and their
+    cost (USD, what enforcing would have saved)."""
+
+    scope: str
+    calls: int = 0
+    spent_usd: Decimal = ZERO
+
+
+@dataclass
 class SpendReport:
     """Everything a report shows; ``groups`` follow ``by``."""
 
@@ -124,6 +136,7 @@ class SpendReport:
     day_model_usd: dict[tuple[date, str], Decimal] = field(default_factory=dict)
     budgets: list[BudgetUse] = field(default_factory=list)
     estimates: list[EstimateCheck] = field(default_factory=list)
+    would_refuse: list[WouldRefuse] = field(default_factory=list)
     adjustments_usd: Decimal = ZERO
     recovered_usd: Decimal = ZERO
     runaway_trips: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -172,6 +185,9 @@ class SpendReport:
                            "input_error": e.input_error,
                            "reserved_usd": decimal_text(e.reserved_usd),
                            "actual_usd": decimal_text(e.actual_usd)} for e in self.estimates],
+            "would_refuse": [{"scope": w.scope, "calls": w.calls,
+                              "spent_usd": decimal_text(w.spent_usd)}
+                             for w in self.would_refuse],
         }
 
 
@@ -194,6 +210,7 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     estimates: dict[str, EstimateCheck] = {}
     latest: dict[str, tuple[datetime, str, Decimal | None]] = {}
     day_model: defaultdict[tuple[date, str], Decimal] = defaultdict(lambda: ZERO)
+    observed: dict[str, WouldRefuse] = {}
     for record in records:
         if is_marker(record):  # $0 events carried by tags: runaway trips are listed
             if record.tags.get("spendguard.event") == "runaway":
@@ -218,16 +235,23 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
             report.overrun_calls += 1
             report.overrun_usd += record.actual_usd
         _check_estimate(estimates, record, tokens)
+        refused_by = would_refuse_limits(record.tags)
+        for scope in refused_by:
+            would = observed.setdefault(scope, WouldRefuse(scope))
+            would.calls += record.status != ADJUSTMENT
+            would.spent_usd += record.actual_usd
         for scope, key, limit in zip(record.scopes, record.period_keys,
                                      record.limits_usd or [None] * len(record.scopes),
                                      strict=False):
             if scope not in latest or latest[scope][0] <= record.time:
-                latest[scope] = (record.time, key, limit)
+                # an observe-mode call went out with its limit lifted; the tag keeps the limit
+                latest[scope] = (record.time, key, refused_by.get(scope, limit))
     report.groups = sorted(groups.values(), key=_by_name if by == "day" else _by_spend)
     report.by_model = sorted(models.values(), key=_by_spend)
     report.by_day = [days[day] for day in sorted(days)]
     report.day_model_usd = dict(day_model)
     report.estimates = sorted(estimates.values(), key=lambda e: -e.actual_usd)
+    report.would_refuse = [observed[scope] for scope in sorted(observed)]
     for scope, (_, key, limit) in sorted(latest.items()):
         # A rolling window: the window ending at the scope's latest step, as a limit reads it.
         keys = window_keys(key)

@@ -81,6 +81,11 @@ def render_text(report: SpendReport) -> str:
         lines += ["", *_aligned(("RUNAWAY TRIPS", "RULE", "TRIPS"), rows=[
             (scope, rule, f"{count:,}")
             for (scope, rule), count in sorted(report.runaway_trips.items())])]
+    if report.would_refuse:
+        lines.append("")
+        lines += [f"Observe mode: budget {w.scope!r} would have refused {w.calls:,} "
+                  f"call{'' if w.calls == 1 else 's'}, {usd(w.spent_usd)}"
+                  for w in report.would_refuse]
     if report.estimates:
         lines += ["", *_aligned(("ESTIMATES", "CALLS", "INPUT ERROR", "RESERVED", "ACTUAL"), rows=[
             (e.model, f"{e.calls:,}", percent(e.input_error, signed=True), usd(e.reserved_usd),

@@ -1,0 +1,155 @@
+"""``spendguard run -- CMD ...``: run a Python program with every LLM client it builds guarded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+
+from spendguard.errors import ConfigError
+from spendguard.money import format_usd
+from spendguard.running import ENV_VAR, RunSettings
+
+__all__ = ["run"]
+
+_BOOT_DIR = Path(__file__).resolve().parent.parent / "_boot"
+_COUNTS = ("calls", "released", "input_tokens", "output_tokens", "refusals", "warnings",
+           "would_refuse")
+_MONEY = ("cost_usd", "refused_usd", "would_refuse_usd")
+
+
+@click.command(context_settings={"ignore_unknown_options": True,
+                                 "allow_interspersed_args": False})
+@click.option("--budget", "limit_usd", metavar="USD",
+              help="Limit for the whole run (all its processes); a call that could exceed it "
+                   "is refused with BudgetExceeded. Without it calls are recorded, unlimited.")
+@click.option("--scope", metavar="S", help="Budget scope to charge (shared with other runs "
+              "and programs using it); default: a new scope for this run.")
+@click.option("--period", metavar="P", help="Budget period: daily or monthly (UTC).")
+@click.option("--ledger", "ledger_url", metavar="URL",
+              help="Ledger URL (sqlite:///..., redis://...); default: $SPENDGUARD_LEDGER, else "
+                   "the SQLite file in spendguard's data directory.")
+@click.option("--observe", is_flag=True, help="Observe mode: record and warn, refuse nothing; "
+              "the summary says what enforcing would have refused.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary as one JSON object (on stderr, like the text summary).")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url: str | None,
+        observe: bool, as_json: bool, command: tuple[str, ...]) -> None:
+    """Run COMMAND (a Python program) with spendguard.install() active from its first import.
+
+    Every openai and anthropic client the program (or a Python subprocess of it) builds is
+    guarded; its output and exit status are its own. On exit a spend summary (calls, tokens,
+    cost, refusals, warnings) is printed on stderr.
+
+    \b
+    Example:
+        spendguard run --budget 1.00 -- python agent.py
+    """
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise click.UsageError("name the program to run after --, e.g. "
+                               "`spendguard run --budget 1 -- python app.py`")
+    if limit_usd is None and (scope or period or observe):
+        raise click.UsageError("--scope, --period and --observe apply to a budget; add "
+                               "--budget USD")
+    if limit_usd is not None and scope is None:
+        scope = f"run:{uuid.uuid4().hex[:12]}"
+    folder = tempfile.mkdtemp(prefix="spendguard-run-")
+    try:
+        settings = RunSettings(folder, limit_usd, scope, period, ledger_url, observe)
+        try:
+            budget = settings.budget()  # checked here, so a mistake is one line, not N
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc)) from None
+        code = _run_child(command, settings)
+        summary = _summary(folder, code, budget)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    click.echo(json.dumps(summary) if as_json else _render(summary), err=True)
+    sys.exit(code)
+
+
+def _run_child(command: tuple[str, ...], settings: RunSettings) -> int:
+    env = dict(os.environ)
+    env[ENV_VAR] = settings.to_env()
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(_BOOT_DIR), *filter(None, [env.get("PYTHONPATH")])])
+    if settings.ledger:
+        env["SPENDGUARD_LEDGER"] = settings.ledger  # unbudgeted calls are recorded there too
+    try:
+        child = subprocess.Popen(list(command), env=env)
+    except OSError as exc:
+        raise click.ClickException(f"cannot start {command[0]!r}: {exc.strerror or exc}") from None
+    # Ctrl+C reaches the program from the terminal; the command waits for it to finish so
+    # the summary still prints. A SIGTERM sent to the command is passed on to the program.
+    previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_term = signal.signal(signal.SIGTERM,
+                                  lambda signum, frame: child.send_signal(signum))
+    try:
+        code = child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous_int)
+        signal.signal(signal.SIGTERM, previous_term)
+    return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
+
+
+def _summary(folder: str, code: int, budget: Any) -> dict[str, Any]:
+    totals: dict[str, Any] = {name: 0 for name in _COUNTS}
+    totals.update({name: Decimal(0) for name in _MONEY})
+    processes = 0
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        processes += 1
+        for name in _COUNTS:
+            totals[name] += int(data.get(name, 0))
+        for name in _MONEY:
+            totals[name] += Decimal(str(data.get(name, "0")))
+    summary: dict[str, Any] = {"exit_code": code, "processes": processes, **totals}
+    for name in _MONEY:
+        summary[name] = str(summary[name])
+    if budget is not None:
+        summary.update(scope=budget.scope, limit_usd=str(budget.limit_usd),
+                       period=budget.period, observe=not budget.enforce)
+        try:
+            summary["spent_usd"] = str(budget.spent)  # the whole period, other runs included
+        except Exception:  # the ledger went away: the counts above still stand
+            summary["spent_usd"] = None
+    return summary
+
+
+def _render(summary: dict[str, Any]) -> str:
+    cost = Decimal(summary["cost_usd"])
+    lines = [f"spendguard run: {summary['calls']:,} call{'' if summary['calls'] == 1 else 's'}, "
+             f"{summary['input_tokens']:,} input + {summary['output_tokens']:,} output tokens, "
+             f"{format_usd(cost, places=4)}; {summary['refusals']:,} refused; "
+             f"{summary['warnings']:,} warning{'' if summary['warnings'] == 1 else 's'}"]
+    if summary.get("scope") is not None:
+        spent = summary.get("spent_usd")
+        spent_text = "?" if spent is None else format_usd(Decimal(spent), places=4)
+        period = f" ({summary['period']})" if summary.get("period") else ""
+        limit = Decimal(summary["limit_usd"])
+        lines.append(f"  budget {summary['scope']!r}{period}: {spent_text} spent of "
+                     f"{format_usd(limit, places=2 if limit >= 10 else 4)}")
+    if summary.get("observe"):
+        lines.append(f"  observe mode: would have refused {summary['would_refuse']:,} calls, "
+                     f"{format_usd(Decimal(summary['would_refuse_usd']), places=4)}")
+    if summary["processes"] == 0:
+        lines.append("  (no Python process of the program reported: it was not Python, or "
+                     "it exited without running its exit handlers, e.g. os._exit)")
+    lines.append(f"  exit status {summary['exit_code']}")
+    return "\n".join(lines)
