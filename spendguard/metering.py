@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 
@@ -27,10 +27,13 @@ from spendguard.calls import Call, Endpoint, Provider, build_call, classify, par
 from spendguard.costing import cost
 from spendguard.errors import ProviderResponseError, SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
+from spendguard.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
 from spendguard.ledger.base import CallInfo
 from spendguard.prices import PriceTable, default_table
 from spendguard.providers import StreamReader, stream_reader
 from spendguard.reservations import Reservation, remaining_for_call, reserve_call
+from spendguard.routing import route_request
+from spendguard.scopes import tags
 from spendguard.sse import ContentDecoder, SSEDecoder
 from spendguard.tokens import count_tokens
 from spendguard.usage import Usage, usage_from
@@ -65,6 +68,13 @@ def prereserved() -> Iterator[dict[str, str]]:
             _prereserved_tokens.discard(token)
 
 
+class Framing(Protocol):
+    """Splits a streamed body into ``(event name, data)`` pairs: SSE or event-stream frames."""
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[str | None, dict[str, Any] | None]]: ...
+    def flush(self) -> Iterator[tuple[str | None, dict[str, Any] | None]]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class GuardOptions:
     """How a guarded client behaves; set on the client constructors."""
@@ -75,6 +85,8 @@ class GuardOptions:
     prices: PriceTable | None = None
     cache_order: Callable[[str, str, dict[str, Any]], dict[str, Any]] | None = None
     """Rewrites a priced request body (provider, endpoint, body) before it is estimated."""
+    platform: str | None = None
+    """``"azure"`` for Azure OpenAI clients: requests name deployments (see routing)."""
 
 
 @dataclass(slots=True)
@@ -88,6 +100,8 @@ class Attempt:
     started: float
     attempt: int
     request_id: str | None = None
+    routed: bool = False
+    """Priced through a platform / host route: the response's model name must not reprice it."""
     _done: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -112,7 +126,7 @@ class Attempt:
             return
         priced_model = self.call.model
         table = self.guard.table
-        if model and model != priced_model:
+        if model and model != priced_model and not self.routed:
             try:
                 table.get(model)
                 priced_model = model
@@ -181,17 +195,23 @@ class Attempt:
 
     def stream_meter(self, headers: httpx2.Headers) -> StreamMeter:
         self.request_id = _request_id(headers)
+        framing: Framing = SSEDecoder()
+        if headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
+            framing = EventStreamDecoder()  # Bedrock: AWS event-stream frames, not SSE
         return StreamMeter(self, ContentDecoder(headers.get("content-encoding")),
-                           stream_reader(self.call.provider.value, self.call.endpoint.value))
+                           stream_reader(self.call.provider.value, self.call.endpoint.value),
+                           framing)
 
 
 class StreamMeter:
-    """Reads usage from a server-sent-event stream as it flows; settles once when it ends."""
+    """Reads usage from a streamed body (server-sent events, or Bedrock's event-stream frames)
+    as it flows; settles once when it ends."""
 
-    def __init__(self, attempt: Attempt, decoder: ContentDecoder, reader: StreamReader) -> None:
+    def __init__(self, attempt: Attempt, decoder: ContentDecoder, reader: StreamReader,
+                 framing: Framing | None = None) -> None:
         self.attempt = attempt
         self._decoder = decoder
-        self._sse = SSEDecoder()
+        self._sse: Framing = framing or SSEDecoder()
         self._reader = reader
 
     def feed(self, chunk: bytes) -> None:
@@ -232,7 +252,11 @@ class StreamMeter:
         output = 0
         text = self._reader.output_text()
         if text:
-            output = int(count_tokens(call.model, text=text))
+            try:
+                output = int(count_tokens(self.attempt.guard.table.get(call.model)
+                                          .tokenizer_model, text=text))
+            except SpendguardError:  # no tokenizer for a host's model: a character bound
+                output = len(text.encode("utf-8", "replace"))
         output = max(output, self._reader.output_events)
         reported = self._reader.usage()
         if reported is not None:
@@ -293,10 +317,13 @@ class Guard:
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered
-        call = build_call(self.provider, endpoint, parsed)
+        route = route_request(self.provider, self.options.platform, request.url, parsed,
+                              self.table)
+        call = build_call(self.provider, endpoint,
+                          parsed if route is None else route.priced_body(parsed))
         estimate = estimate_call(call, self.table)
         if self.options.cap_output and call.cap_field is not None:
-            request, call, estimate = self._fit_output(request, call, estimate)
+            request, call, estimate = self._fit_output(request, call, estimate, parsed)
         info = CallInfo(
             provider=call.provider.value,
             model=call.model,
@@ -309,12 +336,20 @@ class Guard:
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
         )
-        reservation = reserve_call(self.budget, estimate.worst_usd, call=info)
+        deployment = self.table.get(call.model).self_hosted
+        if deployment is None:
+            reservation = reserve_call(self.budget, estimate.worst_usd, call=info)
+        else:
+            # A self-hosted call's record carries the deployment's hourly cost beside its
+            # allocated per-token cost, for `spendguard breakeven --from-ledger`.
+            hourly = deployment.usd_per_gpu_hour * deployment.gpu_count
+            with tags(deployment_usd_per_hour=str(hourly)):
+                reservation = reserve_call(self.budget, estimate.worst_usd, call=info)
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
-                                info.attempt)
+                                info.attempt, routed=route is not None)
 
-    def _fit_output(self, request: httpx2.Request, call: Call,
-                    estimate: Estimate) -> tuple[httpx2.Request, Call, Estimate]:
+    def _fit_output(self, request: httpx2.Request, call: Call, estimate: Estimate,
+                    wire_body: dict[str, Any]) -> tuple[httpx2.Request, Call, Estimate]:
         """Lower the output cap so the worst case fits what the budget has left."""
         remaining = remaining_for_call(self.budget)
         if remaining is None or estimate.worst_usd <= remaining:
@@ -329,9 +364,8 @@ class Guard:
                 high = mid - 1
         if low < _MIN_CAPPED_OUTPUT or call.cap_field is None:
             return request, call, estimate  # cannot fit: reserve as is, and be refused
-        body = dict(call.body)
-        body[call.cap_field] = low
-        new_call = build_call(call.provider, call.endpoint, body)
+        body = {**wire_body, call.cap_field: low}  # what is sent; the call prices its route
+        new_call = build_call(call.provider, call.endpoint, {**call.body, call.cap_field: low})
         new_estimate = Estimate(
             estimate.model, estimate.input_tokens, low * call.choices,
             worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),

@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 import openai
 
 from spendguard.calls import Provider
 from spendguard.clients import Guarded
+from spendguard.errors import ConfigError
+from spendguard.price_sections import AZURE_PREFIX, azure_entry
+from spendguard.prices import PriceTable, default_table
+from spendguard.routing import AZURE
 
 if TYPE_CHECKING:
     from spendguard.batching.deferred import DeferredOpenAI
 
-__all__ = ["AsyncOpenAI", "OpenAI"]
+__all__ = ["AsyncAzureOpenAI", "AsyncOpenAI", "AzureDeployment", "AzureOpenAI", "OpenAI"]
+
+
+@dataclass(frozen=True)
+class AzureDeployment:
+    """What an Azure OpenAI deployment runs and how it is billed.
+
+    ``deployment_type``: ``"global"`` (Global Standard: the model's rates), ``"data_zone"``
+    (Data Zone Standard: 10 % above Global) or ``"regional"`` (give ``rate_multiplier``: your
+    regional rate / the Global rate, as Microsoft prices regions per model).
+    """
+
+    model: str
+    deployment_type: str = "global"
+    rate_multiplier: Decimal | str | None = None
 
 
 class OpenAI(Guarded, openai.OpenAI):
@@ -52,3 +73,52 @@ class AsyncOpenAI(Guarded, openai.AsyncOpenAI):
         from spendguard.batching.deferred import openai_deferred  # noqa: PLC0415
 
         return openai_deferred(self, is_async=True)
+
+
+def _azure_prices(deployments: Mapping[str, str | AzureDeployment] | None,
+                  prices: PriceTable | None) -> PriceTable | None:
+    """The client's table with its deployment mapping layered on (None: nothing to add)."""
+    if not deployments:
+        return prices
+    if not isinstance(deployments, Mapping):
+        raise ConfigError('deployments: expected a mapping of deployment name to model, e.g. '
+                          'deployments={"my-gpt4o": "gpt-4o"}')
+    entries: dict[str, Any] = {}
+    for name, target in deployments.items():
+        spec = target if isinstance(target, AzureDeployment) else AzureDeployment(str(target))
+        entries[AZURE_PREFIX + name] = azure_entry(
+            name, spec.model, spec.deployment_type, spec.rate_multiplier,
+            path="AzureOpenAI(deployments=...)")
+    return (prices or default_table()).with_overrides({"models": entries})
+
+
+class AzureOpenAI(Guarded, openai.AzureOpenAI):
+    """``openai.AzureOpenAI``, budgeted: each request's deployment is priced as its model.
+
+    ``deployments`` maps deployment names to the models they run (``{"prod-4o": "gpt-4o"}``,
+    or :class:`AzureDeployment` for a data-zone / regional deployment); the price file's
+    ``[azure_deployments]`` section does the same. A request to an unmapped deployment is
+    refused before sending. Other arguments as :class:`OpenAI`.
+    """
+
+    _spendguard_provider = Provider.OPENAI
+    _spendguard_sdk_error = openai.OpenAIError
+    _spendguard_platform = AZURE
+
+    def __init__(self, *args: Any,
+                 deployments: Mapping[str, str | AzureDeployment] | None = None,
+                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)
+
+
+class AsyncAzureOpenAI(Guarded, openai.AsyncAzureOpenAI):
+    """``openai.AsyncAzureOpenAI``, budgeted; arguments as :class:`AzureOpenAI`."""
+
+    _spendguard_provider = Provider.OPENAI
+    _spendguard_sdk_error = openai.OpenAIError
+    _spendguard_platform = AZURE
+
+    def __init__(self, *args: Any,
+                 deployments: Mapping[str, str | AzureDeployment] | None = None,
+                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)
