@@ -96,7 +96,9 @@ class SelfHosted:
 
     def _rate(self, tok_s: Decimal) -> Decimal:
         rate = self.usd_per_hour / (tok_s * _SECONDS_PER_HOUR) * MILLION
-        return rate.quantize(_RATE_STEP, rounding=ROUND_CEILING)
+        rate = rate.quantize(_RATE_STEP, rounding=ROUND_CEILING)
+        short = rate.normalize()  # 0.100000000 -> 0.1, but never 1E+1
+        return rate.quantize(Decimal(1)) if "E" in str(short) else short
 
     @property
     def output_usd_per_million(self) -> Decimal:
