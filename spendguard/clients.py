@@ -38,7 +38,7 @@ class Guarded:
 
     _spendguard_provider: ClassVar[Provider]
     _spendguard_sdk_error: ClassVar[type[Exception]]
-    _spendguard_platform: ClassVar[str | None] = None  # "azure": requests name deployments
+    _spendguard_platform: str | None = None  # "azure": requests name deployments
 
     def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,

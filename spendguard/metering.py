@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 import httpx2
@@ -35,7 +36,7 @@ from spendguard.reservations import Reservation, remaining_for_call, reserve_cal
 from spendguard.routing import route_request
 from spendguard.scopes import tags
 from spendguard.sse import ContentDecoder, SSEDecoder
-from spendguard.tokens import count_tokens
+from spendguard.tokens import TokenCount, count_tokens
 from spendguard.usage import Usage, usage_from
 
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
@@ -43,6 +44,7 @@ __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
 log = logging.getLogger("spendguard")
 
 _MIN_CAPPED_OUTPUT = 1
+_SIGV4 = "AWS4-HMAC-SHA256"
 
 PRERESERVED_HEADER = "x-spendguard-prereserved"
 """A request carrying a live token from :func:`prereserved` passes the guard unpriced."""
@@ -102,6 +104,8 @@ class Attempt:
     request_id: str | None = None
     routed: bool = False
     """Priced through a platform / host route: the response's model name must not reprice it."""
+    unguarded: bool = False
+    """Sent without a price (opted in): priced from the response's model, $0 if unknown."""
     _done: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -133,7 +137,18 @@ class Attempt:
             except SpendguardError:
                 pass  # the response names a snapshot we don't know; the request's model prices it
         tier = usage.service_tier or self.call.service_tier
-        actual = cost(priced_model, usage, service_tier=_billable_tier(tier), table=table)
+        try:
+            actual = cost(priced_model, usage, service_tier=_billable_tier(tier), table=table)
+        except SpendguardError as exc:
+            if not self.unguarded:
+                raise
+            warnings.warn(f"spendguard could not price an unguarded call ({exc}); it is "
+                          "recorded at $0 with status 'unpriced'", RuntimeWarning, stacklevel=2)
+            self.reservation.settle(actual_usd=Decimal(0), tokens=usage.token_counts(),
+                                    usage_estimated=usage.estimated,
+                                    table_version=table.version, latency_s=self.latency_s(),
+                                    request_id=self.request_id, status="unpriced")
+            return
         self.reservation.settle(
             actual_usd=actual.total,
             tokens=usage.token_counts(),
@@ -312,7 +327,10 @@ class Guard:
         if endpoint is None or endpoint is Endpoint.FREE:
             return request, None
         parsed = parse_body(body)
-        if self.options.cache_order is not None:
+        # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
+        # would make the provider reject the call, so it is priced as sent.
+        rewritable = not request.headers.get("authorization", "").startswith(_SIGV4)
+        if self.options.cache_order is not None and rewritable:
             ordered = self.options.cache_order(self.provider.value, endpoint.value, parsed)
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
@@ -321,8 +339,13 @@ class Guard:
                               self.table)
         call = build_call(self.provider, endpoint,
                           parsed if route is None else route.priced_body(parsed))
-        estimate = estimate_call(call, self.table)
-        if self.options.cap_output and call.cap_field is not None:
+        if route is not None and route.unguarded:
+            estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
+                                Decimal(0), self.table.version)
+        else:
+            estimate = estimate_call(call, self.table)
+        if self.options.cap_output and call.cap_field is not None and rewritable \
+                and not (route is not None and route.unguarded):
             request, call, estimate = self._fit_output(request, call, estimate, parsed)
         info = CallInfo(
             provider=call.provider.value,
@@ -336,7 +359,8 @@ class Guard:
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
         )
-        deployment = self.table.get(call.model).self_hosted
+        deployment = None if route is not None and route.unguarded else \
+            self.table.get(call.model).self_hosted
         if deployment is None:
             reservation = reserve_call(self.budget, estimate.worst_usd, call=info)
         else:
@@ -345,8 +369,10 @@ class Guard:
             hourly = deployment.usd_per_gpu_hour * deployment.gpu_count
             with tags(deployment_usd_per_hour=str(hourly)):
                 reservation = reserve_call(self.budget, estimate.worst_usd, call=info)
+        unguarded = route is not None and route.unguarded
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
-                                info.attempt, routed=route is not None)
+                                info.attempt, routed=route is not None and not unguarded,
+                                unguarded=unguarded)
 
     def _fit_output(self, request: httpx2.Request, call: Call, estimate: Estimate,
                     wire_body: dict[str, Any]) -> tuple[httpx2.Request, Call, Estimate]:

@@ -14,7 +14,7 @@ from spendguard.clients import Guarded
 from spendguard.errors import ConfigError
 from spendguard.price_sections import AZURE_PREFIX, azure_entry
 from spendguard.prices import PriceTable, default_table
-from spendguard.routing import AZURE
+from spendguard.routing import AZURE, AZURE_PRICE_AFTER
 
 if TYPE_CHECKING:
     from spendguard.batching.deferred import DeferredOpenAI
@@ -92,13 +92,25 @@ def _azure_prices(deployments: Mapping[str, str | AzureDeployment] | None,
     return (prices or default_table()).with_overrides({"models": entries})
 
 
+def _azure_platform(unmapped_deployments: str) -> str:
+    if unmapped_deployments == "refuse":
+        return AZURE
+    if unmapped_deployments == "price_from_response":
+        return AZURE_PRICE_AFTER
+    raise ConfigError(f"unmapped_deployments: {unmapped_deployments!r} is not 'refuse' (the "
+                      "default) or 'price_from_response' (send unguarded, price afterwards)")
+
+
 class AzureOpenAI(Guarded, openai.AzureOpenAI):
     """``openai.AzureOpenAI``, budgeted: each request's deployment is priced as its model.
 
     ``deployments`` maps deployment names to the models they run (``{"prod-4o": "gpt-4o"}``,
     or :class:`AzureDeployment` for a data-zone / regional deployment); the price file's
     ``[azure_deployments]`` section does the same. A request to an unmapped deployment is
-    refused before sending. Other arguments as :class:`OpenAI`.
+    refused before sending, unless ``unmapped_deployments="price_from_response"``: then it is
+    sent **unguarded** (nothing reserved, no limit enforced for it) and priced afterwards from
+    the response's ``model`` ($0 and status ``"unpriced"`` when that is unknown too). Other
+    arguments as :class:`OpenAI`.
     """
 
     _spendguard_provider = Provider.OPENAI
@@ -107,7 +119,9 @@ class AzureOpenAI(Guarded, openai.AzureOpenAI):
 
     def __init__(self, *args: Any,
                  deployments: Mapping[str, str | AzureDeployment] | None = None,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+                 unmapped_deployments: str = "refuse", prices: PriceTable | None = None,
+                 **kwargs: Any) -> None:
+        self._spendguard_platform = _azure_platform(unmapped_deployments)
         super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)
 
 
@@ -120,5 +134,7 @@ class AsyncAzureOpenAI(Guarded, openai.AsyncAzureOpenAI):
 
     def __init__(self, *args: Any,
                  deployments: Mapping[str, str | AzureDeployment] | None = None,
-                 prices: PriceTable | None = None, **kwargs: Any) -> None:
+                 unmapped_deployments: str = "refuse", prices: PriceTable | None = None,
+                 **kwargs: Any) -> None:
+        self._spendguard_platform = _azure_platform(unmapped_deployments)
         super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)

@@ -31,10 +31,12 @@ from spendguard.errors import UnknownModelError
 from spendguard.price_sections import AZURE_PREFIX
 from spendguard.prices import PriceTable
 
-__all__ = ["AZURE", "Route", "route_request"]
+__all__ = ["AZURE", "AZURE_PRICE_AFTER", "Route", "route_request"]
 
 AZURE = "azure"
 """The ``platform`` of a guard installed on an Azure OpenAI client."""
+AZURE_PRICE_AFTER = "azure:price_after"
+"""Azure, opted into sending unmapped deployments unguarded and pricing them afterwards."""
 
 _BEDROCK = re.compile(r"/model/(?P<id>[^/]+)/(?P<kind>invoke|invoke-with-response-stream)$")
 _VERTEX = re.compile(r"/projects/[^/]+/locations/(?P<region>[^/]+)/publishers/anthropic/"
@@ -48,6 +50,8 @@ class Route:
 
     model: str
     stream: bool | None = None
+    unguarded: bool = False
+    """No price before sending (an opted-in unmapped deployment): priced from the response."""
 
     def priced_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as the estimator reads it (never sent)."""
@@ -63,8 +67,8 @@ def route_request(provider: Provider, platform: str | None, url: httpx2.URL,
     path = unquote(url.path.rstrip("/"))
     if provider is Provider.ANTHROPIC:
         return _anthropic_platform(path, table)
-    if platform == AZURE:
-        return _azure(path, body, table)
+    if platform in (AZURE, AZURE_PRICE_AFTER):
+        return _azure(path, body, table, price_after=platform == AZURE_PRICE_AFTER)
     host = table.host_for(f"{url.scheme}://{url.netloc.decode('ascii')}{url.path}")
     if host is None:
         return None
@@ -105,10 +109,13 @@ def _anthropic_platform(path: str, table: PriceTable) -> Route | None:
     return Route(price_id, stream)
 
 
-def _azure(path: str, body: Mapping[str, Any], table: PriceTable) -> Route:
+def _azure(path: str, body: Mapping[str, Any], table: PriceTable, *,
+           price_after: bool) -> Route:
     match = _AZURE_DEPLOYMENT.search(path + "/")
     deployment = match["name"] if match is not None else body.get("model")
     price_id = f"{AZURE_PREFIX}{deployment}"
+    if price_id not in table and price_after:
+        return Route(price_id, unguarded=True)
     if price_id not in table:
         raise UnknownModelError(
             f"Azure deployment {deployment!r} is not mapped to a model, so spendguard cannot "

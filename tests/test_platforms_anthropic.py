@@ -252,3 +252,20 @@ def test_vertex_retries_are_each_metered(ledger_url: str) -> None:
     vertex(ledger_url).messages.create(model="claude-sonnet-4-5@20250929", messages=MESSAGES,
                                        max_tokens=200)
     assert [(r.attempt, r.status) for r in records(ledger_url)] == [(1, "released"), (2, "ok")]
+
+
+@respx.mock
+def test_a_sigv4_signed_bedrock_request_is_sent_exactly_as_signed(ledger_url: str) -> None:
+    route = respx.post(url__regex=invoke(US_SONNET)).respond(200, json=anthropic_message(
+        SONNET, input_tokens=50, output_tokens=120))
+    client = spendguard.AnthropicBedrock(
+        aws_access_key="AKIDEXAMPLE", aws_secret_key="secret", aws_region="us-east-1",
+        cap_output=True, budget=spendguard.Budget("0.01", ledger=ledger_url))
+    # 20,000 output tokens would not fit $0.01: an unsigned request would be capped, a signed
+    # one cannot be rewritten, so it is priced as sent (and here refused).
+    with pytest.raises(spendguard.BudgetExceeded):
+        client.messages.create(model=US_SONNET, messages=MESSAGES, max_tokens=20000)
+    client.messages.create(model=US_SONNET, messages=MESSAGES, max_tokens=200)
+    sent = route.calls.last.request
+    assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256")
+    assert b'"max_tokens":200' in sent.content.replace(b" ", b"")

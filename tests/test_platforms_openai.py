@@ -205,3 +205,35 @@ def test_a_host_stream_settles_exactly(ledger_url: str) -> None:
     # 100 input × $0.59 + 10 output × $0.79 per million
     assert record.actual_usd == Decimal("0.0000669")
     assert record.model == "groq/llama-3.3-70b-versatile"
+
+
+@respx.mock
+def test_an_opted_in_unmapped_deployment_is_priced_from_the_response(ledger_url: str) -> None:
+    route = respx.post(url__startswith=f"{AZURE}/openai/deployments/new-dep/").respond(
+        200, json=chat_completion("gpt-4o-2024-11-20", prompt_tokens=1000, cached_tokens=200,
+                                  completion_tokens=500))
+    client = azure(ledger_url, unmapped_deployments="price_from_response")
+    client.chat.completions.create(model="new-dep", messages=MESSAGES, max_tokens=600)
+    assert route.call_count == 1  # sent unguarded: nothing was reserved for it
+    [record] = list(open_ledger(ledger_url).records())
+    assert record.model == "azure:new-dep"
+    assert record.estimated_usd == 0
+    assert record.actual_usd == GPT4O_USD  # priced after the fact as the reported gpt-4o
+
+
+@respx.mock
+def test_an_unguarded_call_whose_model_is_unknown_is_recorded_unpriced(ledger_url: str) -> None:
+    respx.post(url__startswith=f"{AZURE}/openai/deployments/new-dep/").respond(
+        200, json=chat_completion("mystery-model"))
+    client = azure(ledger_url, unmapped_deployments="price_from_response")
+    with pytest.warns(RuntimeWarning, match="unpriced"):
+        reply = client.chat.completions.create(model="new-dep", messages=MESSAGES,
+                                               max_tokens=600)
+    assert reply.choices[0].message.content == "hi"  # the caller still gets the answer
+    [record] = list(open_ledger(ledger_url).records())
+    assert (record.status, record.actual_usd) == ("unpriced", Decimal(0))
+
+
+def test_unmapped_deployments_takes_one_of_two_modes(ledger_url: str) -> None:
+    with pytest.raises(spendguard.ConfigError, match="price_from_response"):
+        azure(ledger_url, unmapped_deployments="guess")
