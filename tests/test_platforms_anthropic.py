@@ -269,3 +269,25 @@ def test_a_sigv4_signed_bedrock_request_is_sent_exactly_as_signed(ledger_url: st
     sent = route.calls.last.request
     assert sent.headers["authorization"].startswith("AWS4-HMAC-SHA256")
     assert b'"max_tokens":200' in sent.content.replace(b" ", b"")
+
+
+@respx.mock
+def test_a_wrapped_sdk_bedrock_client_is_priced_the_same_way(ledger_url: str) -> None:
+    respx.post(url__regex=invoke(US_SONNET)).respond(200, json=anthropic_message(
+        SONNET, input_tokens=50, output_tokens=120))
+    client = spendguard.wrap(anthropic.AnthropicBedrock(api_key="k", aws_region="us-east-1"),
+                             budget=spendguard.Budget("1", ledger=ledger_url))
+    client.messages.create(model=US_SONNET, messages=MESSAGES, max_tokens=200)
+    assert records(ledger_url)[0].actual_usd == REGIONAL_USD
+
+
+@respx.mock
+def test_the_async_vertex_client_settles_the_same_way(ledger_url: str) -> None:
+    respx.post(f"{VERTEX_REGIONAL}:rawPredict").respond(200, json=anthropic_message(
+        SONNET, input_tokens=50, output_tokens=120))
+    client = spendguard.AsyncAnthropicVertex(region="us-east5", project_id="p",
+                                             access_token="t",
+                                             budget=spendguard.Budget("1", ledger=ledger_url))
+    asyncio.run(client.messages.create(model="claude-sonnet-4-5@20250929", messages=MESSAGES,
+                                       max_tokens=200))
+    assert records(ledger_url)[0].actual_usd == REGIONAL_USD

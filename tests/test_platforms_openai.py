@@ -237,3 +237,19 @@ def test_an_unguarded_call_whose_model_is_unknown_is_recorded_unpriced(ledger_ur
 def test_unmapped_deployments_takes_one_of_two_modes(ledger_url: str) -> None:
     with pytest.raises(spendguard.ConfigError, match="price_from_response"):
         azure(ledger_url, unmapped_deployments="guess")
+
+
+@respx.mock
+def test_a_wrapped_sdk_azure_client_uses_the_price_file_mapping(tmp_path: Path,
+                                                                 ledger_url: str) -> None:
+    prices = tmp_path / "azure.toml"
+    prices.write_text('schema = 1\n[azure_deployments."prod-4o"]\nmodel = "gpt-4o"\n')
+    respx.post(url__startswith=AZURE_CHAT).respond(200, json=chat_completion(
+        "gpt-4o", prompt_tokens=1000, cached_tokens=200, completion_tokens=500))
+    client = spendguard.wrap(
+        openai.AzureOpenAI(api_key="k", azure_endpoint=AZURE, api_version="2024-10-21"),
+        budget=spendguard.Budget("1", ledger=ledger_url),
+        prices=spendguard.PriceTable.bundled().with_overrides(prices))
+    client.chat.completions.create(model="prod-4o", messages=MESSAGES, max_tokens=600)
+    [record] = list(open_ledger(ledger_url).records())
+    assert (record.model, record.actual_usd) == ("azure:prod-4o", GPT4O_USD)
