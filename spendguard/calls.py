@@ -81,7 +81,8 @@ _OPENAI_FREE_PATHS = re.compile(r"/conversations(/[^/]+(/items)?)?$|/chat/comple
 _ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict")
 # Claude on Bedrock and Vertex: the Messages API with the model in the path (see routing.py).
 _PLATFORM_MESSAGES = re.compile(r"/model/[^/]+/invoke(-with-response-stream)?$"
-                                r"|/publishers/anthropic/models/(?!count-tokens:)[^/:]+:(raw|streamRaw)Predict$")
+                                r"|/publishers/anthropic/models/(?!count-tokens:)[^/:]+"
+                                r":(raw|streamRaw)Predict$")
 
 
 def _path_suffix(path: str) -> str:

@@ -40,7 +40,8 @@ AZURE_PRICE_AFTER = "azure:price_after"
 
 _BEDROCK = re.compile(r"/model/(?P<id>[^/]+)/(?P<kind>invoke|invoke-with-response-stream)$")
 _VERTEX = re.compile(r"/projects/[^/]+/locations/(?P<region>[^/]+)/publishers/anthropic/"
-                     r"models/(?P<model>(?!count-tokens:)[^/:]+):(?P<kind>rawPredict|streamRawPredict)$")
+                     r"models/(?P<model>(?!count-tokens:)[^/:]+)"
+                     r":(?P<kind>rawPredict|streamRawPredict)$")
 _AZURE_DEPLOYMENT = re.compile(r"/deployments/(?P<name>[^/]+)/")
 
 
