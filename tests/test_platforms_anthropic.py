@@ -22,7 +22,7 @@ import respx
 import spendguard
 from spendguard.eventstream import EventStreamDecoder
 from spendguard.ledger import open_ledger
-from spendguard.testing.eventstream import bedrock_stream
+from spendguard.testing.eventstream import bedrock_stream, event_stream_frame
 from tests.provider_bodies import anthropic_message, anthropic_stream_events, sse
 
 BEDROCK = "https://bedrock-runtime.us-east-1.amazonaws.com"
@@ -291,3 +291,23 @@ def test_the_async_vertex_client_settles_the_same_way(ledger_url: str) -> None:
     asyncio.run(client.messages.create(model="claude-sonnet-4-5@20250929", messages=MESSAGES,
                                        max_tokens=200))
     assert records(ledger_url)[0].actual_usd == REGIONAL_USD
+
+
+@respx.mock
+def test_a_bedrock_stream_cut_by_an_exception_frame_is_settled_from_what_arrived(
+        ledger_url: str) -> None:
+    events = [data for _, data in anthropic_stream_events(SONNET, words=3, input_tokens=30)]
+    exception = event_stream_frame(
+        {":message-type": "exception", ":exception-type": "throttlingException",
+         ":content-type": "application/json"}, b'{"message": "slow down"}')
+    body = bedrock_stream(events[:4]) + exception  # type: ignore[arg-type]
+    respx.post(url__regex=invoke(US_SONNET, stream=True)).respond(200, content=body,
+                                                                   headers=STREAM)
+    stream = bedrock(ledger_url).messages.create(model=US_SONNET, messages=MESSAGES,
+                                                 max_tokens=200, stream=True)
+    with pytest.raises(anthropic.APIStatusError):
+        for _ in stream:
+            pass
+    [record] = records(ledger_url)
+    assert record.status in ("stream_broken", "stream_abandoned") and record.usage_estimated
+    assert record.tokens["input"] == 30  # message_start's usage arrived before the cut
