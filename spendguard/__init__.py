@@ -46,6 +46,14 @@ _LAZY: dict[str, str] = {
     "AsyncOpenAI": "spendguard.openai_clients",
     "Anthropic": "spendguard.anthropic_clients",
     "AsyncAnthropic": "spendguard.anthropic_clients",
+    "AzureOpenAI": "spendguard.openai_clients",
+    "AsyncAzureOpenAI": "spendguard.openai_clients",
+    "AzureDeployment": "spendguard.openai_clients",
+    "AnthropicBedrock": "spendguard.anthropic_clients",
+    "AsyncAnthropicBedrock": "spendguard.anthropic_clients",
+    "AnthropicVertex": "spendguard.anthropic_clients",
+    "AsyncAnthropicVertex": "spendguard.anthropic_clients",
+    "SelfHosted": "spendguard.selfhosted",
     "wrap": "spendguard.clients",
     "install": "spendguard.autoguard",
     "uninstall": "spendguard.autoguard",
@@ -133,7 +141,11 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.anthropic_clients import Anthropic as Anthropic
+    from spendguard.anthropic_clients import AnthropicBedrock as AnthropicBedrock
+    from spendguard.anthropic_clients import AnthropicVertex as AnthropicVertex
     from spendguard.anthropic_clients import AsyncAnthropic as AsyncAnthropic
+    from spendguard.anthropic_clients import AsyncAnthropicBedrock as AsyncAnthropicBedrock
+    from spendguard.anthropic_clients import AsyncAnthropicVertex as AsyncAnthropicVertex
     from spendguard.autoguard import install as install
     from spendguard.autoguard import uninstall as uninstall
     from spendguard.batching import BatchJob as BatchJob
@@ -188,7 +200,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.ledger import open_ledger as open_ledger
     from spendguard.loop_guard import LoopGuard as LoopGuard
     from spendguard.loop_guard import loop as loop
+    from spendguard.openai_clients import AsyncAzureOpenAI as AsyncAzureOpenAI
     from spendguard.openai_clients import AsyncOpenAI as AsyncOpenAI
+    from spendguard.openai_clients import AzureDeployment as AzureDeployment
+    from spendguard.openai_clients import AzureOpenAI as AzureOpenAI
     from spendguard.openai_clients import OpenAI as OpenAI
     from spendguard.planning import Plan as Plan
     from spendguard.planning import PlanResult as PlanResult
@@ -203,6 +218,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard.runaway import RunawayTrip as RunawayTrip
     from spendguard.runaway import lift_runaway as lift_runaway
     from spendguard.scopes import tags as tags
+    from spendguard.selfhosted import SelfHosted as SelfHosted
     from spendguard.sizing import BreakEven as BreakEven
     from spendguard.sizing import GpuOption as GpuOption
     from spendguard.sizing import SizingResult as SizingResult
@@ -226,9 +242,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
 
 __all__ = [
     "Anthropic",
+    "AnthropicBedrock",
+    "AnthropicVertex",
     "AsyncAnthropic",
+    "AsyncAnthropicBedrock",
+    "AsyncAnthropicVertex",
+    "AsyncAzureOpenAI",
     "AsyncOpenAI",
     "AttemptOutcome",
+    "AzureDeployment",
+    "AzureOpenAI",
     "BatchJob",
     "BatchLimits",
     "BatchRequest",
@@ -269,6 +292,7 @@ __all__ = [
     "RunawayRefused",
     "RunawayRules",
     "RunawayTrip",
+    "SelfHosted",
     "SizingResult",
     "SpendRecord",
     "SpendguardError",

@@ -78,7 +78,11 @@ _OPENAI_FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "
 # Stored-object updates that generate nothing: conversations and their items, and the
 # metadata of stored chat completions.
 _OPENAI_FREE_PATHS = re.compile(r"/conversations(/[^/]+(/items)?)?$|/chat/completions/[^/]+$")
-_ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files")
+_ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict")
+# Claude on Bedrock and Vertex: the Messages API with the model in the path (see routing.py).
+_PLATFORM_MESSAGES = re.compile(r"/model/[^/]+/invoke(-with-response-stream)?$"
+                                r"|/publishers/anthropic/models/(?!count-tokens:)[^/:]+"
+                                r":(raw|streamRaw)Predict$")
 
 
 def _path_suffix(path: str) -> str:
@@ -104,7 +108,7 @@ def classify(provider: Provider, method: str, path: str, *,
                 or _OPENAI_FREE_PATHS.search(suffix):
             return Endpoint.FREE
     else:
-        if suffix.endswith("/messages"):
+        if suffix.endswith("/messages") or _PLATFORM_MESSAGES.search(suffix):
             return Endpoint.MESSAGES
         if suffix.endswith(_ANTHROPIC_FREE_SUFFIXES):
             return Endpoint.FREE

@@ -17,6 +17,7 @@ from spendguard.calls import Provider
 from spendguard.errors import ConfigError
 from spendguard.metering import Guard, GuardOptions
 from spendguard.prices import PriceTable
+from spendguard.routing import AZURE
 from spendguard.transport import install, installed_guard
 
 __all__ = ["UNSET", "Guarded", "guard_client", "wrap"]
@@ -37,6 +38,7 @@ class Guarded:
 
     _spendguard_provider: ClassVar[Provider]
     _spendguard_sdk_error: ClassVar[type[Exception]]
+    _spendguard_platform: str | None = None  # "azure": requests name deployments
 
     def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,
@@ -45,12 +47,14 @@ class Guarded:
         super().__init__(*args, **kwargs)  # the SDK class that follows in the MRO
         guard_client(self, self._spendguard_provider, self._spendguard_sdk_error, budget,
                      cap_output=cap_output, allow_unpriced=allow_unpriced,
-                     store_prompts=store_prompts, prices=prices, cache_order=cache_order)
+                     store_prompts=store_prompts, prices=prices, cache_order=cache_order,
+                     platform=self._spendguard_platform)
 
 
 def guard_client(client: Any, provider: Provider, sdk_error: type[Exception], budget: Any, *,
                  cap_output: bool, allow_unpriced: bool, store_prompts: bool,
-                 prices: PriceTable | None, cache_order: bool | CacheOrder = False) -> None:
+                 prices: PriceTable | None, cache_order: bool | CacheOrder = False,
+                 platform: str | None = None) -> None:
     """Install the guard on ``client``'s httpx2 client (a copy keeps its parent's guard)."""
     http_client = client._client
     if not isinstance(http_client, (httpx2.Client, httpx2.AsyncClient)):
@@ -69,7 +73,7 @@ def guard_client(client: Any, provider: Provider, sdk_error: type[Exception], bu
         )
     options = GuardOptions(cap_output=cap_output, allow_unpriced=allow_unpriced,
                            store_prompts=store_prompts, prices=prices,
-                           cache_order=as_cache_order(cache_order))
+                           cache_order=as_cache_order(cache_order), platform=platform)
     install(http_client, Guard(provider, None if budget is UNSET else budget, options),
             sdk_error)
 
@@ -83,10 +87,13 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
     """
     package = type(client).__module__.partition(".")[0]
     sdk_error: type[Exception]
+    platform: str | None = None
     if package == "openai" or _is_instance(client, "openai", ("OpenAI", "AsyncOpenAI")):
         import openai  # noqa: PLC0415 - only the SDK in use is imported
 
         provider, sdk_error = Provider.OPENAI, openai.OpenAIError
+        if isinstance(client, (openai.AzureOpenAI, openai.AsyncAzureOpenAI)):
+            platform = AZURE
     elif package == "anthropic" or _is_instance(client, "anthropic",
                                                 ("Anthropic", "AsyncAnthropic")):
         import anthropic  # noqa: PLC0415 - only the SDK in use is imported
@@ -99,7 +106,7 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
         )
     guard_client(client, provider, sdk_error, budget, cap_output=cap_output,
                  allow_unpriced=allow_unpriced, store_prompts=store_prompts, prices=prices,
-                 cache_order=cache_order)
+                 cache_order=cache_order, platform=platform)
     return client
 
 

@@ -85,8 +85,10 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
     """The worst case of one call, ready to reserve."""
     table = table or default_table()
     model_price = table.get(call.model)
-    input_tokens = count_request_tokens(call.provider.value, ENDPOINT_PATHS[call.endpoint],
-                                        call.body)
+    # Platform and host entries count with their model's tokenizer (a bound when unknown).
+    body = call.body if model_price.count_as is None else {**call.body,
+                                                            "model": model_price.count_as}
+    input_tokens = count_request_tokens(call.provider.value, ENDPOINT_PATHS[call.endpoint], body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
     worst = worst_cost_usd(call, int(input_tokens), output_tokens, table)
     return Estimate(call.model, input_tokens, output_tokens, worst, table.version)

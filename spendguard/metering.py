@@ -29,14 +29,17 @@ from spendguard.calls import Call, Endpoint, Provider, build_call, classify, par
 from spendguard.costing import Cost, cost
 from spendguard.errors import SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
+from spendguard.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
 from spendguard.ledger.base import CallInfo
 from spendguard.prices import ModelPrice, PriceTable, default_table
 from spendguard.providers import stream_reader
 from spendguard.reservations import Reservation, remaining_for_call, reserve_call
+from spendguard.routing import route_request
 from spendguard.settling import base_rate_usage, check_readable, describe, log_once, overrun_note
-from spendguard.sse import ContentDecoder
-from spendguard.stream_meter import StreamMeter
+from spendguard.sse import ContentDecoder, SSEDecoder
+from spendguard.stream_meter import Framing, StreamMeter
 from spendguard.templates import end_user_of
+from spendguard.tokens import TokenCount
 from spendguard.usage import Usage, usage_from
 
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
@@ -45,6 +48,7 @@ log = logging.getLogger("spendguard")
 _T = TypeVar("_T")
 
 _MIN_CAPPED_OUTPUT = 1
+_SIGV4 = "AWS4-HMAC-SHA256"
 
 PRERESERVED_HEADER = "x-spendguard-prereserved"
 """A request carrying a live token from :func:`prereserved` passes the guard unpriced."""
@@ -80,6 +84,8 @@ class GuardOptions:
     prices: PriceTable | None = None
     cache_order: Callable[[str, str, dict[str, Any]], dict[str, Any]] | None = None
     """Rewrites a priced request body (provider, endpoint, body) before it is estimated."""
+    platform: str | None = None
+    """``"azure"`` for Azure OpenAI clients: requests name deployments (see routing)."""
 
 
 @dataclass(slots=True)
@@ -98,6 +104,10 @@ class Attempt:
     started: float
     attempt: int
     request_id: str | None = None
+    routed: bool = False
+    """Priced through a platform / host route: the response's model name must not reprice it."""
+    unguarded: bool = False
+    """Sent without a price (opted in): priced from the response's model, $0 if unknown."""
     _done: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -127,7 +137,10 @@ class Attempt:
             overrun = overrun_note(usage, actual.total, self.estimate.worst_usd, model_price,
                                    self.call.choices)
         except Exception as exc:  # a label, counter or number we cannot price
-            self.settle_unreadable(exc, read=usage)
+            if self.unguarded:  # opted into pricing from the response, and that failed too
+                self._settle_unpriced(usage, exc)
+            else:
+                self.settle_unreadable(exc, read=usage)
             return
         if overrun is not None:  # logged and told to on_warn by the reservation's settle
             status = "overrun" if status == "ok" else status
@@ -142,10 +155,19 @@ class Attempt:
                 latency_s=self.latency_s(), request_id=self.request_id, status=status,
                 note=note))
 
+    def _settle_unpriced(self, usage: Usage, exc: BaseException) -> None:
+        self._log_cause("unpriced", f"spendguard could not price an unguarded call "
+                        f"({describe(exc)}); it is recorded at $0 with status 'unpriced'")
+        if self._finish_once():
+            self._record(lambda: self.reservation.settle(
+                actual_usd=Decimal(0), tokens=usage.token_counts(),
+                usage_estimated=usage.estimated, table_version=self.guard.table.version,
+                latency_s=self.latency_s(), request_id=self.request_id, status="unpriced"))
+
     def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Cost]:
         priced_model = self.call.model
         table = self.guard.table
-        if isinstance(model, str) and model and model != priced_model:
+        if isinstance(model, str) and model and model != priced_model and not self.routed:
             try:
                 table.get(model)
                 priced_model = model
@@ -247,8 +269,12 @@ class Attempt:
 
     def stream_meter(self, headers: httpx2.Headers) -> StreamMeter:
         self.request_id = _request_id(headers)
+        framing: Framing = SSEDecoder()
+        if headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
+            framing = EventStreamDecoder()  # Bedrock: AWS event-stream frames, not SSE
         return StreamMeter(self, ContentDecoder(headers.get("content-encoding")),
-                           stream_reader(self.call.provider.value, self.call.endpoint.value))
+                           stream_reader(self.call.provider.value, self.call.endpoint.value),
+                           framing)
 
 
 def _billable_tier(tier: str | None) -> str | None:
@@ -293,19 +319,35 @@ class Guard:
         if endpoint is None or endpoint is Endpoint.FREE:
             return request, None
         parsed = parse_body(body)
-        if self.options.cache_order is not None:
+        # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
+        # would make the provider reject the call, so it is priced as sent.
+        rewritable = not request.headers.get("authorization", "").startswith(_SIGV4)
+        if self.options.cache_order is not None and rewritable:
             ordered = self.options.cache_order(self.provider.value, endpoint.value, parsed)
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered
-        call = build_call(self.provider, endpoint, parsed)
-        estimate = estimate_call(call, self.table)
-        degraded = degrade(self.budget, call, estimate, self.table)
+        route = route_request(self.provider, self.options.platform, request.url, parsed,
+                              self.table)
+        unguarded = route is not None and route.unguarded
+        call = build_call(self.provider, endpoint,
+                          parsed if route is None else route.priced_body(parsed))
+        if unguarded:
+            estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
+                                Decimal(0), self.table.version)
+        else:
+            estimate = estimate_call(call, self.table)
+        # Degrading rewrites the model in the body sent: only where the body names the model
+        # it is priced as (not a platform route, nor a signed body).
+        degraded = (degrade(self.budget, call, estimate, self.table)
+                    if route is None and rewritable else None)
         if degraded is not None:
             call, estimate = degraded.call, degraded.estimate
+            parsed = call.body
             request, body = _with_body(request, call.body)
-        if self.options.cap_output and call.cap_field is not None:
-            request, call, estimate = self._fit_output(request, call, estimate)
+        if self.options.cap_output and call.cap_field is not None and rewritable \
+                and not unguarded:
+            request, call, estimate = self._fit_output(request, call, estimate, parsed)
         attempt_number = _attempt_number(request)
         check_runaways(self.budget, call, attempt=attempt_number, estimate_usd=estimate.worst_usd)
         prompt_hash = hashlib.sha256(body).hexdigest()
@@ -323,12 +365,19 @@ class Guard:
             end_user=end_user_of(call.provider.value, call.body),  # for per-user budgets
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
+        deployment = None if unguarded else self.table.get(call.model).self_hosted
+        if deployment is not None:
+            # A self-hosted call's record carries the deployment's hourly cost beside its
+            # allocated per-token cost, for `spendguard breakeven --from-ledger`.
+            tags["deployment_usd_per_hour"] = str(deployment.usd_per_gpu_hour
+                                                  * deployment.gpu_count)
         reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags)
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
-                                info.attempt)
+                                info.attempt, routed=route is not None and not unguarded,
+                                unguarded=unguarded)
 
-    def _fit_output(self, request: httpx2.Request, call: Call,
-                    estimate: Estimate) -> tuple[httpx2.Request, Call, Estimate]:
+    def _fit_output(self, request: httpx2.Request, call: Call, estimate: Estimate,
+                    wire_body: dict[str, Any]) -> tuple[httpx2.Request, Call, Estimate]:
         """Lower the output cap so the worst case fits what the budget has left."""
         remaining = remaining_for_call(self.budget)
         if remaining is None or estimate.worst_usd <= remaining:
@@ -343,9 +392,8 @@ class Guard:
                 high = mid - 1
         if low < _MIN_CAPPED_OUTPUT or call.cap_field is None:
             return request, call, estimate  # cannot fit: reserve as is, and be refused
-        body = dict(call.body)
-        body[call.cap_field] = low
-        new_call = build_call(call.provider, call.endpoint, body)
+        body = {**wire_body, call.cap_field: low}  # what is sent; the call prices its route
+        new_call = build_call(call.provider, call.endpoint, {**call.body, call.cap_field: low})
         new_estimate = Estimate(
             estimate.model, estimate.input_tokens, low * call.choices,
             worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),

@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 import openai
 
 from spendguard.calls import Provider
 from spendguard.clients import Guarded
+from spendguard.errors import ConfigError
+from spendguard.price_sections import AZURE_PREFIX, azure_entry
+from spendguard.prices import PriceTable, default_table
+from spendguard.routing import AZURE, AZURE_PRICE_AFTER
 
 if TYPE_CHECKING:
     from spendguard.batching.deferred import DeferredOpenAI
 
-__all__ = ["AsyncOpenAI", "OpenAI"]
+__all__ = ["AsyncAzureOpenAI", "AsyncOpenAI", "AzureDeployment", "AzureOpenAI", "OpenAI"]
+
+
+@dataclass(frozen=True)
+class AzureDeployment:
+    """What an Azure OpenAI deployment runs and how it is billed.
+
+    ``deployment_type``: ``"global"`` (Global Standard: the model's rates), ``"data_zone"``
+    (Data Zone Standard: 10 % above Global) or ``"regional"`` (give ``rate_multiplier``: your
+    regional rate / the Global rate, as Microsoft prices regions per model).
+    """
+
+    model: str
+    deployment_type: str = "global"
+    rate_multiplier: Decimal | str | None = None
 
 
 class OpenAI(Guarded, openai.OpenAI):
@@ -52,3 +73,68 @@ class AsyncOpenAI(Guarded, openai.AsyncOpenAI):
         from spendguard.batching.deferred import openai_deferred  # noqa: PLC0415
 
         return openai_deferred(self, is_async=True)
+
+
+def _azure_prices(deployments: Mapping[str, str | AzureDeployment] | None,
+                  prices: PriceTable | None) -> PriceTable | None:
+    """The client's table with its deployment mapping layered on (None: nothing to add)."""
+    if not deployments:
+        return prices
+    if not isinstance(deployments, Mapping):
+        raise ConfigError('deployments: expected a mapping of deployment name to model, e.g. '
+                          'deployments={"my-gpt4o": "gpt-4o"}')
+    entries: dict[str, Any] = {}
+    for name, target in deployments.items():
+        spec = target if isinstance(target, AzureDeployment) else AzureDeployment(str(target))
+        entries[AZURE_PREFIX + name] = azure_entry(
+            name, spec.model, spec.deployment_type, spec.rate_multiplier,
+            path="AzureOpenAI(deployments=...)")
+    return (prices or default_table()).with_overrides({"models": entries})
+
+
+def _azure_platform(unmapped_deployments: str) -> str:
+    if unmapped_deployments == "refuse":
+        return AZURE
+    if unmapped_deployments == "price_from_response":
+        return AZURE_PRICE_AFTER
+    raise ConfigError(f"unmapped_deployments: {unmapped_deployments!r} is not 'refuse' (the "
+                      "default) or 'price_from_response' (send unguarded, price afterwards)")
+
+
+class AzureOpenAI(Guarded, openai.AzureOpenAI):
+    """``openai.AzureOpenAI``, budgeted: each request's deployment is priced as its model.
+
+    ``deployments`` maps deployment names to the models they run (``{"prod-4o": "gpt-4o"}``,
+    or :class:`AzureDeployment` for a data-zone / regional deployment); the price file's
+    ``[azure_deployments]`` section does the same. A request to an unmapped deployment is
+    refused before sending, unless ``unmapped_deployments="price_from_response"``: then it is
+    sent **unguarded** (nothing reserved, no limit enforced for it) and priced afterwards from
+    the response's ``model`` ($0 and status ``"unpriced"`` when that is unknown too). Other
+    arguments as :class:`OpenAI`.
+    """
+
+    _spendguard_provider = Provider.OPENAI
+    _spendguard_sdk_error = openai.OpenAIError
+    _spendguard_platform = AZURE
+
+    def __init__(self, *args: Any,
+                 deployments: Mapping[str, str | AzureDeployment] | None = None,
+                 unmapped_deployments: str = "refuse", prices: PriceTable | None = None,
+                 **kwargs: Any) -> None:
+        self._spendguard_platform = _azure_platform(unmapped_deployments)
+        super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)
+
+
+class AsyncAzureOpenAI(Guarded, openai.AsyncAzureOpenAI):
+    """``openai.AsyncAzureOpenAI``, budgeted; arguments as :class:`AzureOpenAI`."""
+
+    _spendguard_provider = Provider.OPENAI
+    _spendguard_sdk_error = openai.OpenAIError
+    _spendguard_platform = AZURE
+
+    def __init__(self, *args: Any,
+                 deployments: Mapping[str, str | AzureDeployment] | None = None,
+                 unmapped_deployments: str = "refuse", prices: PriceTable | None = None,
+                 **kwargs: Any) -> None:
+        self._spendguard_platform = _azure_platform(unmapped_deployments)
+        super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)

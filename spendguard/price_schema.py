@@ -14,15 +14,18 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveInt, ValidationError
 
 from spendguard.errors import PriceFileError
 from spendguard.money import parse_usd
+from spendguard.price_sections import SECTION_KEYS, Host, expand_sections, resolve_derived
 
 __all__ = ["BUNDLED_FILES", "CACHE_TTLS", "EntryModel", "PriceFile", "PriceSource", "ValidTable",
            "build", "bundled_files", "read_price_file", "read_price_source"]
@@ -33,10 +36,10 @@ PriceSource = str | os.PathLike[str] | Mapping[str, Any]
 CACHE_TTLS: Mapping[str, tuple[str, ...]] = {"openai": ("30m", "12h"), "anthropic": ("5m", "1h")}
 """Cache-write TTLs each provider bills (the keys of ``cache_write_<ttl>``)."""
 
-BUNDLED_FILES = ("openai.toml", "anthropic.toml")
+BUNDLED_FILES = ("openai.toml", "anthropic.toml", "platforms.toml", "hosts.toml")
 """Token price files in the pricing folder (other data files live beside them)."""
 
-_FILE_KEYS = {"schema", "provider", "defaults", "models"}
+_FILE_KEYS = {"schema", "provider", "defaults", "models", *SECTION_KEYS}
 # Tables merged key by key (defaults into entries, overrides into the entry they override).
 _MERGED_TABLES = {"usd_per_million", "usd_per_1k_requests", "modifiers"}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -94,6 +97,18 @@ class TierModel(_Strict):
     output_multiplier: Multiplier
 
 
+class SelfHostedModel(_Strict):
+    """The deployment behind a self-hosted entry (see :mod:`spendguard.selfhosted`)."""
+
+    model: str
+    gpu: str
+    gpu_count: PositiveInt
+    usd_per_gpu_hour: Usd
+    output_tok_s: Decimal
+    input_tok_s: Decimal
+    throughput: Literal["measured", "estimated"]
+
+
 class EntryModel(_Strict):
     """One ``[models."<id>"]`` entry after ``[defaults]`` are merged in."""
 
@@ -110,6 +125,9 @@ class EntryModel(_Strict):
     max_output_tokens: PositiveInt | None = None
     max_output_tokens_batch: PositiveInt | None = None
     min_cacheable_tokens: PositiveInt | None = None
+    count_as: str | None = None
+    """The model whose tokenizer counts this entry's text (derived and platform entries)."""
+    self_hosted: SelfHostedModel | None = None
     source: Annotated[str, Field(min_length=1)]
     as_of: date
     note: str | None = None
@@ -123,6 +141,7 @@ class PriceFile:
     provider: str | None
     defaults: Mapping[str, Any]
     models: Mapping[str, Mapping[str, Any]]
+    hosts: Mapping[str, Host] = dataclass_field(default_factory=dict)
 
 
 def bundled_files() -> list[Path]:
@@ -180,7 +199,14 @@ def _parse_document(data: Mapping[str, Any], path: str) -> PriceFile:
             raise PriceFileError(f'{path}: [models."{model}"] must be a table of fields',
                                  path=path, entry=model)
     provider = data.get("provider")
-    return PriceFile(path, provider if isinstance(provider, str) else None, defaults, models)
+    extra, hosts = expand_sections(data, path)
+    for model in extra:
+        if model in models:
+            raise PriceFileError(f'{path}: [models."{model}"] is also declared by a host, '
+                                 "Azure deployment or self-hosted section; keep one",
+                                 path=path, entry=model)
+    return PriceFile(path, provider if isinstance(provider, str) else None, defaults,
+                     {**models, **extra}, MappingProxyType(hosts))
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -202,10 +228,11 @@ class ValidTable:
     entries: Mapping[str, EntryModel]
     raw: Mapping[str, Mapping[str, Any]]
     version: str
+    hosts: Mapping[str, Host] = dataclass_field(default_factory=dict)
 
 
 def build(files: Sequence[PriceFile], base: Mapping[str, Mapping[str, Any]] | None = None,
-          ) -> ValidTable:
+          base_hosts: Mapping[str, Host] | None = None) -> ValidTable:
     """Merge ``files`` (in order) over ``base`` raw entries, validate all, version the result."""
     raw: dict[str, dict[str, Any]] = {model: dict(entry) for model, entry in (base or {}).items()}
     origin = dict.fromkeys(raw, "<base table>")
@@ -226,11 +253,17 @@ def build(files: Sequence[PriceFile], base: Mapping[str, Mapping[str, Any]] | No
                 own = _merge(raw[model], own)
             raw[model] = own
             origin[model] = file.path
-    entries = {model: _validate(model, entry, origin[model]) for model, entry in raw.items()}
+    hosts = dict(base_hosts or {})
+    for file in files:
+        hosts.update(file.hosts)
+    resolved = resolve_derived(raw, origin)
+    entries = {model: _validate(model, entry, origin[model]) for model, entry in resolved.items()}
     _check_aliases(entries, origin)
-    digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps([raw, sorted(hosts.items())], sort_keys=True,
+                                       default=str).encode()).hexdigest()
     latest = max((entry.as_of for entry in entries.values()), default=date.min)
-    return ValidTable(entries, raw, f"{latest.isoformat()}.{digest[:8]}")
+    return ValidTable(entries, raw, f"{latest.isoformat()}.{digest[:8]}",
+                      MappingProxyType(hosts))
 
 
 def _release_alias(raw: dict[str, dict[str, Any]], origin: Mapping[str, str], model: str,

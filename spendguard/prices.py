@@ -20,7 +20,14 @@ from types import MappingProxyType
 
 from spendguard import price_schema
 from spendguard.errors import PriceFileError, UnknownModelError
-from spendguard.price_schema import CACHE_TTLS, EntryModel, PriceSource, ValidTable
+from spendguard.price_schema import (
+    CACHE_TTLS,
+    EntryModel,
+    PriceSource,
+    SelfHostedModel,
+    ValidTable,
+)
+from spendguard.price_sections import Host
 
 __all__ = [
     "PRICES_ENV",
@@ -122,6 +129,15 @@ class ModelPrice:
     as_of: date
     note: str | None
     table_version: str
+    count_as: str | None = None
+    """The model whose tokenizer counts this entry's text (platform and host entries)."""
+    self_hosted: SelfHostedModel | None = None
+    """The GPU deployment a self-hosted entry's rates were derived from."""
+
+    @property
+    def tokenizer_model(self) -> str:
+        """The model id to count this entry's tokens with."""
+        return self.count_as or self.model
 
     def base_rate(self, kind: str) -> Decimal:
         """The Standard-tier rate of one token kind in USD per million tokens.
@@ -219,6 +235,16 @@ class PriceTable:
             raise _unknown_model(model, [*self._entries, *self._aliases], self.version)
         return entry
 
+    @property
+    def hosts(self) -> Mapping[str, Host]:
+        """OpenAI-compatible hosts (and self-hosted endpoints) by name."""
+        return self._valid.hosts
+
+    def host_for(self, url: str) -> Host | None:
+        """The host whose base URL ``url`` lies under (the longest match), if any."""
+        matches = [host for host in self._valid.hosts.values() if host.matches(url)]
+        return max(matches, key=lambda host: len(host.base_url)) if matches else None
+
     def __contains__(self, model: object) -> bool:
         return model in self._entries or model in self._aliases
 
@@ -234,7 +260,8 @@ class PriceTable:
         (aliases included); it must carry its own ``source`` and ``as_of``.
         """
         files = [price_schema.read_price_source(source) for source in sources]
-        return PriceTable(price_schema.build(files, base=self._valid.raw))
+        return PriceTable(price_schema.build(files, base=self._valid.raw,
+                                             base_hosts=self._valid.hosts))
 
     def __repr__(self) -> str:
         return f"<PriceTable {self.version}: {len(self._entries)} models>"
@@ -336,4 +363,6 @@ def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
         as_of=entry.as_of,
         note=entry.note,
         table_version=version,
+        count_as=entry.count_as,
+        self_hosted=entry.self_hosted,
     )

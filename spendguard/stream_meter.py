@@ -1,4 +1,6 @@
-"""Metering a streamed response: usage read from server-sent events as they pass, settled once.
+"""Metering a streamed response: usage read from its events as they pass, settled once.
+
+Events are server-sent events, or AWS event-stream frames for Bedrock (a :class:`Framing`).
 
 The transport tees every chunk of a streamed body through a :class:`StreamMeter` and calls
 :meth:`StreamMeter.finish` when the stream ends (completely, early, broken, or garbage
@@ -7,9 +9,10 @@ collected). The charge for a stream cut short follows :mod:`spendguard.settling`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
-from spendguard.errors import UnknownModelError
+from spendguard.errors import SpendguardError
 from spendguard.providers import StreamReader
 from spendguard.settling import STREAM_TAIL_TOKENS, stream_output_tokens, text_token_bound
 from spendguard.sse import ContentDecoder, SSEDecoder
@@ -19,20 +22,28 @@ from spendguard.usage import Usage
 if TYPE_CHECKING:  # pragma: no cover
     from spendguard.metering import Attempt
 
-__all__ = ["StreamMeter"]
+__all__ = ["Framing", "StreamMeter"]
+
+
+class Framing(Protocol):
+    """Splits a streamed body into ``(event name, data)`` pairs: SSE or event-stream frames."""
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[str | None, dict[str, Any] | None]]: ...
+    def flush(self) -> Iterator[tuple[str | None, dict[str, Any] | None]]: ...
 
 
 class StreamMeter:
-    """Reads usage from a server-sent-event stream as it flows; settles once when it ends.
+    """Reads usage from a streamed body as it flows; settles once when it ends.
 
     Neither ``feed`` nor ``finish`` ever raises: the caller's stream is the provider's, and a
     finalizer that raises would only print "Exception ignored".
     """
 
-    def __init__(self, attempt: Attempt, decoder: ContentDecoder, reader: StreamReader) -> None:
+    def __init__(self, attempt: Attempt, decoder: ContentDecoder, reader: StreamReader,
+                 framing: Framing | None = None) -> None:
         self.attempt = attempt
         self._decoder = decoder
-        self._sse = SSEDecoder()
+        self._sse: Framing = framing or SSEDecoder()
         self._reader = reader
         self._unreadable: BaseException | None = None
 
@@ -97,9 +108,10 @@ class StreamMeter:
         output = 0
         text = self._reader.output_text()
         if text:
-            try:
-                output = int(count_tokens(call.model, text=text))
-            except UnknownModelError:
+            try:  # a host's model may count as another (its price's tokenizer_model)
+                output = int(count_tokens(self.attempt.guard.table.get(call.model)
+                                          .tokenizer_model, text=text))
+            except SpendguardError:
                 output = text_token_bound(text)  # a priced model with no known tokenizer
         output = max(output, self._reader.output_events)
         if reported is not None:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 
 from spendguard.errors import SpendguardError
+from spendguard.eventstream import EVENT_STREAM_TYPE
 from spendguard.metering import Attempt, Guard, StreamMeter
 from spendguard.settling import describe
 
@@ -25,7 +26,9 @@ _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout,
 
 
 def _is_event_stream(response: httpx2.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("text/event-stream")
+    # Bedrock streams AWS event-stream frames; everything else streams SSE.
+    return response.headers.get("content-type", "").startswith(("text/event-stream",
+                                                               EVENT_STREAM_TYPE))
 
 
 def _response(inner: httpx2.Response, stream: httpx2.SyncByteStream | httpx2.AsyncByteStream,

@@ -41,7 +41,9 @@ def test_prices_can_show_one_provider_as_json() -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     models = {entry["model"]: entry for entry in data["models"]}
-    assert all(name.startswith("claude-") for name in models)
+    # Claude on Bedrock and Vertex is priced under the platform's own ids
+    assert all(name.startswith(("claude-", "bedrock/", "bedrock-regional/", "vertex/",
+                                "vertex-regional/")) for name in models)
     sonnet = models["claude-sonnet-4-5"]
     assert sonnet["aliases"] == ["claude-sonnet-4-5-20250929"]
     assert sonnet["usd_per_million"] == {"input": "3", "cache_read": "0.30",

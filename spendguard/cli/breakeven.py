@@ -15,10 +15,10 @@ __all__ = ["breakeven"]
 
 
 @click.command()
-@click.option("--gpu", required=True, help="The GPU rented (e.g. h100).")
-@click.option("--count", required=True, type=Count(binary=False, example="8"),
+@click.option("--gpu", help="The GPU rented (e.g. h100).")
+@click.option("--count", type=Count(binary=False, example="8"),
               help="How many GPUs are rented.")
-@click.option("--usd-per-gpu-hour", required=True, help="Rental rate, USD per GPU-hour.")
+@click.option("--usd-per-gpu-hour", help="Rental rate, USD per GPU-hour.")
 @click.option("--hours-per-day", default="24", show_default=True,
               help="Hours a day the GPUs are rented (idle hours still bill).")
 @click.option("--api-output-usd-per-million",
@@ -36,8 +36,13 @@ __all__ = ["breakeven"]
               help="Compare with the last 30 days of --model in the ledger.")
 @click.option("--model", help="With --from-ledger: the API model whose spend to read.")
 @click.option("--ledger", "ledger_url", help="Ledger URL (default: spendguard's own).")
+@click.option("--self-hosted", "self_hosted",
+              help="With --from-ledger: a [self_hosted] deployment whose recorded traffic to "
+                   "compare with --api-model (its GPUs and rate come from the price file).")
+@click.option("--api-model", help="With --self-hosted: the API model to price its tokens at.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def breakeven(*, gpu: str, count: int, usd_per_gpu_hour: str, hours_per_day: str,
+def breakeven(*, gpu: str | None, count: int | None, usd_per_gpu_hour: str | None,
+              hours_per_day: str, self_hosted: str | None, api_model: str | None,
               api_output_usd_per_million: str | None, capacity_tok_s: float | None,
               prefill_tok_s: float | None, candidate: str | None, precision: str,
               context: int, from_ledger: bool, model: str | None, ledger_url: str | None,
@@ -50,6 +55,16 @@ def breakeven(*, gpu: str, count: int, usd_per_gpu_hour: str, hours_per_day: str
     from spendguard.sizing.capacity import serving_capacity  # noqa: PLC0415
     from spendguard.sizing.report import render_breakeven  # noqa: PLC0415
 
+    if self_hosted is not None:
+        _self_hosted(self_hosted, api_model, from_ledger=from_ledger, ledger_url=ledger_url,
+                     hours_per_day=hours_per_day, as_json=as_json)
+        return
+    for option, value in (("--gpu", gpu), ("--count", count),
+                          ("--usd-per-gpu-hour", usd_per_gpu_hour)):
+        if value is None:
+            raise click.UsageError(f"Missing option '{option}' (or compare a deployment with "
+                                   "--from-ledger --self-hosted NAME --api-model MODEL).")
+    assert gpu is not None and count is not None and usd_per_gpu_hour is not None
     if from_ledger and not model:
         raise click.BadParameter("--from-ledger needs the API model to read, e.g. "
                                  "--model gpt-4.1", param_hint="'--model'")
@@ -108,3 +123,28 @@ def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **ren
         "prefill_busy": comparison.prefill_busy,
     }
     return f"{comparison.sentence()}\n{render_breakeven(comparison.breakeven)}"
+
+
+def _self_hosted(name: str, api_model: str | None, *, from_ledger: bool, ledger_url: str | None,
+                 hours_per_day: str, as_json: bool) -> None:
+    """The deployment's recorded traffic vs the API (spendguard.sizing.selfhosted)."""
+    from spendguard.ledger import open_ledger  # noqa: PLC0415
+    from spendguard.prices import default_table  # noqa: PLC0415
+    from spendguard.sizing.selfhosted import self_hosted_from_ledger  # noqa: PLC0415
+
+    if not from_ledger:
+        raise click.UsageError("--self-hosted compares recorded traffic: add --from-ledger")
+    if not api_model:
+        raise click.BadParameter("name the API model to price the same tokens at, e.g. "
+                                 "--api-model moonshot/kimi-k3", param_hint="'--api-model'")
+    try:
+        comparison = self_hosted_from_ledger(
+            open_ledger(ledger_url), deployment=name, table=default_table(),
+            api_model=api_model, now=datetime.now(UTC), hours_per_day=hours_per_day)
+        data = comparison.to_dict()
+        text = comparison.render()
+    except UnknownModelError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--api-model'") from exc
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(json.dumps(data, indent=2) if as_json else text)

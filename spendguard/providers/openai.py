@@ -73,6 +73,10 @@ def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
     details = read_table(usage, "prompt_tokens_details", provider=PROVIDER, path="usage")
     path = "usage.prompt_tokens_details"
     cached = count(details, "cached_tokens", path)
+    if not cached and "prompt_cache_hit_tokens" in usage:
+        # DeepSeek's OpenAI-compatible API reports cache hits in its own field
+        # (api-docs.deepseek.com, "Context Caching": prompt_cache_hit_tokens / _miss_tokens).
+        cached = count(usage, "prompt_cache_hit_tokens", "usage")
     # Chat Completions caches with the default 30-minute retention only.
     writes = {"30m": count(details, "cache_write_tokens", path)}
     uncached, writes = split_inclusive_input(prompt, cached, writes, provider=PROVIDER, path=path)

@@ -13,6 +13,7 @@ from spendguard.testing import (
     openai_batches,
     openai_responses,
 )
+from spendguard.testing.platforms import PLATFORM_ROUTES
 from spendguard.testing.state import Ctx
 from spendguard.testing.wire import EmulatedError, WireResponse
 
@@ -51,6 +52,7 @@ route("GET", "/v1/messages/batches/{id}", anthropic_batches.retrieve_batch)
 route("DELETE", "/v1/messages/batches/{id}", anthropic_batches.delete_batch)
 route("GET", "/v1/messages/batches/{id}/results", anthropic_batches.batch_results)
 route("POST", "/v1/messages/batches/{id}/cancel", anthropic_batches.cancel_batch)
+ROUTES.extend(PLATFORM_ROUTES)  # Azure, Bedrock and Vertex paths (model in the path)
 
 
 def dispatch(ctx: Ctx) -> WireResponse:
