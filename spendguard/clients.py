@@ -71,7 +71,11 @@ class Guarded:
         if sdk_class is object:
             return
         for name, ours in (("__init__", Guarded.__init__), ("copy", Guarded.copy)):
-            if name not in cls.__dict__ and hasattr(sdk_class, name):
+            inherited = getattr(cls, name)
+            # Only where spendguard's own would be used: a subclass's method is kept, and so
+            # is one it inherits from a class between it and Guarded.
+            if (inherited is ours or getattr(inherited, "_spendguard_signed", False)) \
+                    and hasattr(sdk_class, name):
                 setattr(cls, name, _signed(ours, getattr(sdk_class, name)))
         if "with_options" not in cls.__dict__:
             cls.with_options = cls.copy
@@ -126,6 +130,7 @@ def _signed(ours: Callable[..., Any], sdk: Callable[..., Any]) -> Callable[..., 
     method.__name__ = ours.__name__
     method.__qualname__ = ours.__qualname__
     method.__doc__ = ours.__doc__ or sdk.__doc__
+    method._spendguard_signed = True  # type: ignore[attr-defined]
     return method
 
 

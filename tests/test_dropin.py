@@ -177,6 +177,19 @@ def test_constructor_and_copy_show_the_sdks_parameters_and_spendguards(cls: Any)
     assert cls.with_options is cls.copy
 
 
+def test_a_subclass_keeps_the_constructor_of_the_class_it_derives_from() -> None:
+    class Unpriced(spendguard.OpenAI):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("allow_unpriced", True)
+            super().__init__(*args, **kwargs)
+
+    class Derived(Unpriced):
+        pass
+
+    assert Derived.__init__ is Unpriced.__init__
+    assert Derived(api_key="k").with_options(timeout=1)._spendguard_options["allow_unpriced"]
+
+
 def test_a_copy_is_an_instance_of_the_drop_in_class() -> None:
     client = spendguard.AsyncOpenAI(api_key="k", budget=memory_budget())
     copied = client.with_options(timeout=3)
