@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import httpx2
 
@@ -70,7 +70,8 @@ class Guarded:
         sdk_class = next(base for base in cls.__mro__[1:] if not issubclass(base, Guarded))
         if sdk_class is object:
             return
-        for name, ours in (("__init__", Guarded.__init__), ("copy", Guarded.copy)):
+        for name in ("__init__", "copy"):
+            ours = Guarded.__dict__[name]
             inherited = getattr(cls, name)
             # Only where spendguard's own would be used: a subclass's method is kept, and so
             # is one it inherits from a class between it and Guarded.
@@ -78,7 +79,8 @@ class Guarded:
                     and hasattr(sdk_class, name):
                 setattr(cls, name, _signed(ours, getattr(sdk_class, name)))
         if "with_options" not in cls.__dict__:
-            cls.with_options = cls.copy
+            target: Any = cls
+            target.with_options = target.copy
 
     def __init__(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,
@@ -96,20 +98,24 @@ class Guarded:
         # the SDK as usual.
         return cast(Any, super())._prepare_request(request)
 
-    def copy(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = UNSET,
-             allow_unpriced: bool = UNSET, store_prompts: bool = UNSET,
-             prices: PriceTable | None = UNSET, cache_order: bool | CacheOrder = UNSET,
-             **kwargs: Any) -> Any:
-        """The SDK's ``copy()`` / ``with_options()``, plus spendguard's options: each one not
-        given is kept from this client (the budget included)."""
-        options = _merged_options(self._spendguard_options, budget=budget, cap_output=cap_output,
-                                  allow_unpriced=allow_unpriced, store_prompts=store_prompts,
-                                  prices=prices, cache_order=cache_order)
-        # The SDKs' copy() passes _extra_kwargs on to the constructor of the copy.
-        extra = dict(kwargs.pop("_extra_kwargs", None) or {})
-        return cast(Any, super()).copy(*args, _extra_kwargs={**extra, **options}, **kwargs)
+    if not TYPE_CHECKING:
+        # Typed per class in the drop-in modules (the SDK's copy() signature plus these
+        # options); here only at run time, so those declarations need not match *args.
+        def copy(self, *args: Any, budget: Budget | None = UNSET, cap_output: bool = UNSET,
+                 allow_unpriced: bool = UNSET, store_prompts: bool = UNSET,
+                 prices: PriceTable | None = UNSET, cache_order: bool | CacheOrder = UNSET,
+                 **kwargs: Any) -> Any:
+            """The SDK's ``copy()`` / ``with_options()``, plus spendguard's options: each one not
+            given is kept from this client (the budget included)."""
+            options = _merged_options(self._spendguard_options, budget=budget,
+                                      cap_output=cap_output, allow_unpriced=allow_unpriced,
+                                      store_prompts=store_prompts, prices=prices,
+                                      cache_order=cache_order)
+            # The SDKs' copy() passes _extra_kwargs on to the constructor of the copy.
+            extra = dict(kwargs.pop("_extra_kwargs", None) or {})
+            return cast(Any, super()).copy(*args, _extra_kwargs={**extra, **options}, **kwargs)
 
-    with_options = copy
+        with_options = copy
 
 
 def _signed(ours: Callable[..., Any], sdk: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -281,3 +283,24 @@ def test_a_refused_endpoint_is_refused_before_its_body_is_read() -> None:
         client.post("/images/generations", content=body, cast_to=httpx2.Response)
     assert body.pulled == 0
 
+
+
+def declared_parameters(module_path: str, class_name: str, method: str) -> list[str]:
+    """The parameters of a method as the drop-in module declares it for type checkers."""
+    tree = ast.parse(Path(module_path).read_text())
+    cls = next(node for node in tree.body
+               if isinstance(node, ast.ClassDef) and node.name == class_name)
+    for node in ast.walk(cls):
+        if isinstance(node, ast.FunctionDef) and node.name == method:
+            return [arg.arg for arg in node.args.kwonlyargs]
+    raise AssertionError(f"{class_name}.{method} is not declared")
+
+
+@pytest.mark.parametrize("cls", DROP_INS, ids=lambda cls: cls.__name__)
+def test_the_signatures_type_checkers_see_follow_the_installed_sdk(cls: Any) -> None:
+    # A new SDK parameter fails here until the declaration in the drop-in module gains it.
+    module_path = inspect.getfile(cls)
+    for method in ("__init__", "copy"):
+        runtime = [name for name in inspect.signature(getattr(cls, method)).parameters
+                   if name != "self"]
+        assert declared_parameters(module_path, cls.__name__, method) == runtime
