@@ -261,13 +261,13 @@ def main(argv: list[str] | None = None) -> int:
                     regressions.append((sdk, test_id))
             version = importlib.metadata.version(sdk)
             for label, result in (("SDK's classes", official), ("spendguard's", ours)):
-                rows.append(f"{sdk} {version:<8} {label:<14} {len(result.by_test):>6} "
+                rows.append(f"{sdk + ' ' + version:<18} {label:<14} {len(result.by_test):>6} "
                             f"{result.count('passed'):>7} {result.count('skipped'):>8} "
                             f"{result.count('failed'):>7} {result.seconds:>6.0f}s")
-            rows.append(f"{'':<24} passing on the SDK's classes, failing on spendguard's: "
+            rows.append(f"{'':<18} passing on the SDK's classes, failing on spendguard's: "
                         f"{sum(1 for s, _ in regressions if s == sdk)} "
                         f"(+{excused} expected)")
-    print(f"{'SDK':<15}{'classes':<15}{'tests':>6} {'passed':>7} {'skipped':>8} "
+    print(f"{'SDK':<18} {'classes':<14} {'tests':>6} {'passed':>7} {'skipped':>8} "
           f"{'failed':>7}   time")
     print("\n".join(rows))
     if regressions:
