@@ -107,6 +107,24 @@ def test_async_clients_sharing_one_http_client_keep_their_own_budgets() -> None:
         assert route.call_count == 2
 
 
+def test_a_wrapped_async_client_is_charged_and_its_neighbour_is_not() -> None:
+    async def scenario(wrapped_budget: spendguard.Budget) -> None:
+        shared = httpx2.AsyncClient()
+        wrapped = spendguard.wrap(openai.AsyncOpenAI(api_key="k", http_client=shared),
+                                  budget=wrapped_budget)
+        neighbour = openai.AsyncOpenAI(api_key="k", http_client=shared)
+        await chat(wrapped)
+        await chat(neighbour)
+        await chat(wrapped.with_options(timeout=3))
+
+    wrapped_budget = memory_budget()
+    with respx.mock:
+        route = respx.post(OPENAI_CHAT).respond(200, json=chat_completion())
+        asyncio.run(scenario(wrapped_budget))
+        assert route.call_count == 3
+    assert len(list(wrapped_budget.ledger.records())) == 2
+
+
 # --- copy() / with_options() --------------------------------------------------------------
 
 @respx.mock
