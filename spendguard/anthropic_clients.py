@@ -7,10 +7,23 @@ from typing import TYPE_CHECKING
 import anthropic
 
 from spendguard.calls import Provider
-from spendguard.clients import Guarded
+from spendguard.clients import UNSET, Guarded
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, Self
+
+    import httpx2
+    from anthropic import NotGiven, Timeout, not_given
+    from anthropic._middleware import MiddlewareInput
+    from anthropic._types import OpenTelemetryClientOption
+    from anthropic.lib.credentials._cache import TokenCache
+    from anthropic.lib.credentials._types import AccessTokenProvider, AsyncAccessTokenProvider
+
     from spendguard.batching.deferred import DeferredAnthropic
+    from spendguard.budget import Budget
+    from spendguard.caching import CacheOrder
+    from spendguard.prices import PriceTable
 
 __all__ = ["Anthropic", "AnthropicBedrock", "AnthropicVertex", "AsyncAnthropic",
            "AsyncAnthropicBedrock", "AsyncAnthropicVertex"]
@@ -23,6 +36,56 @@ class Anthropic(Guarded, anthropic.Anthropic):
     :class:`~spendguard.clients.Guarded`): ``budget``, ``cap_output``, ``allow_unpriced``,
     ``store_prompts``, ``prices``, ``cache_order``.
     """
+
+    if TYPE_CHECKING:  # the signatures mypy and IDEs see: the SDK's, plus spendguard's
+        def __init__(
+            self, *,
+            api_key: str | None = None,
+            auth_token: str | None = None,
+            credentials: AccessTokenProvider | None = None,
+            config: Mapping[str, Any] | None = None,
+            profile: str | None = None,
+            webhook_key: str | None = None,
+            base_url: str | httpx2.URL | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            max_retries: int = 2,
+            default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            open_telemetry: OpenTelemetryClientOption = None,
+            http_client: httpx2.Client | None = None,
+            middleware: Sequence[MiddlewareInput] | None = None,
+            _strict_response_validation: bool = False,
+            _token_cache: TokenCache | NotGiven | None = not_given,
+            budget: Budget | None = None, cap_output: bool = False, allow_unpriced: bool = False,
+            store_prompts: bool = False, prices: PriceTable | None = None,
+            cache_order: bool | CacheOrder = False,
+        ) -> None: ...
+
+        def copy(
+            self, *,
+            api_key: str | None = None,
+            auth_token: str | None = None,
+            credentials: AccessTokenProvider | NotGiven | None = not_given,
+            config: Mapping[str, Any] | None = None,
+            profile: str | None = None,
+            webhook_key: str | None = None,
+            base_url: str | httpx2.URL | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            http_client: httpx2.Client | None = None,
+            max_retries: int | NotGiven = not_given,
+            open_telemetry: OpenTelemetryClientOption = None,
+            default_headers: Mapping[str, str] | None = None,
+            set_default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            set_default_query: Mapping[str, object] | None = None,
+            middleware: Sequence[MiddlewareInput] | NotGiven | None = not_given,
+            _extra_kwargs: Mapping[str, Any] = {},
+            budget: Budget | None = UNSET, cap_output: bool = UNSET,
+            allow_unpriced: bool = UNSET, store_prompts: bool = UNSET,
+            prices: PriceTable | None = UNSET, cache_order: bool | CacheOrder = UNSET,
+        ) -> Self: ...
+
+        with_options = copy
 
     _spendguard_provider = Provider.ANTHROPIC
     _spendguard_sdk_error = anthropic.AnthropicError
@@ -40,6 +103,57 @@ class Anthropic(Guarded, anthropic.Anthropic):
 
 class AsyncAnthropic(Guarded, anthropic.AsyncAnthropic):
     """``anthropic.AsyncAnthropic``, budgeted; arguments as :class:`Anthropic`."""
+
+    if TYPE_CHECKING:  # the signatures mypy and IDEs see: the SDK's, plus spendguard's
+        def __init__(
+            self, *,
+            api_key: str | None = None,
+            auth_token: str | None = None,
+            credentials: AccessTokenProvider | AsyncAccessTokenProvider | None = None,
+            config: Mapping[str, Any] | None = None,
+            profile: str | None = None,
+            webhook_key: str | None = None,
+            base_url: str | httpx2.URL | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            max_retries: int = 2,
+            default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            open_telemetry: OpenTelemetryClientOption = None,
+            http_client: httpx2.AsyncClient | None = None,
+            middleware: Sequence[MiddlewareInput] | None = None,
+            _strict_response_validation: bool = False,
+            _token_cache: TokenCache | NotGiven | None = not_given,
+            budget: Budget | None = None, cap_output: bool = False, allow_unpriced: bool = False,
+            store_prompts: bool = False, prices: PriceTable | None = None,
+            cache_order: bool | CacheOrder = False,
+        ) -> None: ...
+
+        def copy(
+            self, *,
+            api_key: str | None = None,
+            auth_token: str | None = None,
+            credentials: (AccessTokenProvider | AsyncAccessTokenProvider | NotGiven
+                          | None) = not_given,
+            config: Mapping[str, Any] | None = None,
+            profile: str | None = None,
+            webhook_key: str | None = None,
+            base_url: str | httpx2.URL | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            http_client: httpx2.AsyncClient | None = None,
+            max_retries: int | NotGiven = not_given,
+            open_telemetry: OpenTelemetryClientOption = None,
+            default_headers: Mapping[str, str] | None = None,
+            set_default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            set_default_query: Mapping[str, object] | None = None,
+            middleware: Sequence[MiddlewareInput] | NotGiven | None = not_given,
+            _extra_kwargs: Mapping[str, Any] = {},
+            budget: Budget | None = UNSET, cap_output: bool = UNSET,
+            allow_unpriced: bool = UNSET, store_prompts: bool = UNSET,
+            prices: PriceTable | None = UNSET, cache_order: bool | CacheOrder = UNSET,
+        ) -> Self: ...
+
+        with_options = copy
 
     _spendguard_provider = Provider.ANTHROPIC
     _spendguard_sdk_error = anthropic.AnthropicError

@@ -31,7 +31,7 @@ from spendguard.caching import CacheOrder
 from spendguard.clients import Guarded, wrap
 from spendguard.errors import ConfigError
 from spendguard.prices import PriceTable
-from spendguard.transport import installed_guard
+from spendguard.transport import client_guard
 
 __all__ = ["install", "installed", "uninstall"]
 
@@ -131,8 +131,7 @@ def _guarding(original: Callable[..., None]) -> Callable[..., None]:
 
 
 def _is_guarded(client: Any) -> bool:
-    http_client = getattr(client, "_client", None)
-    return http_client is not None and installed_guard(http_client) is not None
+    return client_guard(client) is not None  # a budget belongs to the SDK client
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):

@@ -306,6 +306,17 @@ class Guard:
     def table(self) -> PriceTable:
         return self.options.prices or default_table()
 
+    def is_priced(self, request: httpx2.Request) -> bool:
+        """Whether the request needs a reservation, from its method and path alone (its body is
+        not touched: an upload streams through unread). Raises for an endpoint the guard
+        refuses; takes off a :func:`prereserved` token, which is never sent on."""
+        token = request.headers.pop(PRERESERVED_HEADER, None)
+        if token is not None and token in _prereserved_tokens:
+            return False
+        endpoint = classify(self.provider, request.method, request.url.path,
+                            allow_unpriced=self.options.allow_unpriced)
+        return endpoint is not None and endpoint is not Endpoint.FREE
+
     def begin(self, request: httpx2.Request, body: bytes) -> tuple[httpx2.Request,
                                                                    Attempt | None]:
         """Reserve the worst case of a priced request, or refuse it; free requests pass."""

@@ -10,14 +10,24 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from spendguard.calls import Provider
-from spendguard.clients import Guarded
+from spendguard.clients import UNSET, Guarded
 from spendguard.errors import ConfigError
 from spendguard.price_sections import AZURE_PREFIX, azure_entry
 from spendguard.prices import PriceTable, default_table
 from spendguard.routing import AZURE, AZURE_PRICE_AFTER
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+    from typing import Any, Self
+
+    import httpx2
+    from openai import NotGiven, Timeout, not_given
+    from openai._client import DataResidency, WorkloadIdentity, X509WorkloadIdentity, _Provider
+
     from spendguard.batching.deferred import DeferredOpenAI
+    from spendguard.budget import Budget
+    from spendguard.caching import CacheOrder
+    from spendguard.prices import PriceTable
 
 __all__ = ["AsyncAzureOpenAI", "AsyncOpenAI", "AzureDeployment", "AzureOpenAI", "OpenAI"]
 
@@ -44,6 +54,59 @@ class OpenAI(Guarded, openai.OpenAI):
     ``store_prompts``, ``prices``, ``cache_order``.
     """
 
+    if TYPE_CHECKING:  # the signatures mypy and IDEs see: the SDK's, plus spendguard's
+        def __init__(
+            self, *,
+            api_key: str | Callable[[], str] | None = None,
+            admin_api_key: str | None = None,
+            workload_identity: WorkloadIdentity | X509WorkloadIdentity | None = None,
+            organization: str | None = None,
+            project: str | None = None,
+            webhook_secret: str | None = None,
+            provider: _Provider | None = None,
+            base_url: str | httpx2.URL | NotGiven | None = not_given,
+            data_residency: DataResidency | None = None,
+            websocket_base_url: str | httpx2.URL | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            max_retries: int = 2,
+            default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            http_client: httpx2.Client | None = None,
+            _strict_response_validation: bool = False,
+            _enforce_credentials: bool = True,
+            budget: Budget | None = None, cap_output: bool = False, allow_unpriced: bool = False,
+            store_prompts: bool = False, prices: PriceTable | None = None,
+            cache_order: bool | CacheOrder = False,
+        ) -> None: ...
+
+        def copy(
+            self, *,
+            api_key: str | Callable[[], str] | None = None,
+            admin_api_key: str | None = None,
+            workload_identity: WorkloadIdentity | X509WorkloadIdentity | None = None,
+            provider: _Provider | NotGiven | None = not_given,
+            organization: str | None = None,
+            project: str | None = None,
+            webhook_secret: str | None = None,
+            websocket_base_url: str | httpx2.URL | None = None,
+            base_url: str | httpx2.URL | NotGiven | None = not_given,
+            data_residency: DataResidency | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            http_client: httpx2.Client | None = None,
+            max_retries: int | NotGiven = not_given,
+            default_headers: Mapping[str, str] | None = None,
+            set_default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            set_default_query: Mapping[str, object] | None = None,
+            _enforce_credentials: bool | None = None,
+            _extra_kwargs: Mapping[str, Any] = {},
+            budget: Budget | None = UNSET, cap_output: bool = UNSET,
+            allow_unpriced: bool = UNSET, store_prompts: bool = UNSET,
+            prices: PriceTable | None = UNSET, cache_order: bool | CacheOrder = UNSET,
+        ) -> Self: ...
+
+        with_options = copy
+
     _spendguard_provider = Provider.OPENAI
     _spendguard_sdk_error = openai.OpenAIError
 
@@ -60,6 +123,59 @@ class OpenAI(Guarded, openai.OpenAI):
 
 class AsyncOpenAI(Guarded, openai.AsyncOpenAI):
     """``openai.AsyncOpenAI`` whose every request is budgeted; arguments as :class:`OpenAI`."""
+
+    if TYPE_CHECKING:  # the signatures mypy and IDEs see: the SDK's, plus spendguard's
+        def __init__(
+            self, *,
+            api_key: str | Callable[[], Awaitable[str]] | None = None,
+            admin_api_key: str | None = None,
+            workload_identity: WorkloadIdentity | X509WorkloadIdentity | None = None,
+            organization: str | None = None,
+            project: str | None = None,
+            webhook_secret: str | None = None,
+            provider: _Provider | None = None,
+            base_url: str | httpx2.URL | NotGiven | None = not_given,
+            data_residency: DataResidency | None = None,
+            websocket_base_url: str | httpx2.URL | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            max_retries: int = 2,
+            default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            http_client: httpx2.AsyncClient | None = None,
+            _strict_response_validation: bool = False,
+            _enforce_credentials: bool = True,
+            budget: Budget | None = None, cap_output: bool = False, allow_unpriced: bool = False,
+            store_prompts: bool = False, prices: PriceTable | None = None,
+            cache_order: bool | CacheOrder = False,
+        ) -> None: ...
+
+        def copy(
+            self, *,
+            api_key: str | Callable[[], Awaitable[str]] | None = None,
+            admin_api_key: str | None = None,
+            workload_identity: WorkloadIdentity | X509WorkloadIdentity | None = None,
+            provider: _Provider | NotGiven | None = not_given,
+            organization: str | None = None,
+            project: str | None = None,
+            webhook_secret: str | None = None,
+            websocket_base_url: str | httpx2.URL | None = None,
+            base_url: str | httpx2.URL | NotGiven | None = not_given,
+            data_residency: DataResidency | None = None,
+            timeout: float | Timeout | NotGiven | None = not_given,
+            http_client: httpx2.AsyncClient | None = None,
+            max_retries: int | NotGiven = not_given,
+            default_headers: Mapping[str, str] | None = None,
+            set_default_headers: Mapping[str, str] | None = None,
+            default_query: Mapping[str, object] | None = None,
+            set_default_query: Mapping[str, object] | None = None,
+            _enforce_credentials: bool | None = None,
+            _extra_kwargs: Mapping[str, Any] = {},
+            budget: Budget | None = UNSET, cap_output: bool = UNSET,
+            allow_unpriced: bool = UNSET, store_prompts: bool = UNSET,
+            prices: PriceTable | None = UNSET, cache_order: bool | CacheOrder = UNSET,
+        ) -> Self: ...
+
+        with_options = copy
 
     _spendguard_provider = Provider.OPENAI
     _spendguard_sdk_error = openai.OpenAIError

@@ -13,8 +13,6 @@ from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from typing import Any
 
-import httpx2
-
 from spendguard.calls import Endpoint, Provider, build_call
 from spendguard.costing import cost
 from spendguard.errors import ConfigError
@@ -181,10 +179,7 @@ def budget_left_usd(client: object) -> Decimal | None:
     # No guarded client can exist before the transport module is loaded, so look only then
     # (and never load the metering stack for an unguarded client).
     transport: Any = sys.modules.get("spendguard.transport")
-    http_client = getattr(client, "_client", None)
-    guard = None
-    if transport is not None and isinstance(http_client, httpx2.Client | httpx2.AsyncClient):
-        guard = transport.installed_guard(http_client)
+    guard = transport.client_guard(client) if transport is not None else None
     return remaining_for_call(guard.budget if guard is not None else None)
 
 

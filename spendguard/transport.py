@@ -3,12 +3,19 @@
 Both SDKs accept an ``http_client``; wrapping its transport (and proxy mounts) lets spendguard
 see every attempt — retries included — for every endpoint, without patching SDK methods. The
 twins share everything in :mod:`spendguard.metering`; each only moves bytes.
+
+A budget belongs to the SDK client, not to the httpx client (several SDK clients may share
+one): each guarded SDK client tags the requests it builds with its :class:`ClientGuard`
+(in ``request.extensions``, which never leaves the process), and the transport on the shared
+httpx client is a dispatcher that budgets each request by its tag. Untagged requests — from
+a plain SDK client sharing the httpx client — pass through uncharged.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -18,7 +25,36 @@ from spendguard.eventstream import EVENT_STREAM_TYPE
 from spendguard.metering import Attempt, Guard, StreamMeter
 from spendguard.settling import describe
 
-__all__ = ["AsyncGuardTransport", "GuardTransport", "install", "installed_guard"]
+__all__ = ["AsyncGuardTransport", "ClientGuard", "GuardTransport", "client_guard", "install",
+           "tag_request"]
+
+GUARD_EXTENSION = "spendguard.guard"
+"""The ``request.extensions`` key carrying the :class:`ClientGuard` of the client that built it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientGuard:
+    """One SDK client's guard, and the SDK's base error its refusals are made instances of."""
+
+    guard: Guard
+    sdk_error: type[Exception] | None = None
+
+
+def tag_request(request: httpx2.Request, tag: ClientGuard) -> None:
+    """Mark a request as built by the client owning ``tag`` (called per attempt)."""
+    request.extensions = {**request.extensions, GUARD_EXTENSION: tag}
+
+
+def request_tag(request: httpx2.Request) -> ClientGuard | None:
+    tag = request.extensions.get(GUARD_EXTENSION)
+    return tag if isinstance(tag, ClientGuard) else None
+
+
+def client_guard(client: object) -> Guard | None:
+    """The guard of a guarded SDK client (``spendguard.OpenAI(...)`` or wrapped), else None."""
+    tag = getattr(client, "_spendguard_tag", None)
+    return tag.guard if isinstance(tag, ClientGuard) else None
+
 
 # Errors raised before the request left: nothing reached the provider, nothing was billed.
 _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout,
@@ -147,19 +183,21 @@ def _sdk_subclass(cls: type[SpendguardError], sdk_error: type[Exception]) -> typ
 
 
 class GuardTransport(httpx2.BaseTransport):
-    """A sync transport that budgets every request before the wrapped transport sends it."""
+    """A sync transport that budgets each request by the guard of the SDK client that built it."""
 
-    def __init__(self, inner: httpx2.BaseTransport, guard: Guard,
-                 sdk_error: type[Exception] | None = None) -> None:
+    def __init__(self, inner: httpx2.BaseTransport) -> None:
         self.inner = inner
-        self.guard = guard
-        self._sdk_error = sdk_error
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        tag = request_tag(request)
+        attempt = None
         try:
-            request, attempt = self.guard.begin(request, request.read())
+            # The endpoint is decided from method and path alone: the body of a free request
+            # (a multi-GB upload) streams through unread.
+            if tag is not None and tag.guard.is_priced(request):
+                request, attempt = tag.guard.begin(request, request.read())
         except SpendguardError as exc:
-            _as_sdk_error(exc, self._sdk_error)
+            _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
             raise
         if attempt is None:
             return self.inner.handle_request(request)
@@ -188,17 +226,17 @@ class GuardTransport(httpx2.BaseTransport):
 class AsyncGuardTransport(httpx2.AsyncBaseTransport):
     """The async twin of :class:`GuardTransport`."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, guard: Guard,
-                 sdk_error: type[Exception] | None = None) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
-        self.guard = guard
-        self._sdk_error = sdk_error
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        tag = request_tag(request)
+        attempt = None
         try:
-            request, attempt = self.guard.begin(request, await request.aread())
+            if tag is not None and tag.guard.is_priced(request):
+                request, attempt = tag.guard.begin(request, await request.aread())
         except SpendguardError as exc:
-            _as_sdk_error(exc, self._sdk_error)
+            _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
             raise
         if attempt is None:
             return await self.inner.handle_async_request(request)
@@ -222,33 +260,25 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def installed_guard(http_client: httpx2.Client | httpx2.AsyncClient) -> Guard | None:
-    """The guard already wrapping this client's transport, if any."""
-    transport = getattr(http_client, "_transport", None)
-    if isinstance(transport, (GuardTransport, AsyncGuardTransport)):
-        return transport.guard
-    return None
+def install(http_client: httpx2.Client | httpx2.AsyncClient) -> None:
+    """Put the dispatcher on the client's transport and every proxy mount (idempotent).
 
-
-def install(http_client: httpx2.Client | httpx2.AsyncClient, guard: Guard,
-            sdk_error: type[Exception] | None) -> None:
-    """Wrap the client's transport and every proxy mount with the guard (idempotent)."""
-    existing = installed_guard(http_client)
-    if existing is not None:
-        existing.budget = guard.budget
-        existing.options = guard.options
-        return
+    The dispatcher holds no budget: several SDK clients, each with its own, may share it.
+    """
     # httpx2 keeps the default transport and proxy mounts on these attributes; the design is
     # the same as httpx's, and wrapping them keeps the SDK's defaults (keep-alive, proxies).
     if isinstance(http_client, httpx2.AsyncClient):
         async_mounts = http_client._mounts
-        http_client._transport = AsyncGuardTransport(http_client._transport, guard, sdk_error)
+        if not isinstance(http_client._transport, AsyncGuardTransport):
+            http_client._transport = AsyncGuardTransport(http_client._transport)
         for pattern, async_transport in list(async_mounts.items()):
-            if async_transport is not None:
-                async_mounts[pattern] = AsyncGuardTransport(async_transport, guard, sdk_error)
+            if async_transport is not None and not isinstance(async_transport,
+                                                              AsyncGuardTransport):
+                async_mounts[pattern] = AsyncGuardTransport(async_transport)
     else:
         mounts = http_client._mounts
-        http_client._transport = GuardTransport(http_client._transport, guard, sdk_error)
+        if not isinstance(http_client._transport, GuardTransport):
+            http_client._transport = GuardTransport(http_client._transport)
         for pattern, transport in list(mounts.items()):
-            if transport is not None:
-                mounts[pattern] = GuardTransport(transport, guard, sdk_error)
+            if transport is not None and not isinstance(transport, GuardTransport):
+                mounts[pattern] = GuardTransport(transport)

@@ -91,9 +91,6 @@ def test_langchain_chat_openai_builds_a_guarded_client(emulator: Emulator) -> No
     assert len(emulator.requests) == 2 and _tokens(budget)[0] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the guard still lives on the httpx client, which "
-                   "ChatOpenAI shares between its SDK clients; passes once a budget belongs "
-                   "to the SDK client")
 def test_langchain_clients_sharing_an_httpx_client_each_get_the_budget_installed_then(
         emulator: Emulator) -> None:
     langchain_openai = pytest.importorskip("langchain_openai")

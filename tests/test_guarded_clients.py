@@ -263,7 +263,8 @@ def test_a_user_supplied_http_client_is_honoured(ledger_url: str) -> None:
     http_client = httpx.Client(transport=httpx.MockTransport(handler),
                                headers={"x-team": "search"})
     b = budget("1", ledger_url)
-    client = spendguard.OpenAI(api_key="k", budget=b, http_client=http_client)
+    client = spendguard.OpenAI(api_key="k", budget=b,
+                               http_client=http_client)  # type: ignore[arg-type]  # httpx is httpx2 in tests
     client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, max_tokens=5)
     assert seen == ["search"]
     assert b.spent > 0

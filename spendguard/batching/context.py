@@ -17,7 +17,7 @@ from spendguard.ledger.jobs import JobStore, job_store
 from spendguard.metering import Guard
 from spendguard.prices import PriceTable, default_table
 from spendguard.scopes import collect_budgets
-from spendguard.transport import installed_guard
+from spendguard.transport import client_guard
 
 __all__ = ["ClientContext", "client_context", "ledger_for", "live_ledgers", "store_for"]
 
@@ -62,8 +62,7 @@ def client_context(client: Any) -> ClientContext:
         raise ConfigError(f"client: expected an openai or anthropic client (spendguard.OpenAI, "
                           f"spendguard.Anthropic, or the SDKs' own), got {type(client).__name__}")
     provider, is_async = kind
-    http_client = getattr(client, "_client", None)
-    guard = installed_guard(http_client) if http_client is not None else None
+    guard = client_guard(client)
     table = guard.table if guard is not None else default_table()
     return ClientContext(client, provider, is_async, api_for(provider), guard, table)
 

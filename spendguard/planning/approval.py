@@ -14,8 +14,6 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-import httpx2
-
 from spendguard.budget import Budget
 from spendguard.errors import BudgetExceeded
 from spendguard.ledger import Ledger, open_ledger
@@ -29,10 +27,7 @@ __all__ = ["client_budget", "ledger_for", "needs_approval", "refusal"]
 def client_budget(client: object) -> Budget | None:
     """The budget a guarded client was built with (None for an unguarded one)."""
     transport: Any = sys.modules.get("spendguard.transport")
-    http_client = getattr(client, "_client", None)
-    if transport is None or not isinstance(http_client, httpx2.Client | httpx2.AsyncClient):
-        return None
-    guard = transport.installed_guard(http_client)
+    guard = transport.client_guard(client) if transport is not None else None
     return guard.budget if guard is not None else None
 
 
