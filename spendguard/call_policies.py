@@ -28,7 +28,7 @@ from spendguard.errors import RunawayRefused, SpendguardError
 from spendguard.estimate import Estimate, estimate_call
 from spendguard.money import ZERO
 from spendguard.prices import PriceTable
-from spendguard.runaway import RUNAWAYS, RunawayRules, RunawayTrip
+from spendguard.runaway import RUNAWAYS, RunawayTrip
 from spendguard.scopes import collect_budgets
 
 __all__ = ["CALL_ID_TAG", "RUNAWAY_EVENT_TAG", "AttemptLinks", "Degraded", "call_tags",
@@ -39,8 +39,6 @@ log = logging.getLogger("spendguard.runaway")
 CALL_ID_TAG = "spendguard.call_id"
 """Tag linking the attempts (SDK retries) of one logical call."""
 RUNAWAY_EVENT_TAG = "spendguard.event"
-DEFAULT_RULES = RunawayRules()
-_UNBUDGETED = "(no budget)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,24 +87,19 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int,
     A newly tripped rule is logged, handed to the budget's ``on_warn`` and written to the
     ledger once; refusals during the cool-down that follows are silent.
     """
-    budgets = collect_budgets(budget)
-    checks: list[tuple[Budget | None, RunawayRules]] = [
-        (b, b.runaway) for b in budgets if b.runaway is not None]
-    if not budgets:
-        checks.append((None, DEFAULT_RULES))
+    # Rules belong to budgets: a call charged to no budget has no scope to protect.
+    checks = [(b, b.runaway) for b in collect_budgets(budget) if b.runaway is not None]
     if not checks:
         return
     shape = request_shape(call.body)
     for scoped, rules in checks:
-        scope = _UNBUDGETED if scoped is None else scoped.scope
-        now = datetime.now().astimezone() if scoped is None else scoped.now()
-        trip, refuse = RUNAWAYS.check(scope, rules, shape=shape, attempt=attempt, now=now,
-                                      spend_since=None if scoped is None
-                                      else _spend_since(scoped))
+        now = scoped.now()
+        trip, refuse = RUNAWAYS.check(scoped.scope, rules, shape=shape, attempt=attempt,
+                                      now=now, spend_since=_spend_since(scoped))
         if trip is not None:
             _tell(scoped, trip, call, now)
         if refuse:
-            _refuse(scoped, scope, call, trip, estimate_usd)
+            _refuse(scoped, call, trip, estimate_usd)
 
 
 def _spend_since(budget: Budget) -> Callable[[datetime], Decimal]:
@@ -116,10 +109,8 @@ def _spend_since(budget: Budget) -> Callable[[datetime], Decimal]:
     return read
 
 
-def _tell(budget: Budget | None, trip: RunawayTrip, call: Call, now: datetime) -> None:
+def _tell(budget: Budget, trip: RunawayTrip, call: Call, now: datetime) -> None:
     log.warning(trip.message())
-    if budget is None:
-        return
     try:
         budget.ledger.adjust([budget.claim(now)], ZERO, time=now, note=trip.message(),
                              tags={RUNAWAY_EVENT_TAG: "runaway", "spendguard.rule": trip.rule,
@@ -136,9 +127,10 @@ def _tell(budget: Budget | None, trip: RunawayTrip, call: Call, now: datetime) -
             log.exception("spendguard: on_warn raised while told of a runaway trip")
 
 
-def _refuse(budget: Budget | None, scope: str, call: Call, trip: RunawayTrip | None,
+def _refuse(budget: Budget, call: Call, trip: RunawayTrip | None,
             estimate_usd: Decimal) -> None:
-    totals = None if budget is None else budget.totals()
+    scope = budget.scope
+    totals = budget.totals()
     detail = trip.message() if trip is not None else (
         f"spendguard runaway detection in {scope!r} is cooling down a {call.model} request "
         f"that repeated (or the whole scope); it refuses until the cool-down ends. To lift "
@@ -146,9 +138,8 @@ def _refuse(budget: Budget | None, scope: str, call: Call, trip: RunawayTrip | N
     raise RunawayRefused(
         detail, scope=scope, rule=None if trip is None else trip.rule,
         until=None if trip is None else trip.until,
-        limit_usd=ZERO if budget is None else budget.limit_usd,
-        spent_usd=ZERO if totals is None else totals.spent_usd,
-        reserved_usd=ZERO if totals is None else totals.reserved_usd,
+        limit_usd=budget.limit_usd, spent_usd=totals.spent_usd,
+        reserved_usd=totals.reserved_usd,
         estimate_usd=estimate_usd)
 
 

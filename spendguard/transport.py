@@ -90,9 +90,9 @@ def _metered(attempt: Attempt, response: httpx2.Response, *,
         if meter is None:
             return response  # settled conservatively; the stream passes untouched
         if is_async and isinstance(response.stream, httpx2.AsyncByteStream):
-            return _response(response, _AsyncMeteredStream(response.stream, meter))
+            return _response(response, _AsyncMeteredStream(response, meter))
         if not is_async and isinstance(response.stream, httpx2.SyncByteStream):
-            return _response(response, _MeteredStream(response.stream, meter))
+            return _response(response, _MeteredStream(response, meter))
     if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
         # .content itself may raise (iterated, never read): read it inside the safety net.
         attempt.safely(lambda: attempt.settle_body(response.status_code, response.headers,
@@ -104,8 +104,12 @@ def _metered(attempt: Attempt, response: httpx2.Response, *,
 class _MeteredStream(httpx2.SyncByteStream):
     """Passes every chunk through unchanged while the meter reads usage from it."""
 
-    def __init__(self, inner: httpx2.SyncByteStream, meter: StreamMeter) -> None:
-        self._inner = inner
+    def __init__(self, response: httpx2.Response, meter: StreamMeter) -> None:
+        # Closing goes through the wrapped transport's response, so that it is marked closed
+        # (and its connection released) exactly as without spendguard.
+        self._response = response
+        assert isinstance(response.stream, httpx2.SyncByteStream)
+        self._inner = response.stream
         self._meter = meter
         self._iterated = False
         # A caller that drops the stream without closing it is still settled.
@@ -127,15 +131,17 @@ class _MeteredStream(httpx2.SyncByteStream):
 
     def close(self) -> None:
         try:
-            self._inner.close()
+            self._response.close()
         finally:
             self._meter.finish()
             self._finalizer.detach()
 
 
 class _AsyncMeteredStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, meter: StreamMeter) -> None:
-        self._inner = inner
+    def __init__(self, response: httpx2.Response, meter: StreamMeter) -> None:
+        self._response = response
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        self._inner = response.stream
         self._meter = meter
         self._iterated = False
         self._finalizer = weakref.finalize(self, meter.finish)
@@ -156,7 +162,7 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         try:
-            await self._inner.aclose()
+            await self._response.aclose()
         finally:
             self._meter.finish()
             self._finalizer.detach()

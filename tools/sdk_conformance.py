@@ -87,12 +87,17 @@ as_of = 2026-01-01
 
 [models."claude"]
 provider = "anthropic"
-usd_per_million = { input = 1, cache_read = 0.1, cache_write_5m = 1.25, cache_write_1h = 2,
-                    output = 5 }
 context_window = 200000
 max_output_tokens = 64000
 source = "test price for the SDK conformance run"
 as_of = 2026-01-01
+
+[models."claude".usd_per_million]
+input = 1
+cache_read = 0.1
+cache_write_5m = 1.25
+cache_write_1h = 2
+output = 5
 '''
 
 SWAP_PLUGIN = '''\
