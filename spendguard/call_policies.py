@@ -26,6 +26,7 @@ from spendguard.calls import Call, build_call
 from spendguard.degrade import REQUESTED_MODEL_TAG
 from spendguard.errors import RunawayRefused, SpendguardError
 from spendguard.estimate import Estimate, estimate_call
+from spendguard.events import Stage, listening, publish
 from spendguard.money import ZERO
 from spendguard.prices import PriceTable
 from spendguard.runaway import RUNAWAYS, RunawayTrip
@@ -135,6 +136,10 @@ def _refuse(budget: Budget, call: Call, trip: RunawayTrip | None,
         f"spendguard runaway detection in {scope!r} is cooling down a {call.model} request "
         f"that repeated (or the whole scope); it refuses until the cool-down ends. To lift "
         f"it now: spendguard.lift_runaway({scope!r})")
+    if listening():  # telemetry: an error span with a spendguard.refused event
+        publish(Stage.REFUSED, provider=call.provider.value, model=call.model,
+                endpoint=call.endpoint.value, worst_usd=estimate_usd, scopes=(scope,),
+                scope=scope, status="runaway", message=detail)
     raise RunawayRefused(
         detail, scope=scope, rule=None if trip is None else trip.rule,
         until=None if trip is None else trip.until,

@@ -73,6 +73,24 @@ def test_a_repeated_request_is_cooled_down_and_nothing_more_reaches_the_provider
     assert len(emulator.requests) == 7
 
 
+def test_a_plain_client_under_install_is_stopped_by_the_default_rule() -> None:
+    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    spendguard.install(budget=_budget(clock, "agent:unwrapped"))  # default RunawayRules
+    try:
+        client = emulator.openai_client(max_retries=2)  # a plain openai.OpenAI: code we don't own
+        assert type(client) is openai.OpenAI
+        for _ in range(20):
+            _ask(client)
+        with pytest.raises(spendguard.RunawayRefused):  # not retried by the SDK either
+            _ask(client)
+        clock.advance(120)  # still cooling down (five minutes)
+        with pytest.raises(spendguard.RunawayRefused):
+            _ask(client)
+    finally:
+        spendguard.uninstall()
+    assert len(emulator.requests) == 20
+
+
 def test_repeats_that_differ_only_in_a_timestamp_or_an_id_are_the_same_request() -> None:
     clock, emulator = Clock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "agent:stamps", runaway=spendguard.RunawayRules(max_repeats=3))

@@ -168,3 +168,19 @@ def test_telemetry_is_off_until_enabled() -> None:
     telemetry.disable()
     telemetry.disable()
     assert not telemetry.enabled()
+
+
+def test_a_runaway_refusal_is_an_error_span_naming_the_rule(otel: Otel) -> None:
+    budget = spendguard.Budget("1", ledger=f"memory://otel-{uuid.uuid4().hex[:8]}",
+                               scope=f"agent:{uuid.uuid4().hex[:6]}", warn_at=None,
+                               runaway=spendguard.RunawayRules(max_repeats=1))
+    client = spendguard.wrap(Emulator().openai_client(max_retries=0), budget=budget)
+    client.chat.completions.create(model="gpt-5.5", messages=MESSAGES, max_tokens=30)
+    with pytest.raises(spendguard.RunawayRefused):
+        client.chat.completions.create(model="gpt-5.5", messages=MESSAGES, max_tokens=30)
+    sent, refused = otel.finished()
+    assert sent.status.status_code is not StatusCode.ERROR
+    assert refused.status.status_code is StatusCode.ERROR
+    [event] = refused.events
+    assert event.name == "spendguard.refused"
+    assert "max_repeats" in str((event.attributes or {})["message"])
