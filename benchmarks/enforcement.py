@@ -33,11 +33,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from budget_peers import LLM_SPENDGUARD_NA, PEERS, PeerClient, build_peer, peer_version
 from corpus import text
 from harness import add_quick, markdown_table
 from ledgers import available_ledgers, drop_bench_keys
 from loopback import emulator_server
-from budget_peers import LLM_SPENDGUARD_NA, PEERS, PeerClient, build_peer, peer_version
 from peers import NOT_INSTALLED, load_litellm
 
 import spendguard

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from budget_peers import LLM_SPENDGUARD_NA, PEERS, build_peer, peer_version
 from corpus import chat_messages
 from harness import (
     add_quick,
@@ -38,7 +39,6 @@ from harness import (
     round_robin,
     summarize,
 )
-from budget_peers import LLM_SPENDGUARD_NA, PEERS, build_peer, peer_version
 from ledgers import available_ledgers, drop_bench_keys
 from loopback import server_process
 from peers import NOT_INSTALLED, load_litellm
