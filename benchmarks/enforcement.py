@@ -13,7 +13,9 @@ another; N threads released together by a barrier; N asyncio tasks; and P proces
 N calls (spendguard's ledger is shared through its SQLite file or Redis; the peers' state is
 per process). The other budget libraries (shekel, tokenwarden, agent-budget-guard,
 budget-guard-llm: ``budget_peers.py``) run the same calls through their own APIs; their state
-is per process too. Spent is what the emulator billed, priced by spendguard's table; "tracked" is
+is per process too. "Refused" counts the tool's budget exception; shekel raises it after a
+call that crossed the limit has returned, so "calls sent" (what the emulator saw) is the
+figure that matters. Spent is what the emulator billed, priced by spendguard's table; "tracked" is
 what the tool itself believes was spent. LiteLLM's rows are n/a unless it is installed.
 """
 
