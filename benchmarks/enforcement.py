@@ -11,7 +11,11 @@ minimum, ``max_tokens=500`` and a 500-token reply), so each costs the same; the 
 calls' worth, so a limiter that reserves before sending lets 2 through. Modes: one after
 another; N threads released together by a barrier; N asyncio tasks; and P processes sharing
 N calls (spendguard's ledger is shared through its SQLite file or Redis; the peers' state is
-per process). Spent is what the emulator billed, priced by spendguard's table; "tracked" is
+per process). The other budget libraries (shekel, tokenwarden, agent-budget-guard,
+budget-guard-llm: ``budget_peers.py``) run the same calls through their own APIs; their state
+is per process too. "Refused" counts the tool's budget exception; shekel raises it after a
+call that crossed the limit has returned, so "calls sent" (what the emulator saw) is the
+figure that matters. Spent is what the emulator billed, priced by spendguard's table; "tracked" is
 what the tool itself believes was spent. LiteLLM's rows are n/a unless it is installed.
 """
 
@@ -24,13 +28,14 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from budget_peers import LLM_SPENDGUARD_NA, PEERS, PeerClient, build_peer, peer_version
 from corpus import text
 from harness import add_quick, markdown_table
 from ledgers import available_ledgers, drop_bench_keys
@@ -73,6 +78,44 @@ class System:
 
     def tracked_usd(self) -> Decimal:
         raise NotImplementedError
+
+    def run_async(self, coroutine: Coroutine[Any, Any, list[Outcome]]) -> list[Outcome]:
+        return asyncio.run(coroutine)
+
+
+class Peer(System):
+    """One of the other budget libraries (``budget_peers.py``), through its own public API."""
+
+    def __init__(self, peer: PeerClient) -> None:
+        self.peer = peer
+
+    def _create(self, client: Any) -> Any:
+        return client.chat.completions.create(model=MODEL, messages=MESSAGES,
+                                              max_tokens=OUTPUT_TOKENS)
+
+    def call(self) -> bool:
+        try:
+            self.peer.run(lambda: self._create(self.peer.client))
+        except self.peer.refused:
+            return False
+        return True
+
+    async def acall(self) -> bool:
+        try:
+            await self._create(self.peer.aclient)
+        except self.peer.refused:
+            return False
+        return True
+
+    def tracked_usd(self) -> Decimal:
+        return self.peer.tracked_usd()
+
+    def run_async(self, coroutine: Coroutine[Any, Any, list[Outcome]]) -> list[Outcome]:
+        result: list[Outcome] = self.peer.run_async(coroutine)
+        return result
+
+
+PEER_NAMES = {peer.name: peer for peer in PEERS}
 
 
 class Spendguard(System):
@@ -177,6 +220,11 @@ def _quiet(event: object) -> None:
 def build(kind: str, setup: Setup, *, fresh: bool = True) -> System:
     if kind.startswith("spendguard"):
         return Spendguard(setup)
+    if kind in PEER_NAMES:
+        peer, why = build_peer(PEER_NAMES[kind], setup.base_url, setup.limit_usd)
+        if peer is None:
+            raise RuntimeError(why)
+        return Peer(peer)
     litellm = load_litellm()
     if kind == "litellm max_budget":
         return LitellmMaxBudget(setup, litellm, fresh=fresh)
@@ -240,7 +288,7 @@ def run_mode(kind: str, setup: Setup, mode: str, calls: int,
     if mode == "threads":
         return in_threads(system, calls), system.tracked_usd()
     if mode == "asyncio":
-        return asyncio.run(in_tasks(system, calls)), system.tracked_usd()
+        return system.run_async(in_tasks(system, calls)), system.tracked_usd()
     # Fresh interpreters: a forked child would share the parent's pooled keep-alive sockets.
     context = multiprocessing.get_context("spawn")
     shares = [calls // processes + (1 if i < calls % processes else 0)
@@ -285,13 +333,20 @@ def main(argv: list[str] | None = None) -> int:
             kinds: list[tuple[str, str | None, str | None]] = [
                 (f"spendguard ({c.kind} ledger)", c.url, c.missing)
                 for c in available_ledgers(Path(folder), ("sqlite", "redis"))]
-            for peer in ("litellm max_budget", "litellm BudgetManager"):
-                kinds.append((peer, None, None if litellm else NOT_INSTALLED))
+            for name in ("litellm max_budget", "litellm BudgetManager"):
+                kinds.append((name, None, None if litellm else NOT_INSTALLED))
+            no_async: dict[str, str] = {}
+            for peer in PEERS:
+                probe, why = build_peer(peer, server.openai_base_url, limit)
+                kinds.append((peer.name, None, why or None))
+                if probe is not None and probe.aclient is None:
+                    no_async[peer.name] = probe.why_no_async
             for kind, ledger_url, missing in kinds:
                 for mode in MODES:
                     label = f"{processes} processes" if mode == "processes" else mode
-                    if missing is not None:
-                        rows.append([kind, label, missing, "", "", "", "", "", ""])
+                    why = missing or (no_async.get(kind) if mode == "asyncio" else None)
+                    if why is not None:
+                        rows.append([_label(kind), label, why, "", "", "", "", "", ""])
                         continue
                     setup = Setup(server.openai_base_url, limit,
                                   f"bench-{uuid.uuid4().hex[:8]}", ledger_url)
@@ -304,19 +359,29 @@ def main(argv: list[str] | None = None) -> int:
                     outcomes, tracked = run_mode(kind, setup, mode, calls, processes)
                     sent = _billed(emulator) - before
                     spent = unit * sent
-                    rows.append([kind, label, str(sent), str(outcomes.count(False)),
+                    tool = _label(kind)
+                    rows.append([tool, label, str(sent), str(outcomes.count(False)),
                                  str(outcomes.count(None)), f"${spent:.4f}", _tracked(tracked),
                                  f"{spent / limit:.2f}×",
                                  "over" if spent > limit else "within"])
         finally:
             os.chdir(previous)
     drop_bench_keys()
+    rows.append(["llm-spendguard", "all", LLM_SPENDGUARD_NA, "", "", "", "", "", ""])
     print(f"Enforcement: {calls} concurrent calls, {latency_ms:.0f} ms provider latency, "
           f"budget ${limit:.4f} = 2.5 calls of ${unit:.4f} ({MODEL}, max_tokens "
           f"{OUTPUT_TOKENS})\n")
     print(markdown_table(["tool", "mode", "calls sent", "refused", "failed", "spent",
                           "tracked by the tool", "spent / budget", "budget"], rows))
     return 0
+
+
+def _label(kind: str) -> str:
+    """A peer's row names its version; spendguard's and LiteLLM's are in the header."""
+    if kind in PEER_NAMES:
+        installed = peer_version(PEER_NAMES[kind].package)
+        return f"{kind} {installed}" if installed else kind
+    return kind
 
 
 def _billed(emulator: Emulator) -> int:

@@ -7,7 +7,10 @@ Usage (``run_all.py`` picks the peers' Python when it exists)::
 LiteLLM reaches OpenAI through its own client, so every variant here talks to the same
 loopback server: spendguard's emulator in a child process (``loopback.py``), answering a
 20-token reply. Variants, interleaved round-robin: the raw ``openai`` SDK; ``spendguard.OpenAI``
-with a SQLite budget; ``litellm.completion`` alone; and ``litellm.completion`` with its SDK
+with a memory, SQLite and Redis budget; the other budget libraries of ``budget_peers.py``
+(shekel's ``with budget`` is entered around each of its calls: its patch of the SDK is
+process-wide while a budget is active, so left on it would sit in every other variant too);
+``litellm.completion`` alone; and ``litellm.completion`` with its SDK
 budget features on, as its docs show them (``litellm.max_budget`` set, and a
 ``BudgetManager`` checked before and updated after each call). Without LiteLLM in this Python,
 its rows say n/a. Non-streaming calls are timed whole; streams to the first chunk (TTFC).
@@ -20,10 +23,12 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import openai
+from budget_peers import LLM_SPENDGUARD_NA, PEERS, build_peer, peer_version
 from corpus import chat_messages
 from harness import (
     add_quick,
@@ -34,6 +39,7 @@ from harness import (
     round_robin,
     summarize,
 )
+from ledgers import available_ledgers, drop_bench_keys
 from loopback import server_process
 from peers import NOT_INSTALLED, load_litellm
 
@@ -56,20 +62,39 @@ def spendguard_sender(base_url: str, ledger_url: str) -> Send:
     return _sdk_sender(client)
 
 
-def _sdk_sender(client: openai.OpenAI) -> Send:
+def _sdk_sender(client: openai.OpenAI,
+                run: Callable[[Callable[[], None]], Any] = lambda call: call()) -> Send:
     def send(messages: list[dict[str, Any]], stream: bool) -> None:
         sent: Any = messages  # the SDK's message TypedDicts; these are plain dicts
         if not stream:
-            client.chat.completions.create(model=MODEL, messages=sent, max_tokens=MAX_TOKENS)
+            run(lambda: client.chat.completions.create(model=MODEL, messages=sent,
+                                                       max_tokens=MAX_TOKENS))
             return
-        chunks = client.chat.completions.create(
-            model=MODEL, messages=sent, max_tokens=MAX_TOKENS, stream=True,
-            stream_options={"include_usage": True})
-        next(iter(chunks))
-        _FIRST.append(time.perf_counter())
-        for _ in chunks:
-            pass
+
+        def whole_stream() -> None:
+            chunks = client.chat.completions.create(
+                model=MODEL, messages=sent, max_tokens=MAX_TOKENS, stream=True,
+                stream_options={"include_usage": True})
+            next(iter(chunks))
+            _FIRST.append(time.perf_counter())
+            for _ in chunks:
+                pass
+        run(whole_stream)
     return send
+
+
+def peer_senders(base_url: str) -> tuple[dict[str, Send], list[str]]:
+    """The other budget libraries with a budget too big to refuse; n/a texts for the rest."""
+    senders: dict[str, Send] = {}
+    missing: list[str] = []
+    for peer in PEERS:
+        built, why = build_peer(peer, base_url, Decimal(1_000_000), isolated=True)
+        name = f"{peer.name} {peer_version(peer.package) or ''}".strip()
+        if built is None:
+            missing.append(f"{name}\t{why}")
+            continue
+        senders[name] = _sdk_sender(built.client, built.run)
+    return senders, missing
 
 
 _FIRST: list[float] = []  # when the current stream yielded its first chunk
@@ -156,28 +181,48 @@ def main(argv: list[str] | None = None) -> int:
         previous = os.getcwd()
         os.chdir(folder)  # BudgetManager writes user_cost.json into the working directory
         try:
-            senders: dict[str, Send] = {
-                RAW: raw_sender(base_url),
-                "spendguard, SQLite ledger": spendguard_sender(
-                    base_url, f"sqlite:///{Path(folder) / 'ledger.db'}"),
-            }
+            senders: dict[str, Send] = {RAW: raw_sender(base_url)}
+            missing: list[str] = []
+            for choice in available_ledgers(Path(folder)):
+                name = f"spendguard, {choice.kind} ledger"
+                if choice.url is None:
+                    missing.append(f"{name}\t{choice.missing}")
+                else:
+                    senders[name] = spendguard_sender(base_url, choice.url)
+            peers, peers_missing = peer_senders(base_url)
+            senders.update(peers)
+            missing += peers_missing
+            # LiteLLM leaves work running after each call (logging workers; BudgetManager saves
+            # its file from a new thread), which slows whichever variant runs next: it gets
+            # rounds of its own, against the raw SDK again.
+            litellm_senders: dict[str, Send] = {}
             if litellm is not None:
-                senders["litellm.completion"] = litellm_sender(litellm, base_url,
-                                                               budgeted=False)
-                senders["litellm + max_budget + BudgetManager"] = litellm_sender(
-                    litellm, base_url, budgeted=True)
+                litellm_senders = {
+                    RAW: senders[RAW],
+                    "litellm.completion": litellm_sender(litellm, base_url, budgeted=False),
+                    "litellm + max_budget + BudgetManager": litellm_sender(
+                        litellm, base_url, budgeted=True)}
             for scenario, stream in (("non-streaming", False), ("stream: first chunk", True)):
-                state = Rounds(len(senders))
-                samples = round_robin({name: timed(send, state, stream=stream)
-                                       for name, send in senders.items()},
-                                      rounds=rounds, warmup=warmup)
-                rows += table_rows(scenario, samples)
+                for group in (senders, litellm_senders):
+                    if not group:
+                        continue
+                    state = Rounds(len(group))
+                    samples = round_robin({name: timed(send, state, stream=stream)
+                                           for name, send in group.items()},
+                                          rounds=rounds, warmup=warmup)
+                    group_rows = table_rows(scenario, samples)
+                    if group is litellm_senders:
+                        group_rows[0][1] = f"{RAW} (LiteLLM's own rounds)"
+                    rows += group_rows
                 if litellm is None:
                     rows += [[scenario, name, NOT_INSTALLED, "", "", ""]
                              for name in ("litellm.completion",
                                           "litellm + max_budget + BudgetManager")]
+                rows += [[scenario, *line.split("\t"), "", "", ""] for line in missing]
+                rows.append([scenario, "llm-spendguard", LLM_SPENDGUARD_NA, "", "", ""])
         finally:
             os.chdir(previous)
+            drop_bench_keys()
     version = "" if litellm is None else f", litellm {_version('litellm')}"
     print(f"Per-call time over loopback HTTP to the emulator ({MODEL}, 20-token replies, "
           f"{rounds} rounds after {warmup} warm-up, round-robin{version})\n")

@@ -19,7 +19,7 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 OWN_SCRIPTS = ["overhead.py", "overhead_loopback.py", "enforcement.py", "import_time.py",
-               "estimation.py", "savings.py"]
+               "estimation.py", "savings.py", "profile_call.py"]
 COMPARES_WITH_PEERS = {"overhead_loopback.py", "enforcement.py", "import_time.py"}
 
 
