@@ -119,7 +119,7 @@ class SizingResult:
         return self.memory.weights_gb / gb_s / 60
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view: the issue's keys at the top level, details below them."""
+        """A JSON-ready view: the summary keys at the top level, details below them."""
         m = self.memory
         data: dict[str, Any] = {
             "model": self.inputs.model,
