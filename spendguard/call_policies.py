@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from spendguard.budget import Budget
-from spendguard.cache_order.volatile import mask_volatile
+from spendguard.cache_order.volatile import has_volatile, mask_volatile
 from spendguard.calls import Call, build_call
 from spendguard.degrade import REQUESTED_MODEL_TAG
 from spendguard.errors import RunawayRefused, SpendguardError
@@ -81,7 +81,7 @@ def degrade(budget: Budget | None, call: Call, estimate: Estimate,
     return chosen
 
 
-def check_runaways(budget: Budget | None, call: Call, *, attempt: int,
+def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash: str,
                    estimate_usd: Decimal) -> None:
     """Raise :class:`RunawayRefused` when a runaway rule of any of the call's scopes refuses it.
 
@@ -92,7 +92,7 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int,
     checks = [(b, b.runaway) for b in collect_budgets(budget) if b.runaway is not None]
     if not checks:
         return
-    shape = request_shape(call.body)
+    shape = request_shape(call.body, body_hash)
     for scoped, rules in checks:
         now = scoped.now()
         trip, refuse = RUNAWAYS.check(scoped.scope, rules, shape=shape, attempt=attempt,
@@ -148,12 +148,28 @@ def _refuse(budget: Budget, call: Call, trip: RunawayTrip | None,
         estimate_usd=estimate_usd)
 
 
-def request_shape(body: Mapping[str, Any]) -> str:
+def request_shape(body: Mapping[str, Any], body_hash: str) -> str:
     """A hash of a request body with its volatile values masked: equal for repeats of one
-    request that differ only in a timestamp, an id or an epoch time."""
+    request that differ only in a timestamp, an id or an epoch time.
+
+    ``body_hash`` is the hash of the bytes sent, which the guard computes anyway: a body
+    with nothing volatile in it (the common case) is its own shape, with no second encoding.
+    """
+    if not _any_volatile(body):
+        return body_hash
     masked = _mask(body)
     encoded = json.dumps(masked, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(encoded.encode()).hexdigest()[:32]
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def _any_volatile(value: Any) -> bool:
+    if isinstance(value, str):
+        return has_volatile(value)  # cached per text
+    if isinstance(value, Mapping):
+        return any(_any_volatile(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_any_volatile(v) for v in value)
+    return False
 
 
 def _mask(value: Any) -> Any:

@@ -360,8 +360,9 @@ class Guard:
                 and not unguarded:
             request, call, estimate = self._fit_output(request, call, estimate, parsed)
         attempt_number = _attempt_number(request)
-        check_runaways(self.budget, call, attempt=attempt_number, estimate_usd=estimate.worst_usd)
         prompt_hash = hashlib.sha256(body).hexdigest()
+        check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
+                       estimate_usd=estimate.worst_usd)
         info = CallInfo(
             provider=call.provider.value,
             model=call.model,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import spendguard
 from spendguard.budget import Budget, CallInfo, Reservation, reserve_call
@@ -63,3 +65,17 @@ def worker(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, str(WORKER), *args], env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
+
+
+def start_together(processes: list[subprocess.Popen[str]]) -> list[Any]:
+    """Let worker processes that printed ``ready`` go at once; their JSON summaries, in order."""
+    for process in processes:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    outputs = [process.communicate(timeout=120) for process in processes]
+    for process, (_, errors) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, errors
+    return [json.loads(out) for out, _ in outputs]

@@ -3,8 +3,6 @@ or one Redis, never count more than the limit allows."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
@@ -13,7 +11,7 @@ import pytest
 
 from spendguard.budget import Budget, reserve_call
 from spendguard.errors import BudgetExceeded
-from tests.ledger_helpers import call_info, settle, worker
+from tests.ledger_helpers import call_info, settle, start_together, worker
 from tests.redis_helpers import (
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_url,  # noqa: F401 - a fixture: pytest finds it here
@@ -24,18 +22,6 @@ from tests.redis_helpers import (
 D = Decimal
 WORST, ACTUAL = D("0.5"), D("0.3")
 
-
-def start_together(processes: list[subprocess.Popen[str]]) -> list[dict[str, int]]:
-    for process in processes:
-        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-    for process in processes:
-        assert process.stdin is not None
-        process.stdin.write("go\n")
-        process.stdin.flush()
-    outputs = [process.communicate(timeout=120) for process in processes]
-    for process, (_, errors) in zip(processes, outputs, strict=True):
-        assert process.returncode == 0, errors
-    return [json.loads(out) for out, _ in outputs]
 
 
 def assert_capped(budget: Budget, granted: int, max_calls: int) -> None:

@@ -3,8 +3,6 @@ on first sight, atomic with the call, and the report lists them."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from decimal import Decimal
@@ -19,7 +17,7 @@ from spendguard.budget import Budget, reserve_call
 from spendguard.errors import BudgetConfigError, BudgetExceeded
 from spendguard.ledger.base import CallInfo
 from spendguard.report import render_text
-from tests.ledger_helpers import settle, worker
+from tests.ledger_helpers import settle, start_together, worker
 from tests.provider_bodies import anthropic_message, chat_completion
 
 D = Decimal
@@ -170,18 +168,6 @@ def test_four_processes_never_overspend_any_users_budget_on_one_sqlite_file(
     app = app_budget(url, limit="100")
     assert app.spent == D("6") and app.ledger.verify() == []
 
-
-def start_together(processes: list[subprocess.Popen[str]]) -> list[dict[str, Any]]:
-    for process in processes:
-        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-    for process in processes:
-        assert process.stdin is not None
-        process.stdin.write("go\n")
-        process.stdin.flush()
-    outputs = [process.communicate(timeout=120) for process in processes]
-    for process, (_, errors) in zip(processes, outputs, strict=True):
-        assert process.returncode == 0, errors
-    return [json.loads(out) for out, _ in outputs]
 
 
 def test_the_report_shows_a_rolling_windows_sum_ending_at_its_latest_step(

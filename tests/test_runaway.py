@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,24 +16,12 @@ from click.testing import CliRunner
 import spendguard
 from spendguard.cli import main
 from spendguard.testing import Emulator, ManualClock
+from tests.ledger_helpers import FakeClock
 from tests.redis_helpers import fixture_redis_prefix, ledger_url, requires_redis
 
 __all__ = ["fixture_redis_prefix"]
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-class Clock:
-    """A budget clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 def _client(emulator: Emulator, budget: spendguard.Budget, **options: Any) -> Any:
@@ -46,13 +33,13 @@ def _ask(client: Any, text: str = "Is the build green?", model: str = "gpt-4o-mi
                                           messages=[{"role": "user", "content": text}])
 
 
-def _budget(clock: Clock, scope: str, **options: Any) -> spendguard.Budget:
+def _budget(clock: FakeClock, scope: str, **options: Any) -> spendguard.Budget:
     return spendguard.Budget(options.pop("limit", "10"), ledger="memory://", scope=scope,
                              clock=clock, **options)
 
 
 def test_a_repeated_request_is_cooled_down_and_nothing_more_reaches_the_provider() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "agent:repeat", runaway=spendguard.RunawayRules(max_repeats=5))
     client = _client(emulator, budget)
     for _ in range(5):
@@ -63,18 +50,18 @@ def test_a_repeated_request_is_cooled_down_and_nothing_more_reaches_the_provider
     assert "max_repeats" in str(refused.value) and "runaway=None" in str(refused.value)
     assert isinstance(refused.value, spendguard.BudgetExceeded)
     for _ in range(10):  # the cool-down: refused at once, silently, nothing sent
-        clock.advance(10)
+        clock.advance(seconds=10)
         with pytest.raises(spendguard.RunawayRefused):
             _ask(client)
     assert len(emulator.requests) == 5
     _ask(client, "Something else entirely")  # other requests still go
-    clock.advance(300)
+    clock.advance(seconds=300)
     _ask(client)  # the cool-down is over
     assert len(emulator.requests) == 7
 
 
 def test_a_plain_client_under_install_is_stopped_by_the_default_rule() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     spendguard.install(budget=_budget(clock, "agent:unwrapped"))  # default RunawayRules
     try:
         client = emulator.openai_client(max_retries=2)  # a plain openai.OpenAI: code we don't own
@@ -83,7 +70,7 @@ def test_a_plain_client_under_install_is_stopped_by_the_default_rule() -> None:
             _ask(client)
         with pytest.raises(spendguard.RunawayRefused):  # not retried by the SDK either
             _ask(client)
-        clock.advance(120)  # still cooling down (five minutes)
+        clock.advance(seconds=120)  # still cooling down (five minutes)
         with pytest.raises(spendguard.RunawayRefused):
             _ask(client)
     finally:
@@ -92,7 +79,7 @@ def test_a_plain_client_under_install_is_stopped_by_the_default_rule() -> None:
 
 
 def test_repeats_that_differ_only_in_a_timestamp_or_an_id_are_the_same_request() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "agent:stamps", runaway=spendguard.RunawayRules(max_repeats=3))
     client = _client(emulator, budget)
     _ask(client, "Service X down (checked 2026-12-01T10:01:00Z), request req_a1b2c3d4e5")
@@ -104,7 +91,7 @@ def test_repeats_that_differ_only_in_a_timestamp_or_an_id_are_the_same_request()
 
 
 def test_varied_traffic_at_the_same_rate_is_not_a_runaway() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:varied", runaway=spendguard.RunawayRules(max_repeats=3))
     client = _client(emulator, budget)
     for index in range(30):
@@ -113,18 +100,18 @@ def test_varied_traffic_at_the_same_rate_is_not_a_runaway() -> None:
 
 
 def test_repeats_spread_wider_than_the_window_are_not_a_runaway() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:polling",
                      runaway=spendguard.RunawayRules(max_repeats=3, repeat_window_s=60))
     client = _client(emulator, budget)
     for _ in range(10):
         _ask(client)
-        clock.advance(30)  # two per window at most
+        clock.advance(seconds=30)  # two per window at most
     assert len(emulator.requests) == 10
 
 
 def test_a_trip_is_told_once_to_on_warn_and_written_to_the_ledger() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     told: list[Any] = []
     budget = _budget(clock, "agent:told", on_warn=told.append,
                      runaway=spendguard.RunawayRules(max_repeats=2, action="warn"))
@@ -144,7 +131,7 @@ def test_a_trip_is_told_once_to_on_warn_and_written_to_the_ledger() -> None:
 
 
 def test_refuse_scope_stops_every_call_of_the_scope_until_lifted() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "agent:scope",
                      runaway=spendguard.RunawayRules(max_repeats=2, action="refuse_scope"))
     client = _client(emulator, budget)
@@ -160,7 +147,7 @@ def test_refuse_scope_stops_every_call_of_the_scope_until_lifted() -> None:
 
 
 def test_runaway_none_turns_detection_off() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     client = _client(emulator, _budget(clock, "agent:off", runaway=None))
     for _ in range(30):
         _ask(client)
@@ -177,7 +164,7 @@ def test_bad_runaway_rules_name_the_field() -> None:
 
 
 def test_the_retries_of_one_call_are_linked_by_one_call_id() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:retries")
     client = spendguard.wrap(emulator.openai_client(max_retries=3), budget)
     emulator.fail_next(2, status=429, retry_after_ms=0)
@@ -193,7 +180,7 @@ def test_the_retries_of_one_call_are_linked_by_one_call_id() -> None:
 
 
 def test_attempts_per_call_are_capped_and_the_cap_is_not_retried() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:capped",
                      runaway=spendguard.RunawayRules(max_attempts_per_call=2))
     client = spendguard.wrap(emulator.openai_client(max_retries=5), budget)
@@ -206,7 +193,7 @@ def test_attempts_per_call_are_capped_and_the_cap_is_not_retried() -> None:
 
 
 def test_attempts_per_minute_are_capped() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:rate",
                      runaway=spendguard.RunawayRules(max_attempts_per_minute=4))
     client = _client(emulator, budget)
@@ -215,7 +202,7 @@ def test_attempts_per_minute_are_capped() -> None:
     with pytest.raises(spendguard.RunawayRefused) as refused:
         _ask(client, "question 5")
     assert refused.value.rule == "attempts_per_minute"
-    clock.advance(301)
+    clock.advance(seconds=301)
     _ask(client, "question 6")
     assert len(emulator.requests) == 5
 
@@ -223,7 +210,7 @@ def test_attempts_per_minute_are_capped() -> None:
 # -- degrade before refusing ----------------------------------------------------------------
 
 def test_past_the_threshold_calls_go_to_the_cheaper_model_and_the_record_names_both() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:degrade", limit="0.01",
                      degrade=spendguard.Degrade({"gpt-4o": ["gpt-4o-mini"]}, at=0.5))
     client = _client(emulator, budget)
@@ -252,7 +239,7 @@ def test_past_the_threshold_calls_go_to_the_cheaper_model_and_the_record_names_b
 
 
 def test_degrade_refuses_only_when_even_the_cheapest_cannot_fit() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:tiny", limit="0.00002",
                      degrade=spendguard.Degrade({"gpt-4o": ["gpt-4o-mini"]}))
     client = _client(emulator, budget)
@@ -264,7 +251,7 @@ def test_degrade_refuses_only_when_even_the_cheapest_cannot_fit() -> None:
 
 
 def test_models_the_user_did_not_list_are_never_substituted() -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     budget = _budget(clock, "app:unlisted", limit="0.00002",
                      degrade=spendguard.Degrade({"gpt-4o": ["gpt-4o-mini"]}))
     client = _client(emulator, budget)
@@ -354,7 +341,7 @@ def test_calls_charged_to_no_budget_have_no_runaway_rules(monkeypatch: pytest.Mo
 
 
 def test_the_report_lists_runaway_trips_and_does_not_count_them_as_calls(tmp_path: Path) -> None:
-    clock, emulator = Clock(), Emulator(clock=ManualClock())
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     url = f"sqlite:///{tmp_path / 'trips.db'}"
     budget = spendguard.Budget("10", ledger=url, scope="agent:report", clock=clock,
                                runaway=spendguard.RunawayRules(max_repeats=2))
