@@ -99,7 +99,7 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash
                                       now=now, spend_since=_spend_since(scoped))
         if trip is not None:
             _tell(scoped, trip, call, now)
-        if refuse:
+        if refuse and scoped.enforce:  # observe mode: told and recorded, never refused
             _refuse(scoped, call, trip, estimate_usd)
 
 

@@ -146,6 +146,17 @@ def test_refuse_scope_stops_every_call_of_the_scope_until_lifted() -> None:
     assert len(emulator.requests) == 3
 
 
+def test_observe_mode_records_a_runaway_trip_but_refuses_nothing() -> None:
+    clock, emulator = FakeClock(), Emulator(clock=ManualClock())
+    budget = _budget(clock, "agent:observed", enforce=False,
+                     runaway=spendguard.RunawayRules(max_repeats=2))
+    client = _client(emulator, budget)
+    for _ in range(5):
+        _ask(client)
+    assert len(emulator.requests) == 5
+    assert len(list(budget.ledger.records(tag="spendguard.event=runaway"))) == 1
+
+
 def test_runaway_none_turns_detection_off() -> None:
     clock, emulator = FakeClock(), Emulator(clock=ManualClock())
     client = _client(emulator, _budget(clock, "agent:off", runaway=None))
