@@ -30,6 +30,7 @@ from spendguard.costing import Cost, cost
 from spendguard.errors import SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
+from spendguard.learned_bounds import learned_input_bound
 from spendguard.ledger.base import CallInfo
 from spendguard.prices import ModelPrice, PriceTable, default_table
 from spendguard.providers import stream_reader
@@ -356,6 +357,7 @@ class Guard:
             call, estimate = degraded.call, degraded.estimate
             parsed = call.body
             request, body = _with_body(request, call.body)
+        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, self.table)
         if self.options.cap_output and call.cap_field is not None and rewritable \
                 and not unguarded:
             request, call, estimate = self._fit_output(request, call, estimate, parsed)
@@ -377,6 +379,7 @@ class Guard:
             end_user=end_user_of(call.provider.value, call.body),  # for per-user budgets
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
+        tags.update(bound_tags)
         deployment = None if unguarded else self.table.get(call.model).self_hosted
         if deployment is not None:
             # A self-hosted call's record carries the deployment's hourly cost beside its

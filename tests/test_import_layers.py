@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                         "calls", "estimate", "sizing", "eventstream"})),
     ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
                                      "reservations", "runaway", "degrade", "templates",
-                                     "events", "observing"})),
+                                     "events", "observing", "learned_bounds"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
     ("request shaping", frozenset({"caching", "cache_order"})),
