@@ -20,8 +20,9 @@ fewer than :data:`MIN_SAMPLES` samples.
 
 Reading the ledger happens on a model's first call and then once per :data:`REFRESH_CALLS`
 calls (:data:`MIN_SAMPLES` while history is thin) or :data:`REFRESH_S` seconds, whichever
-comes first, reading only records newer than those already seen; one thread reads while the others use the factor they have. A ledger
-that cannot be read gives the static bound (logged once per ledger), never a failed call.
+comes first, reading only records newer than those already seen; one thread reads while the
+others use the factor they have. A ledger that cannot be read gives the static bound (logged
+once per ledger), never a failed call.
 """
 
 from __future__ import annotations
