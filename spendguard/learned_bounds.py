@@ -59,7 +59,7 @@ WINDOW = 500
 """The most recent usable calls per (provider, model) whose ratios are kept."""
 MIN_SAMPLES = 20
 """Fewer usable calls than this: the static bound (``1/(n+1)`` would be above 5 %)."""
-SAFETY = Decimal("1.05")
+SAFETY = Decimal("1.02")
 """Headroom over the largest ratio seen, for prompts a little unlike the window's."""
 REFRESH_CALLS = 100
 REFRESH_S = 60.0
