@@ -154,7 +154,7 @@ def test_anthropic_token_spread_varies_by_prompt_within_its_range_and_repeats() 
     spread = Emulator(anthropic_token_spread=0.1).anthropic_client()
     ratios = set()
     for index in range(20):
-        messages = [{"role": "user", "content": f"prompt number {index} " * 50}]
+        messages: Any = [{"role": "user", "content": f"prompt number {index} " * 50}]
         central = plain.messages.create(model="claude-sonnet-5", max_tokens=10,
                                         messages=messages).usage.input_tokens
         billed = [spread.messages.create(model="claude-sonnet-5", max_tokens=10,

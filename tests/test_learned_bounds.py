@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,17 @@ def test_an_unreadable_ledger_gives_the_static_bound_and_one_warning(
         _static(i) for i in range(MIN_SAMPLES, 3 * MIN_SAMPLES + 1)]
     warnings = [r for r in caplog.records if "learn input bounds" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_threads_sharing_a_budget_all_get_a_bound_no_looser_than_static(db: str) -> None:
+    budget = spendguard.Budget("10", ledger=db)
+    client = _client(budget)
+    _send(client, 0, MIN_SAMPLES)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda index: _send(client, index, 1), range(MIN_SAMPLES, 3 * MIN_SAMPLES)))
+    later = _calls(budget)[MIN_SAMPLES:]
+    assert len(later) == 2 * MIN_SAMPLES and all(r.status == "ok" for r in later)
+    assert all((r.estimated_input_tokens or 0) <= int(r.tags[STATIC_BOUND_TAG])
+               for r in later if STATIC_BOUND_TAG in r.tags)
+    assert any(STATIC_BOUND_TAG in r.tags for r in later)
+    assert budget.ledger.verify() == []
