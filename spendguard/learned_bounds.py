@@ -169,7 +169,8 @@ def _ratio(record: SpendRecord, provider: str) -> Decimal | None:
         return None
     billed = sum(n for kind, n in record.tokens.items()
                  if kind == "input" or kind.startswith("cache_"))
-    return Decimal(billed) / counted if counted > 0 else None
+    # No input billed at all says nothing about the tokenizer (and would learn a zero bound).
+    return Decimal(billed) / counted if counted > 0 and billed > 0 else None
 
 
 def _factor(ratios: Iterable[Decimal]) -> Decimal | None:
