@@ -55,7 +55,7 @@ def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
     """
     if fallback and deadline is None:
         raise ConfigError("fallback=True needs a deadline: it is when ordinary calls take over")
-    if fallback and context.guard is None:
+    if fallback and not context.guarded:
         raise ConfigError("fallback=True needs a guarded client (spendguard.OpenAI(...) or "
                           "spendguard.wrap(client)), so the ordinary calls are budgeted too")
     if fallback_lead_s < 0:
