@@ -21,7 +21,7 @@ import anthropic
 import pytest
 
 import spendguard
-from spendguard.batching import BatchLimits, BatchResult
+from spendguard.batching import BatchLimits
 from spendguard.batching.job import JobCore
 from spendguard.batching.polling import Round, apoll_until, poll_until
 from spendguard.testing import EmulatedError, Prompt
@@ -71,6 +71,9 @@ class Twin:
 
 
 def _plain(value: Any) -> Any:
+    """Dataclasses (records, jobs, results) and SDK objects as JSON-ready values."""
+    if hasattr(value, "model_dump"):  # an SDK response object
+        return value.model_dump()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
                 if f.name not in _VOLATILE}
@@ -102,15 +105,8 @@ def trace(twin: Twin, returned: Any) -> str:
         "jobs": jobs,
         "progress": world.progress,
         "spent": world.budget.spent, "reserved": world.budget.reserved,
-        "returned": _results(returned),
+        "returned": returned,
     })
-
-
-def _results(returned: Any) -> Any:
-    if isinstance(returned, list) and returned and isinstance(returned[0], BatchResult):
-        return [dataclasses.replace(r, response=None) for r in returned] + [
-            None if r.response is None else r.response.model_dump() for r in returned]
-    return returned
 
 
 Scenario = Callable[[Twin], Awaitable[Any]]
