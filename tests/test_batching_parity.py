@@ -244,6 +244,24 @@ async def test_a_crashed_submission_is_found_again_the_same_way() -> None:
     await assert_parity(scenario, "openai")
 
 
+@PROVIDERS
+@pytest.mark.parametrize("flush", [False, True])
+async def test_deferred_handles_are_submitted_and_answered_alike(provider: str,
+                                                                 flush: bool) -> None:
+    async def scenario(twin: Twin) -> Any:
+        deferred = twin.client().deferred(polling=twin.world.polling)
+        create = (deferred.chat.completions.create if provider == "openai"
+                  else deferred.messages.create)
+        handles = [create(**twin.request(text)) for text in ("a", "b", "c")]
+        if flush:
+            await twin.call(deferred.flush, deferred.aflush)
+        if twin.is_async:
+            return [await handle.aoutcome() for handle in handles]
+        return await asyncio.to_thread(lambda: [handle.outcome() for handle in handles])
+
+    await assert_parity(scenario, provider)
+
+
 async def test_poll_until_and_apoll_until_look_and_sleep_alike() -> None:
     async def scenario(twin: Twin) -> Any:
         clock = twin.world.clock
