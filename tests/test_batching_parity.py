@@ -24,6 +24,7 @@ import spendguard
 from spendguard.batching import BatchLimits
 from spendguard.batching.job import JobCore
 from spendguard.batching.polling import Round, apoll_until, poll_until
+from spendguard.ledger.jobs import job_store
 from spendguard.testing import EmulatedError, Prompt
 from tests.batching_helpers import World, chat, echo, message
 
@@ -96,6 +97,7 @@ def trace(twin: Twin, returned: Any) -> str:
     world = twin.world
     ledger = world.budget.ledger
     jobs = spendguard.batch_jobs(ledger=ledger)
+    store = job_store(ledger)
     return _normalised({
         "requests": [(r.method, r.path, r.body, r.time_s, r.status)
                      for r in world.emulator.requests],
@@ -103,6 +105,7 @@ def trace(twin: Twin, returned: Any) -> str:
         "records": sorted(ledger.records(), key=lambda r: (r.prompt_hash or "", r.status,
                                                            r.attempt, r.actual_usd)),
         "jobs": jobs,
+        "items": [store.items(job.id) for job in store.jobs()],
         "progress": world.progress,
         "spent": world.budget.spent, "reserved": world.budget.reserved,
         "returned": returned,
