@@ -1,10 +1,11 @@
 """One persisted batch job in this process: every change of state, recorded as it happens.
 
-:class:`JobCore` holds no connection to a provider; the sync and async drivers
-(:mod:`.driver`) call the provider and hand what they saw to it. Each method here changes the
-job in the ledger's job store in one transaction, after closing any reservation the change
-closes, so a process that dies between two steps is resumed from the last one recorded (a
-reservation closed twice is ignored; see :mod:`.holds`).
+:class:`JobCore` holds no connection to a provider: the decisions of :mod:`.steps` read it,
+name the provider operation they need, and record here what the sync or async shell
+(:mod:`.shells`) brought back. Each method here changes the job in the ledger's job store in
+one transaction, after closing any reservation the change closes, so a process that dies
+between two steps is resumed from the last one recorded (a reservation closed twice is
+ignored; see :mod:`.holds`).
 
 Request bodies (the prompts) and batch responses are the caller's data: by default they stay in
 this process's memory (:attr:`JobCore.bodies`, :attr:`JobCore.responses`) and the ledger keeps
