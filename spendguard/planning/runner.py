@@ -20,7 +20,7 @@ from typing import Any
 
 from spendguard import replies
 from spendguard.cache_order.stats import EXPECTED_HIT_TAG, EXPECTED_USD_TAG
-from spendguard.costing import cost
+from spendguard.costing import billable_tier, cost
 from spendguard.errors import ConfigError
 from spendguard.money import ZERO
 from spendguard.periods import utc_now
@@ -60,16 +60,6 @@ def _check(plan: Plan, client: Any, concurrency: int, *, want_async: bool) -> No
                           "to be measured, so remove 'stream' from its requests")
 
 
-def _method(client: Any, endpoint: str) -> Any:
-    if endpoint == "chat.completions":
-        return client.chat.completions.create
-    if endpoint == "responses":
-        return client.responses.create
-    if endpoint == "embeddings":
-        return client.embeddings.create
-    return client.messages.create
-
-
 def _arguments(method: Any, body: dict[str, Any]) -> dict[str, Any]:
     """The body as keyword arguments; fields the SDK method does not name go in extra_body."""
     key = getattr(method, "__func__", method)
@@ -91,9 +81,8 @@ def _outcome(request: PlannedRequest, response: Any = None,
         return RequestOutcome(request.index, request.custom_id, model, error=error)
     try:
         usage = usage_from(request.provider, response, endpoint=request.endpoint)
-        tier = request.body.get("service_tier")
-        billable = None if tier in (None, "auto", "default", "standard_only") else str(tier)
-        spent: Decimal | None = cost(model, usage, service_tier=billable, table=table).total
+        tier = billable_tier(request.body.get("service_tier"))
+        spent: Decimal | None = cost(model, usage, service_tier=tier, table=table).total
     except Exception as exc:  # the reply came back; its usage could not be read or priced
         return RequestOutcome(request.index, request.custom_id, model, response, error=exc)
     return RequestOutcome(request.index, request.custom_id, model, response, None, usage, spent)
@@ -138,7 +127,7 @@ def run_plan(plan: Plan, client: Any, *, concurrency: int, approve: Approve | No
 
     def send(request: PlannedRequest) -> RequestOutcome:
         try:
-            method = _method(client, request.endpoint)
+            method = request.endpoint.method_of(client)
             return _outcome(request, method(**_arguments(method, request.body)),
                             table=plan.table)
         except Exception as exc:
@@ -200,7 +189,7 @@ async def arun_plan(plan: Plan, client: Any, *, concurrency: int, approve: Appro
 
     async def send(request: PlannedRequest) -> RequestOutcome:
         try:
-            method = _method(client, request.endpoint)
+            method = request.endpoint.method_of(client)
             return _outcome(request, await method(**_arguments(method, request.body)),
                             table=plan.table)
         except Exception as exc:

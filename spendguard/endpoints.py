@@ -1,0 +1,151 @@
+"""The endpoints spendguard prices, named once: provider, API path, SDK method, batchability.
+
+Every layer speaks of an endpoint by its :class:`Endpoint` member. A URL path becomes a member
+once (:meth:`Endpoint.from_path`, which also knows the platform forms: Azure deployments and
+proxies put a prefix before the API path, Bedrock and Vertex put Claude's model in the path),
+and the member, not a path rebuilt from it, travels on. Paths and method names are the
+providers' public API references (platform.openai.com/docs/api-reference,
+docs.anthropic.com/en/api/messages, the Bedrock InvokeModel and Vertex rawPredict pages).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import reduce
+from typing import Any
+
+__all__ = ["BEDROCK_INVOKE", "VERTEX_PREDICT", "Endpoint", "Provider"]
+
+
+class Provider(StrEnum):
+    """The API a request speaks."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+BEDROCK_INVOKE = re.compile(r"/model/(?P<id>[^/]+)/(?P<kind>invoke|invoke-with-response-stream)$")
+"""Claude on Bedrock: the Messages API with the model id in the path."""
+VERTEX_PREDICT = re.compile(r"(?:/projects/[^/]+/locations/(?P<region>[^/]+))?"
+                            r"/publishers/anthropic/models/(?P<model>(?!count-tokens:)[^/:]+)"
+                            r":(?P<kind>rawPredict|streamRawPredict)$")
+"""Claude on Vertex AI: the Messages API with the model (and region) in the path."""
+
+# POST paths that cannot spend: uploads, token counts, cancels, moderation.
+_OPENAI_FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads")
+# Stored-object updates that generate nothing: conversations and their items, and the
+# metadata of stored chat completions.
+_OPENAI_FREE_PATHS = re.compile(r"/conversations(/[^/]+(/items)?)?$|/chat/completions/[^/]+$")
+_ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict")
+
+
+class Endpoint(StrEnum):
+    """The priced endpoints, and FREE for everything that cannot spend."""
+
+    CHAT = "chat.completions"
+    RESPONSES = "responses"
+    EMBEDDINGS = "embeddings"
+    MESSAGES = "messages"
+    FREE = "free"
+
+    @property
+    def provider(self) -> Provider | None:
+        """The provider whose API has this endpoint (None for FREE)."""
+        return _FACTS[self].provider
+
+    @property
+    def path(self) -> str | None:
+        """The API path the official SDKs send it to (``"/v1/chat/completions"``)."""
+        return _FACTS[self].path
+
+    @property
+    def sdk_method(self) -> tuple[str, ...]:
+        """The attribute path of the SDK client's method: ``("chat", "completions",
+        "create")``."""
+        return _FACTS[self].sdk_method
+
+    @property
+    def batchable(self) -> bool:
+        """Whether the provider's batch API runs it (OpenAI Batch, Anthropic Message Batches)."""
+        return _FACTS[self].batchable
+
+    @property
+    def batch_url(self) -> str | None:
+        """The ``url`` of an OpenAI batch input line (and the path a batch job records)."""
+        return self.path if self.batchable else None
+
+    def method_of(self, client: Any) -> Any:
+        """The SDK client's bound method that sends this endpoint's requests."""
+        if not self.sdk_method:
+            raise ValueError(f"{self.value}: no SDK method sends it")
+        return reduce(getattr, self.sdk_method, client)
+
+    @classmethod
+    def of(cls, provider: Provider | str) -> tuple[Endpoint, ...]:
+        """The priced endpoints of a provider, its default (chat / messages) first."""
+        return tuple(member for member in cls if member.provider == provider)
+
+    @classmethod
+    def from_path(cls, provider: Provider | str, path: str) -> Endpoint | None:
+        """The endpoint a POST to ``path`` reaches: a priced one, FREE for one that cannot
+        spend, None for one spendguard does not know."""
+        suffix = path.split("?", 1)[0].rstrip("/")
+        if provider == Provider.OPENAI:
+            if suffix.endswith("/responses/compact"):  # compaction is a billed model call
+                return cls.RESPONSES
+            priced = next((m for m in cls.of(provider) if suffix.endswith(_tail(m))), None)
+            if priced is not None:
+                return priced
+            if suffix.endswith(_OPENAI_FREE_SUFFIXES) or "/uploads/" in suffix \
+                    or _OPENAI_FREE_PATHS.search(suffix):
+                return cls.FREE
+            return None
+        if suffix.endswith(_tail(cls.MESSAGES)) or BEDROCK_INVOKE.search(suffix) \
+                or VERTEX_PREDICT.search(suffix):
+            return cls.MESSAGES
+        return cls.FREE if suffix.endswith(_ANTHROPIC_FREE_SUFFIXES) else None
+
+    @classmethod
+    def from_batch_url(cls, url: object) -> Endpoint | None:
+        """The endpoint of a batch line's ``url`` (``/v1/chat/completions``...); None if none."""
+        if not isinstance(url, str):
+            return None
+        wanted = url.split("?", 1)[0].rstrip("/")
+        return next((member for member in cls if member.batch_url == wanted), None)
+
+    @classmethod
+    def named(cls, name: str) -> Endpoint | None:
+        """The priced endpoint a caller names: ``"chat"``, ``"chat.completions"``,
+        ``"responses"``, ``"/v1/embeddings"``...; None for any other name."""
+        key = name.strip().removeprefix("/v1/").strip("/").replace("/", ".")
+        key = _SHORT_NAMES.get(key, key)
+        return next((m for m in cls if m.value == key and m is not cls.FREE), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    provider: Provider | None
+    path: str | None
+    sdk_method: tuple[str, ...]
+    batchable: bool
+
+
+_FACTS = {
+    Endpoint.CHAT: _Facts(Provider.OPENAI, "/v1/chat/completions",
+                          ("chat", "completions", "create"), batchable=True),
+    Endpoint.RESPONSES: _Facts(Provider.OPENAI, "/v1/responses", ("responses", "create"),
+                               batchable=True),
+    Endpoint.EMBEDDINGS: _Facts(Provider.OPENAI, "/v1/embeddings", ("embeddings", "create"),
+                                batchable=True),
+    Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"),
+                              batchable=True),
+    Endpoint.FREE: _Facts(None, None, (), batchable=False),
+}
+_SHORT_NAMES = {"chat": Endpoint.CHAT.value}
+
+
+def _tail(endpoint: Endpoint) -> str:
+    """The end of the path that names the endpoint behind any prefix (``/chat/completions``)."""
+    return (endpoint.path or "").removeprefix("/v1")
