@@ -74,7 +74,7 @@ def call(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
     if body.get("stream"):
         raise ConfigError("request: stream=True is not supported here; the reply must be "
                           "complete to be checked. Remove 'stream' from the request.")
-    return Endpoint(endpoint).method_of(client)(**body)
+    return endpoint.method_of(client)(**body)
 
 
 async def acall(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
@@ -82,7 +82,7 @@ async def acall(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any
     if body.get("stream"):
         raise ConfigError("request: stream=True is not supported here; the reply must be "
                           "complete to be checked. Remove 'stream' from the request.")
-    return await Endpoint(endpoint).method_of(client)(**body)
+    return await endpoint.method_of(client)(**body)
 
 
 def reply_text(endpoint: Endpoint, response: Any) -> str:
@@ -154,7 +154,7 @@ def rank_usd(model: str) -> Decimal:
 
 def worst_case_usd(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> Decimal:
     """The most this request could cost (input counted offline, output at its cap), in USD."""
-    call_ = build_call(Provider(provider), Endpoint(endpoint), dict(body))
+    call_ = build_call(Provider(provider), endpoint, dict(body))
     return estimate_call(call_).worst_usd
 
 

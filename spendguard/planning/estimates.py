@@ -46,7 +46,7 @@ class RequestPlan:
     index: int
     custom_id: str | None
     provider: str
-    endpoint: str
+    endpoint: Endpoint
     model: str
     input_tokens: int
     """All input tokens, central estimate (cached or not)."""
