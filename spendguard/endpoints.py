@@ -33,12 +33,16 @@ VERTEX_PREDICT = re.compile(r"(?:/projects/[^/]+/locations/(?P<region>[^/]+))?"
                             r":(?P<kind>rawPredict|streamRawPredict)$")
 """Claude on Vertex AI: the Messages API with the model (and region) in the path."""
 
-# POST paths that cannot spend: uploads, token counts, cancels, moderation.
-_OPENAI_FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads")
-# Stored-object updates that generate nothing: conversations and their items, and the
-# metadata of stored chat completions.
-_OPENAI_FREE_PATHS = re.compile(r"/conversations(/[^/]+(/items)?)?$|/chat/completions/[^/]+$")
-_ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict")
+# POST paths that cannot spend, by the end of the path: uploads, token counts, cancels,
+# moderation.
+_FREE_SUFFIXES = {
+    Provider.OPENAI: ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads"),
+    Provider.ANTHROPIC: ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict"),
+}
+# And OpenAI's that generate nothing though their ends say less: upload parts, conversations
+# and their items, the metadata of stored chat completions.
+_OPENAI_FREE_PATHS = re.compile(r"/uploads/|/conversations(/[^/]+(/items)?)?$"
+                                r"|/chat/completions/[^/]+$")
 
 
 class Endpoint(StrEnum):
@@ -92,20 +96,14 @@ class Endpoint(StrEnum):
         """The endpoint a POST to ``path`` reaches: a priced one, FREE for one that cannot
         spend, None for one spendguard does not know."""
         suffix = path.split("?", 1)[0].rstrip("/")
-        if provider == Provider.OPENAI:
-            if suffix.endswith("/responses/compact"):  # compaction is a billed model call
-                return cls.RESPONSES
-            priced = next((m for m in cls.of(provider) if suffix.endswith(_tail(m))), None)
-            if priced is not None:
-                return priced
-            if suffix.endswith(_OPENAI_FREE_SUFFIXES) or "/uploads/" in suffix \
-                    or _OPENAI_FREE_PATHS.search(suffix):
-                return cls.FREE
-            return None
-        if suffix.endswith(_tail(cls.MESSAGES)) or BEDROCK_INVOKE.search(suffix) \
-                or VERTEX_PREDICT.search(suffix):
-            return cls.MESSAGES
-        return cls.FREE if suffix.endswith(_ANTHROPIC_FREE_SUFFIXES) else None
+        for member in cls.of(provider):
+            facts = _FACTS[member]
+            if suffix.endswith(facts.tails) or any(p.search(suffix) for p in facts.platforms):
+                return member
+        if suffix.endswith(_FREE_SUFFIXES[Provider(provider)]) or (
+                provider == Provider.OPENAI and _OPENAI_FREE_PATHS.search(suffix)):
+            return cls.FREE
+        return None
 
     @classmethod
     def from_batch_url(cls, url: object) -> Endpoint | None:
@@ -130,22 +128,22 @@ class _Facts:
     path: str | None
     sdk_method: tuple[str, ...]
     batchable: bool
+    tails: tuple[str, ...] = ()
+    """Path endings that name the endpoint behind any prefix (Azure, proxies, a base URL)."""
+    platforms: tuple[re.Pattern[str], ...] = ()
+    """Platform paths that reach it with the model in the path."""
 
 
 _FACTS = {
     Endpoint.CHAT: _Facts(Provider.OPENAI, "/v1/chat/completions",
-                          ("chat", "completions", "create"), batchable=True),
-    Endpoint.RESPONSES: _Facts(Provider.OPENAI, "/v1/responses", ("responses", "create"),
-                               batchable=True),
+                          ("chat", "completions", "create"), True, ("/chat/completions",)),
+    # Compaction is a billed model call of the Responses API.
+    Endpoint.RESPONSES: _Facts(Provider.OPENAI, "/v1/responses", ("responses", "create"), True,
+                               ("/responses", "/responses/compact")),
     Endpoint.EMBEDDINGS: _Facts(Provider.OPENAI, "/v1/embeddings", ("embeddings", "create"),
-                                batchable=True),
-    Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"),
-                              batchable=True),
-    Endpoint.FREE: _Facts(None, None, (), batchable=False),
+                                True, ("/embeddings",)),
+    Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"), True,
+                              ("/messages",), (BEDROCK_INVOKE, VERTEX_PREDICT)),
+    Endpoint.FREE: _Facts(None, None, (), False),
 }
 _SHORT_NAMES = {"chat": Endpoint.CHAT.value}
-
-
-def _tail(endpoint: Endpoint) -> str:
-    """The end of the path that names the endpoint behind any prefix (``/chat/completions``)."""
-    return (endpoint.path or "").removeprefix("/v1")
