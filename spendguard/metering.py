@@ -26,7 +26,7 @@ import httpx2
 from spendguard.budget import Budget
 from spendguard.call_policies import AttemptLinks, call_tags, check_runaways, degrade
 from spendguard.calls import Call, Endpoint, Provider, build_call, classify, parse_body
-from spendguard.costing import Cost, cost
+from spendguard.costing import Cost, billable_tier, cost
 from spendguard.errors import SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
@@ -175,7 +175,7 @@ class Attempt:
             except SpendguardError:
                 pass  # the response names a snapshot we don't know; the request's model prices it
         tier = usage.service_tier or self.call.service_tier
-        actual = cost(priced_model, usage, service_tier=_billable_tier(tier), table=table)
+        actual = cost(priced_model, usage, service_tier=billable_tier(tier), table=table)
         return table.get(priced_model), actual
 
     def settle_worst(self, status: str, note: str | None = None,
@@ -278,10 +278,6 @@ class Attempt:
                            framing)
 
 
-def _billable_tier(tier: str | None) -> str | None:
-    return None if tier in (None, "auto", "default", "standard") else tier
-
-
 def _request_id(headers: httpx2.Headers) -> str | None:
     return headers.get("x-request-id") or headers.get("request-id")
 
@@ -335,7 +331,7 @@ class Guard:
         # would make the provider reject the call, so it is priced as sent.
         rewritable = not request.headers.get("authorization", "").startswith(_SIGV4)
         if self.options.cache_order is not None and rewritable:
-            ordered = self.options.cache_order(self.provider.value, endpoint.value, parsed)
+            ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered

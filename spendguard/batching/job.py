@@ -27,8 +27,8 @@ from spendguard.batching.results import BatchResult, standard_usd
 from spendguard.batching.times import epoch, moment
 from spendguard.batching.wire import BatchAPI, LineOutcome, Snapshot, Submitted
 from spendguard.costing import cost
+from spendguard.endpoints import Endpoint
 from spendguard.errors import BudgetExceeded, ProviderResponseError, SpendguardError
-from spendguard.estimate import ENDPOINT_PATHS
 from spendguard.ledger.jobs import JobItem, JobRecord, JobStore
 from spendguard.money import ZERO
 from spendguard.prices import PriceTable
@@ -41,7 +41,6 @@ NOT_KEPT = ("request body not kept: pass keep_bodies=True (or use a client with 
 """Why a resumed request that needed its body ended without a response."""
 
 _HOST = socket.gethostname()
-_ENDPOINT_NAMES = {path: endpoint.value for endpoint, path in ENDPOINT_PATHS.items()}
 
 
 class JobCore:
@@ -337,8 +336,9 @@ class JobCore:
                 f"with keep_bodies=True")
 
     def _reservation(self, item: JobItem) -> Any:
+        endpoint = Endpoint.from_batch_url(self.job.endpoint)
         return self.holds.for_item(item, self.job.provider,
-                                   _ENDPOINT_NAMES.get(self.job.endpoint, self.job.endpoint))
+                                   endpoint.value if endpoint else self.job.endpoint)
 
     # -- results --------------------------------------------------------------------------
 

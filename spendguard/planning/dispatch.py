@@ -22,7 +22,7 @@ from typing import Any
 from spendguard import replies
 from spendguard.budget import Budget
 from spendguard.cache_order.stats import EXPECTED_HIT_TAG, EXPECTED_USD_TAG
-from spendguard.costing import cost
+from spendguard.costing import billable_tier, cost
 from spendguard.errors import ConfigError
 from spendguard.money import ZERO
 from spendguard.periods import utc_now
@@ -119,15 +119,8 @@ class Reply:
 def sdk_call(client: Any, send: Send) -> tuple[Any, dict[str, Any]]:
     """The SDK method that makes a send and its keyword arguments (unknown fields in
     ``extra_body``, so that nothing of the request is dropped)."""
-    endpoint, body = send.request.endpoint, send.request.body
-    if endpoint == "chat.completions":
-        method = client.chat.completions.create
-    elif endpoint == "responses":
-        method = client.responses.create
-    elif endpoint == "embeddings":
-        method = client.embeddings.create
-    else:
-        method = client.messages.create
+    body = send.request.body
+    method = send.request.endpoint.method_of(client)
     key = getattr(method, "__func__", method)
     if key not in _SIGNATURES:
         _SIGNATURES[key] = frozenset(inspect.signature(method).parameters)
@@ -145,9 +138,8 @@ def _outcome(request: PlannedRequest, reply: Reply, table: PriceTable | None) ->
         return RequestOutcome(request.index, request.custom_id, model, error=reply.error)
     try:
         usage = usage_from(request.provider, reply.response, endpoint=request.endpoint)
-        tier = request.body.get("service_tier")
-        billable = None if tier in (None, "auto", "default", "standard_only") else str(tier)
-        spent: Decimal | None = cost(model, usage, service_tier=billable, table=table).total
+        tier = billable_tier(request.body.get("service_tier"))
+        spent: Decimal | None = cost(model, usage, service_tier=tier, table=table).total
     except Exception as exc:  # the reply came back; its usage could not be read or priced
         return RequestOutcome(request.index, request.custom_id, model, reply.response,
                               error=exc)
