@@ -26,3 +26,7 @@ def _isolated_data_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("SPENDGUARD_HOME", str(home))
     monkeypatch.delenv("SPENDGUARD_LEDGER", raising=False)
     monkeypatch.delenv("SPENDGUARD_PRICES", raising=False)
+
+
+# The ledger-backend fixtures (`ledger_backend`, `ledger`): every module may use them.
+from tests.ledger_backends import ledger, ledger_backend  # noqa: E402, F401

@@ -1,28 +1,19 @@
-"""What the ledger keeps for finance: each scope's limit on a record, adjustments by model."""
+"""What the ledger keeps for finance: each scope's limit on a record, adjustments by model.
+
+``ledger`` (``tests/ledger_backends.py``) runs each test on memory, SQLite and Redis.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
-
 from spendguard.ledger import Ledger, ScopeClaim, Settlement, open_ledger
-from spendguard.ledger.memory import MemoryLedger
 from spendguard.ledger.sqlite import SqliteLedger
 from tests.ledger_helpers import START, call_info
 
 D = Decimal
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
-    opened: Ledger = (MemoryLedger() if request.param == "memory"
-                      else SqliteLedger(tmp_path / "ledger.db"))
-    yield opened
-    opened.close()
 
 
 def test_a_record_carries_the_limit_of_each_scope_it_was_charged_to(ledger: Ledger) -> None:

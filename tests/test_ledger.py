@@ -1,9 +1,11 @@
-"""The Ledger interface, on every backend: reserve, settle, release, adjust, recover, verify."""
+"""The Ledger interface, on every backend: reserve, settle, release, adjust, recover, verify.
+
+``ledger`` and ``ledger_backend`` (``tests/ledger_backends.py``) run each test on memory, a
+SQLite file and the local Redis.
+"""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -14,21 +16,13 @@ from hypothesis import strategies as st
 
 from spendguard.errors import BudgetExceeded, ConfigError, LedgerError
 from spendguard.ledger import Ledger, ScopeClaim, Settlement
-from spendguard.ledger.memory import MemoryLedger
 from spendguard.ledger.sqlite import SqliteLedger
+from tests.ledger_backends import LedgerBackend
 from tests.ledger_helpers import START, call_info
 
 D = Decimal
 LATER = START + timedelta(minutes=1)
 EXPIRY = START + timedelta(minutes=15)
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
-    opened: Ledger = (MemoryLedger() if request.param == "memory"
-                      else SqliteLedger(tmp_path / "ledger.db"))
-    yield opened
-    opened.close()
 
 
 def claims(**limits: str | None) -> list[ScopeClaim]:
@@ -242,12 +236,8 @@ operations = st.lists(st.tuples(st.sampled_from(["reserve", "settle", "release",
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=operations)
 def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
-        ledger: Ledger, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
-    fresh: Ledger = MemoryLedger()  # one ledger per example; `ledger` only picks the backend
-    if isinstance(ledger, SqliteLedger):
-        fresh = SqliteLedger(ledger.path.with_name(f"{uuid.uuid4().hex}.db"))
-    check_operations(fresh, steps)
-    fresh.close()
+        ledger_backend: LedgerBackend, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
+    check_operations(ledger_backend.open(), steps)  # a fresh ledger per example
 
 
 def check_operations(fresh: Ledger, steps: list[tuple[str, set[str], Decimal, int]]) -> None:

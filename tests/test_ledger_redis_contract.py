@@ -1,74 +1,29 @@
-"""The Ledger contract on Redis: the same tests as SQLite and memory, against a real server.
+"""The Ledger contract on Redis, where a test reaches into Redis itself.
 
-The contract tests of ``test_ledger.py`` are imported here, so pytest runs them once more with
-this module's ``ledger`` fixture, a Redis ledger under a prefix of the test's own. Those that
-build their own backend (a SQLite file, a fresh ledger per hypothesis example) have Redis
-versions below.
+The contract shared by every backend lives in ``test_ledger.py`` and runs on Redis through the
+``ledger`` fixture of ``tests/ledger_backends.py``; the tests here need the Redis client (to
+tamper with a total), so they keep a Redis ledger fixture of their own.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 from spendguard.ledger import Ledger, ScopeClaim, Settlement
 from spendguard.ledger.redis import RedisLedger
 from tests.ledger_helpers import START, call_info
 from tests.redis_helpers import (
-    drop_prefix,
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
     ledger_url,
     requires_redis,
 )
-from tests.test_ledger import (
-    EXPIRY,
-    check_operations,
-    operations,
-    reserve,
-    settlement,
-    test_a_call_exactly_filling_the_limit_is_allowed,
-    test_a_call_that_does_not_fit_is_refused_in_all_scopes_naming_the_tightest,
-    test_a_late_release_after_recovery_refunds_the_worst_case,
-    test_a_late_settle_after_recovery_corrects_the_charge_to_the_actual_cost,
-    test_a_reservation_in_flight_counts_until_it_expires,
-    test_a_scope_named_twice_is_charged_once_against_its_tightest_limit,
-    test_a_warning_level_is_reported_once_per_scope_and_period,
-    test_an_adjustment_corrects_every_scope_and_is_a_record,
-    test_an_expired_reservation_is_recovered_by_the_next_reservation,
-    test_an_unknown_reservation_is_a_ledger_error,
-    test_records_filter_by_time_scope_tag_and_model,
-    test_release_frees_the_reservation_and_keeps_a_released_record,
-    test_reserve_holds_the_worst_case_in_every_scope,
-    test_settle_replaces_the_worst_case_by_the_actual_cost,
-    test_settling_twice_is_an_error_and_releasing_a_closed_call_does_nothing,
-    test_unlimited_scopes_and_no_scopes_are_recorded_without_limit,
-)
+from tests.test_ledger import EXPIRY, reserve, settlement
 
 D = Decimal
 pytestmark = [pytest.mark.redis, requires_redis]
-
-CONTRACT = [
-    test_a_call_exactly_filling_the_limit_is_allowed,
-    test_a_call_that_does_not_fit_is_refused_in_all_scopes_naming_the_tightest,
-    test_a_late_release_after_recovery_refunds_the_worst_case,
-    test_a_late_settle_after_recovery_corrects_the_charge_to_the_actual_cost,
-    test_a_reservation_in_flight_counts_until_it_expires,
-    test_a_scope_named_twice_is_charged_once_against_its_tightest_limit,
-    test_a_warning_level_is_reported_once_per_scope_and_period,
-    test_an_adjustment_corrects_every_scope_and_is_a_record,
-    test_an_expired_reservation_is_recovered_by_the_next_reservation,
-    test_an_unknown_reservation_is_a_ledger_error,
-    test_records_filter_by_time_scope_tag_and_model,
-    test_release_frees_the_reservation_and_keeps_a_released_record,
-    test_reserve_holds_the_worst_case_in_every_scope,
-    test_settle_replaces_the_worst_case_by_the_actual_cost,
-    test_settling_twice_is_an_error_and_releasing_a_closed_call_does_nothing,
-    test_unlimited_scopes_and_no_scopes_are_recorded_without_limit,
-]
 
 
 @pytest.fixture
@@ -101,18 +56,3 @@ def test_a_record_carries_each_scopes_limit_and_an_adjustment_its_model(
     assert (correction.provider, correction.model, correction.limits_usd) == (
         "openai", "gpt-4o-mini", (D("10"),))
     assert [r.id for r in ledger.records(model="gpt-4o-mini")] == [correction.id]
-
-
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=operations)
-def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
-        steps: list[tuple[str, set[str], Decimal, int]]) -> None:
-    prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"  # one namespace per example
-    fresh = RedisLedger(ledger_url(prefix))
-    try:
-        check_operations(fresh, steps)
-    finally:
-        fresh.close()
-        drop_prefix(prefix)
-

@@ -1,0 +1,73 @@
+"""The ledger-backend fixtures: one test definition, run on memory, SQLite and Redis.
+
+A test that takes ``ledger`` (an open ledger) or ``ledger_backend`` (to open fresh ones, or to
+get their URLs) runs once per backend: memory, a SQLite file in the test's ``tmp_path``, and the
+local Redis under a key prefix of the test's own, deleted when the test ends. Without a Redis
+server the Redis runs are skipped, saying how to start one. ``tests/conftest.py`` makes these
+fixtures visible to every test module.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spendguard.ledger import Ledger, open_ledger
+from tests.redis_helpers import drop_prefix, ledger_url, requires_redis
+
+BACKENDS = ["memory", "sqlite", pytest.param("redis", marks=[pytest.mark.redis,
+                                                             requires_redis])]
+
+
+class LedgerBackend:
+    """Fresh ledgers of one backend for one test; everything it opened is closed and removed."""
+
+    def __init__(self, name: str, tmp_path: Path) -> None:
+        self.name = name
+        self._tmp_path = tmp_path
+        self._prefixes: list[str] = []
+        self._opened: list[Ledger] = []
+
+    def url(self, **options: str) -> str:
+        """The URL of a new, empty ledger of this backend (``options`` go into a Redis URL).
+
+        A memory URL is named, so every opening of it in this process shares one ledger.
+        """
+        fresh = uuid.uuid4().hex[:12]
+        if self.name == "memory":
+            return f"memory://{fresh}"
+        if self.name == "sqlite":
+            return f"sqlite:///{self._tmp_path / f'ledger-{fresh}.db'}"
+        prefix = f"sgtest:{fresh}:"
+        self._prefixes.append(prefix)
+        return ledger_url(prefix, **options)
+
+    def open(self) -> Ledger:
+        """A new, empty ledger of this backend, closed when the test ends."""
+        opened = open_ledger("memory://" if self.name == "memory" else self.url())
+        self._opened.append(opened)
+        return opened
+
+    def close(self) -> None:
+        """Close what was opened and delete the Redis keys written under this test's prefixes."""
+        for opened in self._opened:
+            opened.close()
+        for prefix in self._prefixes:
+            drop_prefix(prefix)
+
+
+@pytest.fixture(params=BACKENDS)
+def ledger_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerBackend]:
+    """Each backend in turn; the test opens as many fresh ledgers of it as it needs."""
+    backend = LedgerBackend(request.param, tmp_path)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def ledger(ledger_backend: LedgerBackend) -> Ledger:
+    """An open, empty ledger of each backend in turn."""
+    return ledger_backend.open()
