@@ -4,7 +4,6 @@ ledger backend (memory, SQLite, Redis)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -20,6 +19,7 @@ from spendguard.errors import BudgetConfigError, BudgetExceeded
 from spendguard.ledger.sqlite import SqliteLedger
 from spendguard.periods import WINDOW_STEPS, check_period, period_key, warning_key, window_keys
 from spendguard.thresholds import ThresholdCrossed
+from tests.ledger_backends import LedgerBackend
 from tests.ledger_helpers import FakeClock, call_info, settle, spend
 from tests.redis_helpers import drop_prefix, ledger_url, requires_redis
 
@@ -27,18 +27,10 @@ D = Decimal
 HOUR_START = datetime(2031, 1, 31, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=[
-    pytest.mark.redis, requires_redis])])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh ledger URL of each backend."""
-    if request.param == "memory":
-        yield "memory://"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
-    else:
-        prefix = f"sgtest:shapes:{tmp_path.name[-12:]}:"
-        yield ledger_url(prefix, timeout="2")
-        drop_prefix(prefix)
+@pytest.fixture
+def url(ledger_backend: LedgerBackend) -> str:
+    """A fresh ledger URL of each backend (``tests/ledger_backends.py``)."""
+    return ledger_backend.url(timeout="2")
 
 
 def budget(url: str, limit: str, clock: FakeClock, **options: object) -> Budget:

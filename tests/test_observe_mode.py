@@ -5,9 +5,7 @@ on memory, SQLite and Redis."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -18,27 +16,17 @@ from spendguard.ledger import open_ledger
 from spendguard.observing import WOULD_REFUSE_TAG, would_refuse_limits
 from spendguard.report import render_text, report_spend
 from spendguard.testing import Emulator
-from tests.redis_helpers import (
-    fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
-    ledger_url,
-    requires_redis,
-)
+from tests.ledger_backends import LedgerBackend
 
 MESSAGES = [{"role": "user", "content": "Say something short."}]
 # A gpt-5.5 call with this prompt and max_tokens=50 reserves about $0.0016 and costs less.
 TIGHT_USD = "0.004"
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=requires_redis)])
-def ledger_url_of_kind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = request.param
-    if kind == "memory":
-        yield f"memory://observe-{uuid.uuid4().hex[:8]}"
-    elif kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'spend.db'}"
-    else:
-        prefix = request.getfixturevalue("redis_prefix")
-        yield ledger_url(prefix, timeout="2")
+@pytest.fixture
+def ledger_url_of_kind(ledger_backend: LedgerBackend) -> str:
+    """A fresh ledger URL of each backend (``tests/ledger_backends.py``)."""
+    return ledger_backend.url(timeout="2")
 
 
 def _calls(client: object, count: int) -> None:
