@@ -10,8 +10,11 @@ import httpx2
 httpx2.alias_httpx()
 
 import os  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
+
+from spendguard.prices import _reset_default_table  # noqa: E402
 
 # No test may reach a provider or read a real key.
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
@@ -26,6 +29,18 @@ def _isolated_data_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("SPENDGUARD_HOME", str(home))
     monkeypatch.delenv("SPENDGUARD_LEDGER", raising=False)
     monkeypatch.delenv("SPENDGUARD_PRICES", raising=False)
+
+
+@pytest.fixture
+def fresh_default_prices() -> Iterator[None]:
+    """The default price table is built afresh on its first use in the test, then forgotten.
+
+    The table is read once per process and cached, so a test that sets ``SPENDGUARD_PRICES`` or
+    registers prices would otherwise see, or leave behind, another test's table.
+    """
+    _reset_default_table()
+    yield
+    _reset_default_table()
 
 
 # The ledger-backend fixtures (`ledger_backend`, `ledger`): every module may use them.

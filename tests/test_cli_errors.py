@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import spendguard.prices
 from spendguard.cli import main
 from tests.ledger_helpers import worker
 
@@ -53,16 +52,13 @@ def test_an_unreachable_redis_ledger_is_one_line_naming_the_url(command: list[st
     assert result.stdout == ""  # not even a CSV header
 
 
+@pytest.mark.usefixtures("fresh_default_prices")
 def test_a_broken_price_file_is_one_line_naming_the_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     broken = tmp_path / "prices.toml"
     broken.write_text("[models.gpt-x\nusd = \n")
     monkeypatch.setenv("SPENDGUARD_PRICES", str(broken))
-    spendguard.prices._reset_default_table()  # the table is read on first use, then cached
-    try:
-        assert str(broken) in _one_line_error(CliRunner().invoke(main, ["prices"]))
-    finally:
-        spendguard.prices._reset_default_table()
+    assert str(broken) in _one_line_error(CliRunner().invoke(main, ["prices"]))
 
 
 @pytest.mark.parametrize("option", ["--output", "--html"])

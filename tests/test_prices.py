@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import get_args
@@ -13,7 +12,6 @@ import anthropic.types
 import openai.types
 import pytest
 
-import spendguard
 from spendguard.errors import PriceFileError, UnknownModelError
 from spendguard.prices import PriceTable, default_table, load_price_file, price, register_prices
 
@@ -28,11 +26,7 @@ as_of = 2026-11-01
 """
 
 
-@pytest.fixture(autouse=True)
-def _fresh_default_table() -> Iterator[None]:
-    spendguard.prices._reset_default_table()
-    yield
-    spendguard.prices._reset_default_table()
+pytestmark = pytest.mark.usefixtures("fresh_default_prices")
 
 
 def test_bundled_table_prices_every_provider_with_source_and_date() -> None:

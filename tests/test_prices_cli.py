@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import spendguard
 from spendguard.cli import main
 from spendguard.price_check import compare_genai_prices, compare_litellm
 from spendguard.prices import PriceTable
@@ -19,11 +17,7 @@ from spendguard.prices import PriceTable
 ON = datetime(2026, 11, 30, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_default_table() -> Iterator[None]:
-    spendguard.prices._reset_default_table()
-    yield
-    spendguard.prices._reset_default_table()
+pytestmark = pytest.mark.usefixtures("fresh_default_prices")
 
 
 def test_prices_lists_rates_sources_and_dates() -> None:

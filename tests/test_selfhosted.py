@@ -17,7 +17,6 @@ from click.testing import CliRunner
 import spendguard
 from spendguard.cli import main
 from spendguard.ledger import open_ledger
-from spendguard.prices import _reset_default_table
 from spendguard.selfhosted import SelfHosted
 from spendguard.sizing.selfhosted import compare_self_hosted
 from spendguard.testing import Emulator
@@ -145,27 +144,24 @@ def test_the_comparison_is_pure_arithmetic_over_records() -> None:
     assert data["api_usd_per_million_tokens"] == "5.00"
 
 
+@pytest.mark.usefixtures("fresh_default_prices")
 def test_breakeven_from_ledger_compares_the_recorded_traffic(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prices = tmp_path / "vllm.toml"
     prices.write_text(SECTION)
     monkeypatch.setenv("SPENDGUARD_PRICES", str(prices))
-    _reset_default_table()
-    try:
-        ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
-        guarded = client(Emulator(reply_tokens=500), ledger_url)
-        prompts = [guarded.chat.completions.create(model=MODEL, messages=MESSAGES,
-                                                   max_tokens=600).usage
-                   for _ in range(2)]
-        prompt = sum(usage.prompt_tokens for usage in prompts if usage is not None)
-        result = CliRunner().invoke(main, [
-            "breakeven", "--from-ledger", "--self-hosted", "vllm", "--api-model",
-            "moonshot/kimi-k3", "--ledger", ledger_url, "--json"])
-        text = CliRunner().invoke(main, [
-            "breakeven", "--from-ledger", "--self-hosted", "vllm", "--api-model",
-            "moonshot/kimi-k3", "--ledger", ledger_url])
-    finally:
-        _reset_default_table()
+    ledger_url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    guarded = client(Emulator(reply_tokens=500), ledger_url)
+    prompts = [guarded.chat.completions.create(model=MODEL, messages=MESSAGES,
+                                               max_tokens=600).usage
+               for _ in range(2)]
+    prompt = sum(usage.prompt_tokens for usage in prompts if usage is not None)
+    result = CliRunner().invoke(main, [
+        "breakeven", "--from-ledger", "--self-hosted", "vllm", "--api-model",
+        "moonshot/kimi-k3", "--ledger", ledger_url, "--json"])
+    text = CliRunner().invoke(main, [
+        "breakeven", "--from-ledger", "--self-hosted", "vllm", "--api-model",
+        "moonshot/kimi-k3", "--ledger", ledger_url])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert prompt == 2 * 20  # the emulator counts this prompt as 20 tokens
