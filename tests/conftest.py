@@ -43,5 +43,7 @@ def fresh_default_prices() -> Iterator[None]:
     _reset_default_table()
 
 
-# The ledger-backend fixtures (`ledger_backend`, `ledger`): every module may use them.
+# Fixtures every module may use: the ledger backends (`ledger_backend`, `ledger`) and the one
+# run of each example (`run_example`).
+from tests.example_runs import run_example  # noqa: E402, F401
 from tests.ledger_backends import ledger, ledger_backend  # noqa: E402, F401

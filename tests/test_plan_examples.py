@@ -8,21 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.example_runs import RunExample
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_fanout_example_plans_approves_and_measures(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(ROOT / "examples" / "fanout_plan.py"), run_name="__main__")
-    out = capsys.readouterr().out
+def test_fanout_example_plans_approves_and_measures(run_example: RunExample) -> None:
+    out = run_example("fanout_plan").stdout
     assert "approval asked: worst case" in out and "-> approved" in out
     assert "hit rate  97.8% measured, 97.8% expected" in out
     assert "as written" in out and "0.0%" in out
 
 
-def test_cache_ordering_example_shows_the_hit_rate_move(capsys: pytest.CaptureFixture[str]
-                                                        ) -> None:
-    runpy.run_path(str(ROOT / "examples" / "cache_ordering.py"), run_name="__main__")
-    out = capsys.readouterr().out
+def test_cache_ordering_example_shows_the_hit_rate_move(run_example: RunExample) -> None:
+    out = run_example("cache_ordering").stdout
     assert "moved to the end of the last user message" in out
     assert "cache_order=False:\n  10 calls: hit rate 0.0%" in out
     # The default splits the time sentence out of the system prompt, within the system role.

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import runpy
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.example_runs import RunExample
 
 
-def test_sizing_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(ROOT / "examples" / "sizing.py"), run_name="__main__")
-    out = capsys.readouterr().out
+def test_sizing_example_runs(run_example: RunExample) -> None:
+    out = run_example("sizing").stdout
     assert "F1  70.55 B params × 1 B" in out
     assert "vLLM on 2 × H100" in out
     assert "Self-hosting pays above 960,000,000 output tokens a month." in out
