@@ -4,6 +4,10 @@ An example is run as its users run it, in a fresh interpreter, offline (against 
 with no API keys and ``SPENDGUARD_HOME`` in a folder of its own; the finished run is kept, so
 ``tests/test_examples.py`` (it exits 0 and prints) and a feature's own tests (what it prints)
 all read the same run. ``tests/conftest.py`` makes the fixture visible to every test module.
+
+The suite runs on pytest-xdist workers, each with its own session; a test that reads an
+example's run is marked ``on_examples_worker(name)`` so that every test of that example runs on
+one worker, and the example still runs once.
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py") if not p.name.startswith("_"))
 
 RunExample = Callable[[str], subprocess.CompletedProcess[str]]
+
+
+def on_examples_worker(name: str) -> pytest.MarkDecorator:
+    """Keep the tests of example ``name`` on one xdist worker, where its one run is kept."""
+    return pytest.mark.xdist_group(f"example-{name}")
 
 
 @pytest.fixture(scope="session")

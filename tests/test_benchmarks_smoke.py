@@ -4,6 +4,10 @@ Only that they finish and print their tables is checked, never a timing: the fig
 run mean nothing, and wall-clock assertions on a shared machine would be flaky. The peers'
 venv is switched off here, so LiteLLM's rows take their "n/a" path; Redis rows run when a
 local server answers and say "n/a" otherwise.
+
+Each script runs once: ``estimation.py`` through the runner's test, the others on their own.
+The scripts share the ``bench:`` keys in Redis db 15 and each clears them, so this module's
+tests run one after another on one xdist worker.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("benchmarks")
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 OWN_SCRIPTS = ["overhead.py", "overhead_loopback.py", "enforcement.py", "import_time.py",
-               "estimation.py", "savings.py", "profile_call.py"]
+               "savings.py", "profile_call.py"]  # estimation.py: run by the runner's test
 COMPARES_WITH_PEERS = {"overhead_loopback.py", "enforcement.py", "import_time.py"}
 
 
@@ -46,6 +52,7 @@ def test_each_benchmark_runs_in_quick_mode_and_prints_a_table(tmp_path: Path,
 
 
 def test_the_runner_reports_machine_command_and_each_section(tmp_path: Path) -> None:
+    """Also the quick run of ``estimation.py``: it finishes and its table is in the report."""
     report = tmp_path / "report.md"
     result = run_script(tmp_path, str(BENCHMARKS / "run_all.py"), "--quick", "--only",
                         "estimation", "--output", str(report))
@@ -53,6 +60,9 @@ def test_the_runner_reports_machine_command_and_each_section(tmp_path: Path) -> 
     text = report.read_text()
     for expected in ("- machine:", "- date:", "- command:", "## estimation"):
         assert expected in text
+    estimation = text.split("## estimation", 1)[1]
+    assert "benchmarks/estimation.py --quick" in estimation
+    assert "\n|-" in estimation
 
 
 def test_the_runner_rejects_an_unknown_script_name(tmp_path: Path) -> None:

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.example_runs import RunExample
+from tests.example_runs import RunExample, on_examples_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = ("dataset,id,category,prompt_chars,weak_model,strong_model,weak_correct,"
           "strong_correct,contaminated\n")
 
 
+@on_examples_worker("cascade")
 def test_cascade_example_escalates_then_learns_to_skip(run_example: RunExample) -> None:
     out = run_example("cascade").stdout
     assert "escalated: does not parse as Triage" in out

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.example_runs import EXAMPLES, RunExample
+from tests.example_runs import EXAMPLES, RunExample, on_examples_worker
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize("example", [pytest.param(name, marks=on_examples_worker(name))
+                                     for name in EXAMPLES])
 def test_example_runs_offline(example: str, run_example: RunExample) -> None:
     done = run_example(example)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tests.example_runs import RunExample
+from tests.example_runs import RunExample, on_examples_worker
 
 
+@on_examples_worker("agent_loop_guard")
 def test_agent_loop_example_stops_when_nothing_new_is_found(run_example: RunExample) -> None:
     out = run_example("agent_loop_guard").stdout
     assert "sub-agent: cap $" in out

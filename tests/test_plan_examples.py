@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.example_runs import RunExample
+from tests.example_runs import RunExample, on_examples_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@on_examples_worker("fanout_plan")
 def test_fanout_example_plans_approves_and_measures(run_example: RunExample) -> None:
     out = run_example("fanout_plan").stdout
     assert "approval asked: worst case" in out and "-> approved" in out
@@ -20,6 +21,7 @@ def test_fanout_example_plans_approves_and_measures(run_example: RunExample) -> 
     assert "as written" in out and "0.0%" in out
 
 
+@on_examples_worker("cache_ordering")
 def test_cache_ordering_example_shows_the_hit_rate_move(run_example: RunExample) -> None:
     out = run_example("cache_ordering").stdout
     assert "moved to the end of the last user message" in out

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tests.example_runs import RunExample
+from tests.example_runs import RunExample, on_examples_worker
 
 
+@on_examples_worker("sizing")
 def test_sizing_example_runs(run_example: RunExample) -> None:
     out = run_example("sizing").stdout
     assert "F1  70.55 B params × 1 B" in out
