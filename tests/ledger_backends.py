@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from spendguard.ledger import Ledger, open_ledger
-from tests.redis_helpers import drop_prefix, ledger_url, requires_redis
+from tests.redis_helpers import SHARED_PORT, drop_prefix, ledger_url, requires_redis
 
 BACKENDS = ["memory", "sqlite", pytest.param("redis", marks=[pytest.mark.redis,
                                                              requires_redis])]
@@ -43,7 +43,7 @@ class LedgerBackend:
             return f"sqlite:///{self._tmp_path / f'ledger-{fresh}.db'}"
         prefix = f"sgtest:{fresh}:"
         self._prefixes.append(prefix)
-        return ledger_url(prefix, **options)
+        return ledger_url(prefix, SHARED_PORT, **options)
 
     def open(self) -> Ledger:
         """A new, empty ledger of this backend, closed when the test ends."""
