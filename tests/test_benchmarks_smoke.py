@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.redis_helpers import requires_redis
+
 pytestmark = pytest.mark.xdist_group("benchmarks")
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -63,6 +65,18 @@ def test_the_runner_reports_machine_command_and_each_section(tmp_path: Path) -> 
     estimation = text.split("## estimation", 1)[1]
     assert "benchmarks/estimation.py --quick" in estimation
     assert "\n|-" in estimation
+
+
+def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path) -> None:
+    """Its smallest run: three calls in one process per backend (Redis when a server answers)."""
+    no_redis = requires_redis.args[0]  # the skip condition: no server on 127.0.0.1:6379
+    backends = ["memory", "sqlite", *([] if no_redis else ["redis"])]
+    result = run_script(tmp_path, str(BENCHMARKS / "ledger_throughput.py"), "--calls", "3",
+                        "--processes", "1", "--backends", *backends)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:3] == ["backend", "processes", "reservations/s"]
+    assert [line.split()[:2] for line in lines[1:-1]] == [[b, "1"] for b in backends]
 
 
 def test_the_runner_rejects_an_unknown_script_name(tmp_path: Path) -> None:
