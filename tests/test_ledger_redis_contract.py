@@ -1,8 +1,8 @@
-"""The Ledger contract on Redis, where a test reaches into Redis itself.
+"""The Ledger on Redis: the checks that are Redis's own.
 
 The contract shared by every backend lives in ``test_ledger.py`` and runs on Redis through the
-``ledger`` fixture of ``tests/ledger_backends.py``; the tests here need the Redis client (to
-tamper with a total), so they keep a Redis ledger fixture of their own.
+``ledger`` fixture of ``tests/ledger_backends.py``. Left here: a total tampered with through
+the Redis client, and what a Redis record keeps of each scope's limit and an adjustment.
 """
 
 from __future__ import annotations
