@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -202,7 +202,7 @@ class AttemptLinks:
             if attempt > 1 and known is not None:
                 self._ids.move_to_end(prompt_hash)
                 return known
-            fresh = uuid.uuid4().hex[:16]
+            fresh = secrets.token_hex(8)  # 16 hex digits, as random as a uuid4's
             self._ids[prompt_hash] = fresh
             if len(self._ids) > self._MAX:
                 self._ids.popitem(last=False)

@@ -251,8 +251,11 @@ class Attempt:
             self.release(f"http {status_code}")
             return
         try:
-            decoder = ContentDecoder(None if decoded else headers.get("content-encoding"))
-            body = json.loads(decoder.decode(raw) + decoder.flush())
+            encoding = None if decoded else headers.get("content-encoding")
+            if encoding:
+                decoder = ContentDecoder(encoding)
+                raw = decoder.decode(raw) + decoder.flush()
+            body = json.loads(raw)
             if (self.call.endpoint is Endpoint.RESPONSES and isinstance(body, dict)
                     and body.get("status") in ("queued", "in_progress")
                     and body.get("usage") is None):
@@ -329,6 +332,7 @@ class Guard:
                             allow_unpriced=self.options.allow_unpriced)
         if endpoint is None or endpoint is Endpoint.FREE:
             return request, None
+        table = self.table  # once per call: the default table is looked up under a lock
         parsed = parse_body(body)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
@@ -338,19 +342,18 @@ class Guard:
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered
-        route = route_request(self.provider, self.options.platform, request.url, parsed,
-                              self.table)
+        route = route_request(self.provider, self.options.platform, request.url, parsed, table)
         unguarded = route is not None and route.unguarded
         call = build_call(self.provider, endpoint,
                           parsed if route is None else route.priced_body(parsed))
         if unguarded:
             estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
-                                Decimal(0), self.table.version)
+                                Decimal(0), table.version)
         else:
-            estimate = estimate_call(call, self.table)
+            estimate = estimate_call(call, table)
         # Degrading rewrites the model in the body sent: only where the body names the model
         # it is priced as (not a platform route, nor a signed body).
-        degraded = (degrade(self.budget, call, estimate, self.table)
+        degraded = (degrade(self.budget, call, estimate, table)
                     if route is None and rewritable else None)
         if degraded is not None:
             call, estimate = degraded.call, degraded.estimate
@@ -377,7 +380,7 @@ class Guard:
             end_user=end_user_of(call.provider.value, call.body),  # for per-user budgets
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
-        deployment = None if unguarded else self.table.get(call.model).self_hosted
+        deployment = None if unguarded else table.get(call.model).self_hosted
         if deployment is not None:
             # A self-hosted call's record carries the deployment's hourly cost beside its
             # allocated per-token cost, for `spendguard breakeven --from-ledger`.

@@ -28,6 +28,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("hex id", re.compile(r"\b[0-9a-f]{24,}\b")),
 )
 _MAX_SHOWN = 60
+# Every pattern in one: whether a text holds any volatile value is one scan, not six.
+_ANY = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _PATTERNS))
 
 
 END_OF_SYSTEM = "the end of the system prompt"
@@ -78,9 +80,10 @@ def find_volatile(text: str, where: str) -> list[VolatileValue]:
     return [VolatileValue(where, kind, value) for kind, value in _matches(text)]
 
 
+@functools.lru_cache(maxsize=4096)
 def has_volatile(text: str) -> bool:
-    """Whether ``text`` holds any volatile value."""
-    return bool(_matches(text))
+    """Whether ``text`` holds any volatile value (each distinct text is scanned once)."""
+    return _ANY.search(text) is not None
 
 
 # A sentence ends at . ! or ? followed by white space; a line ends a sentence too. Dots inside

@@ -8,6 +8,7 @@ turning SDK objects into plain dicts, reading token counts strictly, and the two
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -50,6 +51,7 @@ class StreamReader(Protocol):
     def output_text(self) -> str: ...
 
 
+@functools.cache  # read for every guarded call: the import machinery once per provider
 def _module(provider: str) -> Any:
     if provider not in PROVIDERS:
         raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
