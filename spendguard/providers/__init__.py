@@ -117,8 +117,10 @@ def read_table(container: Mapping[str, Any] | None, key: str, *, provider: str,
 def read_count(container: Mapping[str, Any] | None, key: str, *, provider: str, path: str,
                required: bool = False) -> int:
     """A token count: a whole number >= 0; absent is 0 unless ``required``."""
-    field = f"{path}.{key}"
     value = None if container is None else container.get(key)
+    if value.__class__ is int and value >= 0:
+        return value  # the usual case, read for every call: no field name spelled out
+    field = f"{path}.{key}"
     if value is None:
         if required:
             raise ProviderResponseError(f"{provider}: usage field {field} is missing",
