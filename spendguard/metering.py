@@ -313,8 +313,9 @@ class Guard:
         """Whether the request needs a reservation, from its method and path alone (its body is
         not touched: an upload streams through unread). Raises for an endpoint the guard
         refuses; takes off a :func:`prereserved` token, which is never sent on."""
-        token = request.headers.pop(PRERESERVED_HEADER, None)
-        if token is not None and token in _prereserved_tokens:
+        # A membership test first: popping a missing header raises (and catches) KeyError.
+        if PRERESERVED_HEADER in request.headers \
+                and request.headers.pop(PRERESERVED_HEADER) in _prereserved_tokens:
             return False
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
@@ -323,8 +324,8 @@ class Guard:
     def begin(self, request: httpx2.Request, body: bytes) -> tuple[httpx2.Request,
                                                                    Attempt | None]:
         """Reserve the worst case of a priced request, or refuse it; free requests pass."""
-        token = request.headers.get(PRERESERVED_HEADER)
-        if token is not None:
+        if PRERESERVED_HEADER in request.headers:
+            token = request.headers[PRERESERVED_HEADER]
             request = _without_header(request, PRERESERVED_HEADER)  # never sent on
             if token in _prereserved_tokens:
                 return request, None
