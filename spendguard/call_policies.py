@@ -168,12 +168,13 @@ def _any_volatile(body: Any) -> bool:
     stack = [body]
     while stack:
         value = stack.pop()
-        if isinstance(value, str):
+        kind = type(value)
+        if kind is str or isinstance(value, str):
             if has_volatile(value):  # cached per text
                 return True
-        elif isinstance(value, (dict, Mapping)):
+        elif kind is dict or isinstance(value, Mapping):
             stack.extend(value.values())
-        elif isinstance(value, list | tuple):
+        elif kind is list or isinstance(value, list | tuple):
             stack.extend(value)
     return False
 
