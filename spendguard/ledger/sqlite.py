@@ -15,7 +15,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -46,6 +46,19 @@ _CALL_COLUMNS = (
 )
 _INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 28)})"
 _SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
+# The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
+# keyed by its text, so these are compiled once per connection.
+_CALL_STATE = "SELECT state FROM calls WHERE id = ?"
+_CLOSE_CALL = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
+               "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? "
+               "WHERE id = ?")
+_INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
+                 "VALUES (?, ?, ?, ?, ?)")
+_SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
+                  "WHERE scope = ? AND period_key = ?")
+_PUT_TOTALS = ("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
+               "calls) VALUES (?, ?, ?, ?, ?)")
+_WRITER_PRAGMAS = ("PRAGMA synchronous=NORMAL",)
 
 
 class SqliteLedger(TransactionalLedger):
@@ -103,19 +116,29 @@ class SqliteLedger(TransactionalLedger):
         db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                              check_same_thread=False, uri=isinstance(self._target, str))
         if not self.read_only:
-            db.execute("PRAGMA synchronous=NORMAL")
+            for pragma in _WRITER_PRAGMAS:
+                db.execute(pragma)
         self._local.held = (os.getpid(), self._generation, db)
         with self._all_lock:
             self._all.append(db)
         return db
 
+    def _transaction(self) -> AbstractContextManager[_Tx]:
+        # IMMEDIATE takes the write lock before the limits are read, so nothing another
+        # process writes can come between a read and the write that depends on it. A read-only
+        # ledger only reads (verify), and could not take it.
+        return self._begin("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
+
+    def _snapshot(self) -> AbstractContextManager[_Tx]:
+        # A deferred transaction reads one WAL snapshot without the write lock: verifying a
+        # large ledger does not stall the processes writing to it.
+        return self._begin("BEGIN")
+
     @contextmanager
-    def _transaction(self) -> Iterator[_Tx]:
+    def _begin(self, begin: str) -> Iterator[_Tx]:
         db = self._connection()
         try:
-            # IMMEDIATE takes the write lock before the limits are read; a read-only ledger
-            # only reads (verify), and could not take it.
-            db.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
+            db.execute(begin)
         except sqlite3.Error as exc:
             raise ledger_error(self.path, "lock", exc) from exc
         try:
@@ -219,31 +242,42 @@ def _roll_back(db: sqlite3.Connection) -> None:
 
 
 class _Tx:
-    """The storage operations of :class:`~spendguard.ledger.engine.Tx` on one connection."""
+    """The storage operations of :class:`~spendguard.ledger.engine.Tx` on one connection.
+
+    Totals read or written in the transaction are kept (``seen``): the write lock is held
+    until it ends, so no other process can change them meanwhile, and the rules' later reads
+    of the same row (settle's warning check, a rolling window's current step) cost nothing.
+    """
 
     def __init__(self, db: sqlite3.Connection, open_rows: dict[str, CallRow]) -> None:
         self.db = db
         self.open_rows = open_rows
+        self.seen: dict[tuple[str, str], Totals] = {}
 
     def totals(self, scope: str, period_key: str) -> Totals:
-        row = self.db.execute("SELECT spent_usd, reserved_usd, calls FROM totals "
-                              "WHERE scope = ? AND period_key = ?", (scope, period_key)).fetchone()
-        return Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]), row[2])
+        known = self.seen.get((scope, period_key))
+        if known is None:
+            row = self.db.execute(_SELECT_TOTALS, (scope, period_key)).fetchone()
+            known = Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]), row[2])
+            self.seen[(scope, period_key)] = known
+        return known
 
     def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
         # One indexed read for a rolling window's 61 steps, not 61 reads.
         marks = ", ".join("?" * len(period_keys))
-        rows = self.db.execute(f"SELECT spent_usd, reserved_usd, calls FROM totals WHERE "
-                               f"scope = ? AND period_key IN ({marks})",
+        rows = self.db.execute(f"SELECT period_key, spent_usd, reserved_usd, calls FROM totals "
+                               f"WHERE scope = ? AND period_key IN ({marks})",
                                (scope, *period_keys)).fetchall()
-        return sum_totals(Totals(Decimal(spent), Decimal(reserved), calls)
-                          for spent, reserved, calls in rows)
+        steps = dict.fromkeys(period_keys, Totals())
+        steps.update((key, Totals(Decimal(spent), Decimal(reserved), calls))
+                     for key, spent, reserved, calls in rows)
+        self.seen.update(((scope, key), totals) for key, totals in steps.items())
+        return sum_totals(steps.values())
 
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
-        self.db.execute("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, "
-                        "reserved_usd, calls) VALUES (?, ?, ?, ?, ?)",
-                        (scope, period_key, str(totals.spent_usd), str(totals.reserved_usd),
-                         totals.calls))
+        self.seen[(scope, period_key)] = totals
+        self.db.execute(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
+                                      str(totals.reserved_usd), totals.calls))
 
     def insert_call(self, row: CallRow) -> None:
         self.db.execute(_INSERT_CALL, _call_to_row(row))
@@ -253,7 +287,7 @@ class _Tx:
     def get_call(self, call_id: str) -> CallRow | None:
         known = self.open_rows.get(call_id)
         if known is not None:
-            state = self.db.execute("SELECT state FROM calls WHERE id = ?", (call_id,)).fetchone()
+            state = self.db.execute(_CALL_STATE, (call_id,)).fetchone()
             if state == (OPEN,):
                 return known
         row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
@@ -263,16 +297,13 @@ class _Tx:
         if row.state != OPEN:
             self.open_rows.pop(row.record.id, None)
         r = row.record
-        self.db.execute(
-            "UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
-            "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? WHERE id = ?",
-            (row.state, str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated),
-             r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id))
+        self.db.execute(_CLOSE_CALL, (
+            row.state, str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated),
+            r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id))
 
     def append_event(self, event: Event) -> None:
-        self.db.execute("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
-                        "VALUES (?, ?, ?, ?, ?)", (event.call_id, event.kind, _ts(event.time),
-                                                   str(event.amount_usd), event.detail))
+        self.db.execute(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
+                                        str(event.amount_usd), event.detail))
 
     def expired_open_calls(self, now: datetime) -> list[CallRow]:
         rows = self.db.execute(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
