@@ -22,8 +22,12 @@ The settings, and why they are enough:
   loss call by call needs it (or a server database).
 - ``page_size=1024`` for new files and a checkpoint every 4 MiB of WAL: a reserve + settle
   changes about a dozen pages by a few bytes each, and every changed page goes into the WAL
-  whole, so smaller pages write, checksum and copy back less per call.
+  whole, so smaller pages write, checksum and copy back less per call (about a sixth less
+  CPU per call than 4 KiB pages; reading every call back costs about a third more).
 - A 30 s busy timeout: writers queue for the lock instead of failing.
+
+``mmap_size``, ``temp_store=MEMORY`` and a larger ``cache_size`` measured no faster for
+reserve + settle, so they stay at SQLite's defaults.
 
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
