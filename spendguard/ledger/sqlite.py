@@ -168,7 +168,11 @@ class SqliteLedger(TransactionalLedger):
 
     @contextmanager
     def _begin(self, begin: str) -> Iterator[_Tx]:
-        db = self._connection()
+        try:
+            # A thread's first transaction opens its connection, which can fail as an open does.
+            db = self._connection()
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "open", exc) from exc
         try:
             db.execute(begin)
         except sqlite3.Error as exc:
