@@ -1,4 +1,5 @@
-"""Ledgers, chosen by URL: ``sqlite:///path`` (the default), ``memory://`` (tests).
+"""Ledgers, chosen by URL: ``sqlite:///path`` (the default), ``memory://`` (tests), ``redis://``
+(also ``redis+cluster://``, ``redis+sentinel://``, and ``rediss…`` for TLS).
 
 ``open_ledger()`` with no URL uses ``$SPENDGUARD_LEDGER``, else a SQLite file in spendguard's
 data directory (``$SPENDGUARD_HOME``, else the platform's user data dir). One instance is kept
@@ -60,7 +61,9 @@ def __getattr__(name: str) -> Any:
 _BACKENDS: dict[str, str] = {
     "sqlite": "spendguard.ledger.sqlite:open_sqlite",
     "memory": "spendguard.ledger.memory:MemoryLedger",
-    "redis": "spendguard.ledger.redis:open_redis", "rediss": "spendguard.ledger.redis:open_redis",
+    **{scheme: "spendguard.ledger.redis:open_redis" for scheme in (
+        "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel",
+        "rediss+sentinel")},
 }
 _RECENT_MAX = 8
 

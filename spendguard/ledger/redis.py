@@ -1,4 +1,4 @@
-"""The Redis ledger (``redis://host:port/db``): budgets shared by processes on many machines.
+"""The Redis ledger (``redis://``, Cluster, Sentinel, TLS): budgets shared across machines.
 
 Each rule — reserve (check every limit, hold the worst case), settle, release, correct,
 recover an abandoned reservation — is one Lua script that Redis runs atomically, so processes
@@ -361,7 +361,8 @@ class RedisLedger:
 
 
 def open_redis(url: str) -> RedisLedger:
-    """The ledger for a ``redis://`` or ``rediss://`` URL (no connection is made yet)."""
+    """The ledger for a ``redis://``, ``redis+cluster://`` or ``redis+sentinel://`` URL
+    (``rediss…`` for TLS); no connection is made yet."""
     return RedisLedger(url)
 
 

@@ -1,7 +1,11 @@
 """A Redis ledger's connection: runs its scripts, with bounded timeouts, and names failures.
 
-redis-py is imported here, when a ``redis://`` ledger is first opened, never before. Every
-failure to reach the server — refused, timed out, reset, read-only after a failover — becomes
+redis-py is imported here, when a ``redis://`` ledger is first opened, never before; the client
+is a ``redis.Redis`` for one server, a ``redis.cluster.RedisCluster`` for a cluster, or the
+primary a ``redis.sentinel.Sentinel`` names. Every script is sent with the ledger's ``totals``
+key as its one declared key, so a cluster routes it to the primary holding the ledger's slot.
+Every failure to reach the server — refused, timed out, reset, read-only after a failover, a
+cluster that is down or moving slots — becomes
 :class:`LedgerUnavailable` naming the URL with its password masked; anything else Redis
 answers with becomes :class:`LedgerError`. A dropped connection is retried once at once
 (a server restart leaves stale pooled connections); a timeout is not retried, so one operation
@@ -42,15 +46,11 @@ class RedisSession:
             raise ConfigError(f"ledger: {options.url!r} needs the redis package; install it "
                               f"with pip install 'spendguard-llm[redis]'") from None
         self.options = options
-        self.prefix = options.prefix
+        self.prefix = options.key_prefix
         self._redis = redis
-        self.client: redis.Redis = redis.Redis(
-            host=options.host, port=options.port, db=options.db, username=options.username,
-            password=options.password, ssl=options.tls,
-            socket_connect_timeout=options.connect_timeout_s,
-            socket_timeout=options.reply_timeout_s, decode_responses=True,
-            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
-            client_name="spendguard")
+        self.client: redis.Redis = _client(options, redis, Retry(
+            NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
+        self._route = [f"{self.prefix}totals"]
         self._scripts = {name: self.client.register_script(source)
                          for name, source in _SCRIPTS.items()}
         self._schema_checked = False
@@ -58,8 +58,8 @@ class RedisSession:
 
     def run(self, name: str, args: list[str]) -> list[str]:
         """Run script ``name`` with the prefix and ``args``; its reply as a list of strings."""
-        reply = self.read(lambda client: self._scripts[name](args=[self.prefix, *args],
-                                                             client=client))
+        reply = self.read(lambda client: self._scripts[name](
+            keys=self._route, args=[self.prefix, *args], client=client))
         return [str(part) for part in reply]
 
     def read(self, operation: Callable[[redis.Redis], T]) -> T:
@@ -73,7 +73,8 @@ class RedisSession:
             raise LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
                               f"{self._clean(exc)}; check the user and password in the "
                               f"URL") from exc
-        except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError) as exc:
+        except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError,
+                redis.exceptions.ClusterError) as exc:
             self._rest()
             advice = ("" if self.options.fail_open else
                       "; spendguard fails closed and refuses calls it cannot record. Start or "
@@ -101,10 +102,8 @@ class RedisSession:
 
     def _check_schema(self) -> None:
         key = f"{self.prefix}meta"
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hsetnx(key, "schema", SCHEMA)
-        pipe.hget(key, "schema")
-        found: Any = pipe.execute()[1]
+        self.client.hsetnx(key, "schema", SCHEMA)
+        found: Any = self.client.hget(key, "schema")
         if found != SCHEMA:
             raise LedgerError(f"Redis ledger {self.options.url} (prefix {self.prefix!r}) has "
                               f"schema {found!r}, written by another spendguard version; this "
@@ -116,3 +115,39 @@ class RedisSession:
         if self.options.password:
             text = text.replace(self.options.password, "***")
         return text
+
+
+def _client(options: RedisOptions, redis: Any, retry: Any) -> Any:
+    """The redis-py client for the URL's topology, with its timeouts, credentials and TLS."""
+    common: dict[str, Any] = {
+        "username": options.username, "password": options.password,
+        "socket_connect_timeout": options.connect_timeout_s,
+        "socket_timeout": options.reply_timeout_s, "decode_responses": True,
+        "client_name": "spendguard", **_tls_kwargs(options)}
+    if options.topology == "cluster":
+        from redis.cluster import ClusterNode, RedisCluster  # noqa: PLC0415
+
+        return RedisCluster(startup_nodes=[ClusterNode(host, port) for host, port in
+                                           options.nodes], retry=retry, **common)
+    if options.topology == "sentinel":
+        from redis.sentinel import Sentinel  # noqa: PLC0415
+
+        # The URL's credentials and TLS are the primary's; Sentinels get the same TLS.
+        sentinels = Sentinel(list(options.nodes), sentinel_kwargs={
+            "socket_connect_timeout": options.connect_timeout_s,
+            "socket_timeout": options.reply_timeout_s, **_tls_kwargs(options)})
+        return sentinels.master_for(options.service, db=options.db, retry=retry, **common)
+    return redis.Redis(host=options.host, port=options.port, db=options.db, retry=retry,
+                       **common)
+
+
+def _tls_kwargs(options: RedisOptions) -> dict[str, Any]:
+    """redis-py's TLS arguments, named as the URL names them."""
+    if not options.tls:
+        return {}
+    kwargs: dict[str, Any] = {"ssl": True}
+    if options.ssl_cert_reqs is not None:
+        kwargs["ssl_cert_reqs"] = options.ssl_cert_reqs
+    if options.ssl_ca_certs is not None:
+        kwargs["ssl_ca_certs"] = options.ssl_ca_certs
+    return kwargs
