@@ -105,10 +105,9 @@ def cluster_url(ports: list[int], prefix: str, **options: str) -> str:
 
 def drop_cluster_prefix(ports: list[int], prefix: str) -> None:
     """Delete every key of the ledger under ``prefix`` (all in its hash tag's slot)."""
-    from redis.cluster import ClusterNode, RedisCluster
+    from redis.cluster import RedisCluster
 
-    client = RedisCluster(startup_nodes=[ClusterNode(HOST, p) for p in ports],
-                          socket_timeout=5)
+    client = RedisCluster(host=HOST, port=ports[0], socket_timeout=5)
     try:
         keys = list(client.scan_iter(match=f"{{{prefix}}}*", count=1000))
         for key in keys:

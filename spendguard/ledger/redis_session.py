@@ -125,15 +125,11 @@ def _client(options: RedisOptions, redis: Any, retry: Any) -> Any:
         "socket_timeout": options.reply_timeout_s, "decode_responses": True,
         "client_name": "spendguard", **_tls_kwargs(options)}
     if options.topology == "cluster":
-        from redis.cluster import ClusterNode, RedisCluster  # noqa: PLC0415
-
-        return RedisCluster(startup_nodes=[ClusterNode(host, port) for host, port in
-                                           options.nodes], retry=retry, **common)
+        nodes = [redis.cluster.ClusterNode(host, port) for host, port in options.nodes]
+        return redis.cluster.RedisCluster(startup_nodes=nodes, retry=retry, **common)
     if options.topology == "sentinel":
-        from redis.sentinel import Sentinel  # noqa: PLC0415
-
         # The URL's credentials and TLS are the primary's; Sentinels get the same TLS.
-        sentinels = Sentinel(list(options.nodes), sentinel_kwargs={
+        sentinels = redis.sentinel.Sentinel(list(options.nodes), sentinel_kwargs={
             "socket_connect_timeout": options.connect_timeout_s,
             "socket_timeout": options.reply_timeout_s, **_tls_kwargs(options)})
         return sentinels.master_for(options.service, db=options.db, retry=retry, **common)
