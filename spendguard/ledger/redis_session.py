@@ -14,6 +14,7 @@ waits at most about twice the URL's ``timeout``.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -50,17 +51,26 @@ class RedisSession:
         self._redis = redis
         self.client: redis.Redis = _client(options, redis, Retry(
             NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
-        self._route = [f"{self.prefix}totals"]
-        self._scripts = {name: self.client.register_script(source)
-                         for name, source in _SCRIPTS.items()}
+        self._route = f"{self.prefix}totals"
+        self._shas = {name: _sha1(source) for name, source in _SCRIPTS.items()}
         self._schema_checked = False
         self._rest_until = 0.0
 
     def run(self, name: str, args: list[str]) -> list[str]:
-        """Run script ``name`` with the prefix and ``args``; its reply as a list of strings."""
-        reply = self.read(lambda client: self._scripts[name](
-            keys=self._route, args=[self.prefix, *args], client=client))
+        """Run script ``name`` with the prefix and ``args``; its reply as a list of strings.
+
+        EVALSHA sends the script's digest, not its text; a server that does not know the
+        script yet (new, restarted, or another cluster primary) is sent it once.
+        """
+        reply = self.read(lambda client: self._evalsha(client, name, args))
         return [str(part) for part in reply]
+
+    def _evalsha(self, client: Any, name: str, args: list[str]) -> Any:
+        try:
+            return client.evalsha(self._shas[name], 1, self._route, self.prefix, *args)
+        except self._redis.exceptions.NoScriptError:
+            client.script_load(_SCRIPTS[name])
+            return client.evalsha(self._shas[name], 1, self._route, self.prefix, *args)
 
     def read(self, operation: Callable[[redis.Redis], T]) -> T:
         """Run ``operation`` on the client, failures mapped to spendguard's errors."""
@@ -115,6 +125,10 @@ class RedisSession:
         if self.options.password:
             text = text.replace(self.options.password, "***")
         return text
+
+
+def _sha1(source: str) -> str:
+    return hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
 
 
 def _client(options: RedisOptions, redis: Any, retry: Any) -> Any:
