@@ -58,16 +58,16 @@ def _worker(url: str, calls: int, barrier: Any, cpu: Any) -> None:
 
 def measure(url: str, processes: int, calls: int) -> float:
     """Reservations (reserve + settle) per second of ``processes`` processes on ``url``."""
-    return measure_cpu(url, processes, calls)[0]
+    return measure_cpu([url] * processes, calls)[0]
 
 
-def measure_cpu(url: str, processes: int, calls: int) -> tuple[float, float]:
-    """Calls a second of ``processes`` processes on ``url``, and their CPU µs per call."""
+def measure_cpu(urls: list[str], calls: int) -> tuple[float, float]:
+    """Calls a second of one process per URL in ``urls``, and their CPU µs per call."""
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(processes + 1)
+    barrier = context.Barrier(len(urls) + 1)
     cpu = context.Queue()
     workers = [context.Process(target=_worker, args=(url, calls, barrier, cpu))
-               for _ in range(processes)]
+               for url in urls]
     for worker in workers:
         worker.start()
     barrier.wait()
@@ -75,10 +75,10 @@ def measure_cpu(url: str, processes: int, calls: int) -> tuple[float, float]:
     for worker in workers:
         worker.join()
         if worker.exitcode != 0:
-            raise SystemExit(f"a worker on {url} failed (exit code {worker.exitcode})")
+            raise SystemExit(f"a worker failed (exit code {worker.exitcode})")
     elapsed = time.perf_counter() - started
     cpu_s = sum(cpu.get(timeout=60) for _ in workers)
-    return processes * calls / elapsed, cpu_s / (processes * calls) * 1e6
+    return len(urls) * calls / elapsed, cpu_s / (len(urls) * calls) * 1e6
 
 
 def server_cpu_s(redis_url: str) -> float:
@@ -133,7 +133,7 @@ def _row(backend: str, processes: int, calls: int, redis_url: str, directory: Pa
            "redis": f"{redis_url}?prefix={prefix}"}[backend]
     server_before = server_cpu_s(redis_url) if backend == "redis" else 0.0
     try:
-        rate, client_us = measure_cpu(url, processes, calls)
+        rate, client_us = measure_cpu([url] * processes, calls)
     finally:
         if backend == "redis":
             _drop(redis_url, prefix)
