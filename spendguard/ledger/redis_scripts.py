@@ -26,9 +26,10 @@ Keys, all under the ledger's prefix ``P``:
 - ``P meta`` (hash): ``schema``.
 
 Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles;
-see :mod:`spendguard.ledger.redis_codec`. Keys are built inside the scripts from the prefix,
-so the ledger needs one Redis primary (not Redis Cluster, unless the prefix holds a hash tag
-such as ``{sg}:`` that puts every key in one slot).
+see :mod:`spendguard.ledger.redis_codec`. Keys are built inside the scripts from the prefix
+(``ARGV[1]``). On Redis Cluster that prefix is the ledger's hash tag (``{spendguard:}``), so
+every key a script touches is in one slot; each script declares one key, ``P totals``, only
+so that the cluster routes it to the primary holding that slot.
 """
 
 from __future__ import annotations
