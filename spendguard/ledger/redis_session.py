@@ -15,6 +15,7 @@ waits at most about twice the URL's ``timeout``.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -52,6 +53,7 @@ class RedisSession:
         self.client: redis.Redis = _client(options, redis, Retry(
             NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
         self._route = f"{self.prefix}totals"
+        self._own = threading.local()
         self._shas = {name: _sha1(source) for name, source in _SCRIPTS.items()}
         self._schema_checked = False
         self._rest_until = 0.0
@@ -78,7 +80,7 @@ class RedisSession:
         try:
             if not self._schema_checked:
                 self._check_schema()
-            result = operation(self.client)
+            result = operation(self._thread_client())
         except redis.AuthenticationError as exc:
             raise LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
                               f"{self._clean(exc)}; check the user and password in the "
@@ -98,6 +100,22 @@ class RedisSession:
                               f"{self._clean(exc)}") from exc
         self._rest_until = 0.0
         return result
+
+    def _thread_client(self) -> Any:
+        """This thread's client, on a connection of its own from the shared pool.
+
+        A pooled command takes a connection, polls its socket for stray data and gives it
+        back each time; a connection kept per thread skips that, about a third of redis-py's
+        time per command. A cluster client keeps its own connections per node.
+        """
+        if self.options.topology == "cluster":
+            return self.client
+        pool = self.client.connection_pool
+        client = getattr(self._own, "client", None)
+        if client is None or client.connection_pool is not pool:
+            client = self._own.client = self._redis.Redis(connection_pool=pool,
+                                                          single_connection_client=True)
+        return client
 
     def resting(self) -> bool:
         """In fail-open mode: whether Redis failed less than ``retry_s`` ago (don't wait on it)."""
