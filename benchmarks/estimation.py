@@ -16,7 +16,15 @@ margin, not tokenizer accuracy against a real provider; output is the emulator's
 16-64-token reply, so worst/actual shows how much headroom a reservation holds while a call is
 in flight.
 
-Part 2 times spendguard's request counter (what the guard and the planner run per request)
+Part 2 compares, per provider, the input reserved with the static bound and with the bound
+learned from the ledger (``spendguard.learned_bounds``), each against what was billed, on the
+same prompts: every kind first builds its history (``--history`` calls, at least the 20 a
+learned bound needs), then ``--measured`` more calls are compared. Here the emulator bills
+Claude input as spendguard's central estimate × a factor within ``1 ± --spread`` drawn from
+each prompt (``Emulator(anthropic_token_spread=...)``), standing in for the spread of a real
+tokenizer around the o200k count; the learned ratio depends on that spread, so it is stated.
+
+Part 3 times spendguard's request counter (what the guard and the planner run per request)
 against raw tiktoken encoding of the same message texts with the same BPE, on one corpus.
 ``run_all.py`` also runs the planning helper's ``benchmarks/planning.py`` when it exists.
 """
@@ -32,9 +40,10 @@ from typing import Any
 
 import httpx2
 from corpus import SYSTEM_PROMPT, chat_messages, text
-from harness import add_quick, fmt_ratio, markdown_table, round_robin
+from harness import add_quick, fmt_ratio, markdown_table, percentile, round_robin
 
 import spendguard
+from spendguard.learned_bounds import MIN_SAMPLES
 from spendguard.testing import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Emulator
 from spendguard.tokens import count_request_tokens
 from spendguard.tokens.bpe import encoding
@@ -139,15 +148,7 @@ def estimate_rows(samples: int) -> list[list[str]]:
     rows = []
     for kind in KINDS:
         budget = spendguard.Budget("1000", ledger="memory://")
-        # One http client per SDK: the guard is installed on the http client it wraps.
-        clients = {
-            "openai": spendguard.OpenAI(
-                api_key="k", base_url=OPENAI_BASE_URL, budget=budget, max_retries=0,
-                http_client=httpx2.Client(transport=emulator.transport())),
-            "anthropic": spendguard.Anthropic(
-                api_key="k", base_url=ANTHROPIC_BASE_URL, budget=budget, max_retries=0,
-                http_client=httpx2.Client(transport=emulator.transport())),
-        }
+        clients = _clients(emulator, budget)
         expected: list[int] = []
         bodies: list[dict[str, Any]] = []
         task = f"bench-{KINDS.index(kind)}"
@@ -173,6 +174,52 @@ def estimate_rows(samples: int) -> list[list[str]]:
                               .expected_usd / record.actual_usd))
         rows.append([kind.name, str(len(records)), _stats(bound), _stats(central),
                      _stats(worst), _stats(cold), _stats(warm), f"{under}/{len(records)}"])
+    return rows
+
+
+def _clients(emulator: Emulator, budget: spendguard.Budget) -> dict[str, Any]:
+    """One http client per SDK: the guard is installed on the http client it wraps."""
+    return {
+        "openai": spendguard.OpenAI(
+            api_key="k", base_url=OPENAI_BASE_URL, budget=budget, max_retries=0,
+            http_client=httpx2.Client(transport=emulator.transport())),
+        "anthropic": spendguard.Anthropic(
+            api_key="k", base_url=ANTHROPIC_BASE_URL, budget=budget, max_retries=0,
+            http_client=httpx2.Client(transport=emulator.transport())),
+    }
+
+
+def _reserved_over_billed(records: list[Any]) -> list[float]:
+    """Reserved ÷ billed input per call."""
+    ratios = []
+    for record in records:
+        billed_in = sum(n for k, n in record.tokens.items() if k not in ("output", "reasoning"))
+        ratios.append((record.estimated_input_tokens or 0) / billed_in)
+    return ratios
+
+
+def learned_rows(history: int, measured: int, spread: float) -> list[list[str]]:
+    """Per provider: reserved ÷ billed input with the static and the learned bound."""
+    rows = []
+    for provider in ("openai", "anthropic"):
+        kinds = [kind for kind in KINDS if kind.provider == provider]
+        cells = []
+        for learn in (False, True):
+            emulator = Emulator(anthropic_token_spread=spread)
+            budget = spendguard.Budget("1000", ledger="memory://", learn_bounds=learn,
+                                       runaway=None)
+            clients = _clients(emulator, budget)
+            for index in range(history + measured):
+                # Sizes cycle through 20 .. 2,000 words: history and measured calls alike.
+                words = round(20 * 100 ** ((index * 7 % 19) / 18))
+                with spendguard.tags(phase="history" if index < history else "measured"):
+                    for kind in kinds:
+                        send(kind, kind.body(words, index), clients)
+            ratios = _reserved_over_billed(list(budget.ledger.records(tag="phase=measured")))
+            under = sum(ratio < 1 for ratio in ratios)
+            cells += [fmt_ratio(statistics.median(ratios)), fmt_ratio(percentile(ratios, 0.95)),
+                      f"{under}/{len(ratios)}"]
+        rows.append([provider, str(len(kinds) * measured), *cells])
     return rows
 
 
@@ -215,9 +262,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--history", type=int, default=MIN_SAMPLES,
+                        help="calls per kind before the learned bound is measured")
+    parser.add_argument("--measured", type=int, default=40)
+    parser.add_argument("--spread", type=float, default=0.1,
+                        help="the emulator's Claude tokenizer spread (anthropic_token_spread)")
     add_quick(parser)
     args = parser.parse_args(argv)
     samples, rounds = (2, 20) if args.quick else (args.samples, args.rounds)
+    measured = 3 if args.quick else args.measured
     rows = estimate_rows(samples)
     print(f"Estimate against what the emulator billed, per call ({samples} prompts per kind, "
           "20 to 2,000 words); ratios are median (max)\n")
@@ -225,6 +278,14 @@ def main(argv: list[str] | None = None) -> int:
                           "input expected / billed", "worst cost (reserved) / billed",
                           "plan expected / billed", "plan expected, with history / billed",
                           "billed above reserved"], rows))
+    rows = learned_rows(max(args.history, MIN_SAMPLES), measured, args.spread)
+    print(f"\nInput reserved / billed per provider, static bound against learned bound "
+          f"({max(args.history, MIN_SAMPLES)} history calls per kind, then {measured} measured; "
+          f"the emulator bills Claude input within ±{args.spread:.0%} of spendguard's central "
+          "estimate, per prompt)\n")
+    print(markdown_table(["provider", "measured calls", "static: median", "static: p95",
+                          "static: input above reserved", "learned: median", "learned: p95",
+                          "learned: input above reserved"], rows))
     tokens, rows = counting_rows(rounds + 5, rounds)
     print(f"\nToken counting, one chat request ({tokens:.0f} tokens on average: a shared system "
           f"prompt + a new user text each round), {rounds} rounds round-robin; spendguard "

@@ -87,6 +87,9 @@ class Budget:
     an attempt that was not billed is not counted).
     ``enforce=False`` is observe mode: calls are estimated, recorded and warned about as
     usual, but a call the limit would refuse is sent and recorded as "would have refused".
+    ``learn_bounds=False`` reserves the static bound for inexact input counts (Claude) in
+    calls charged to this budget, instead of one learned from the ledger's history
+    (:mod:`spendguard.learned_bounds`).
     """
 
     def __init__(self, limit_usd: Decimal | str | int, *,
@@ -98,7 +101,8 @@ class Budget:
                  runaway: RunawayRules | None = DEFAULT_RUNAWAY,
                  degrade: Degrade | None = None,
                  max_calls: int | None = None,
-                 enforce: bool = True, _parent: Budget | None = None) -> None:
+                 enforce: bool = True, learn_bounds: bool = True,
+                 _parent: Budget | None = None) -> None:
         try:
             self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd",
                                                 maximum=MAX_LIMIT_USD)
@@ -116,6 +120,10 @@ class Budget:
             raise BudgetConfigError(f"enforce: expected True or False, got {enforce!r}",
                                     field="enforce")
         self.enforce = enforce  # False: observe mode (spendguard.observing), nothing refused
+        if not isinstance(learn_bounds, bool):
+            raise BudgetConfigError(f"learn_bounds: expected True or False, got "
+                                    f"{learn_bounds!r}", field="learn_bounds")
+        self.learn_bounds = learn_bounds  # False: static input bounds (see learned_bounds)
         self.parent = _parent
         self.runaway = _check_policy(runaway, RunawayRules, "runaway")
         self.degrade = _check_policy(degrade, Degrade, "degrade")
@@ -220,8 +228,8 @@ class Budget:
 
         Whatever the child spends counts toward this budget too. ``warn_at``, ``on_warn``,
         ``period`` and ``enforce`` are inherited unless given; so are the clock, the
-        reservation expiry, the runaway rules and the degrade policy. ``max_calls`` is the
-        child's own (not inherited).
+        reservation expiry, the runaway rules, the degrade policy and ``learn_bounds``.
+        ``max_calls`` is the child's own (not inherited).
         """
         name = _check_scope(name, "name")
         if "/" in name:
@@ -234,7 +242,7 @@ class Budget:
             period=self.period if period is _INHERIT else period,  # type: ignore[arg-type]
             scope=f"{self.scope}/{name}", clock=self.clock,
             reservation_ttl_s=self.reservation_ttl_s, max_calls=max_calls,
-            runaway=self.runaway, degrade=self.degrade,
+            runaway=self.runaway, degrade=self.degrade, learn_bounds=self.learn_bounds,
             enforce=self.enforce if enforce is _INHERIT else enforce,  # type: ignore[arg-type]
             _parent=self,
         )

@@ -28,8 +28,7 @@ from spendguard.cache_order.layout import Path, describe, identity, prefix_body
 from spendguard.cache_order.marks import Marked, limit_markers, mark
 from spendguard.cache_order.stats import CacheStats, from_records
 from spendguard.cache_order.volatile import VolatileValue
-from spendguard.calls import Endpoint
-from spendguard.estimate import ENDPOINT_PATHS
+from spendguard.endpoints import Endpoint
 from spendguard.ledger import Ledger, open_ledger
 from spendguard.prices import PriceTable
 from spendguard.tokens import count_request_tokens
@@ -48,7 +47,7 @@ class OrderedRequest:
 
     body: dict[str, Any] = field(repr=False)
     provider: str
-    endpoint: str
+    endpoint: Endpoint
     volatile: tuple[VolatileValue, ...] = ()
     """Values that differ per request, found in the stable part (see ``moved``)."""
     breakpoints: tuple[str, ...] = ()
@@ -133,7 +132,7 @@ class CacheOrder:
                            to_last_message=self.volatile_to_last_message,
                            reorder_content=self.reorder_content, shared_texts=shared_texts)
         result = arranged.body
-        if endpoint == "embeddings":
+        if endpoint is Endpoint.EMBEDDINGS:
             return OrderedRequest(result, provider, endpoint, arranged.volatile)
         counter = prefix_tokens or _prefix_counter(provider, endpoint, result)
         if not self.breakpoints:
@@ -160,11 +159,10 @@ class CacheOrder:
             return body
 
 
-def _prefix_counter(provider: str, endpoint: str, body: Mapping[str, Any]) -> PrefixTokens:
-    path = ENDPOINT_PATHS[Endpoint(endpoint)]
-
+def _prefix_counter(provider: str, endpoint: Endpoint,
+                    body: Mapping[str, Any]) -> PrefixTokens:
     def count(at: Path) -> int:
-        return count_request_tokens(provider, path, prefix_body(body, at)).expected
+        return count_request_tokens(provider, endpoint, prefix_body(body, at)).expected
     return count
 
 

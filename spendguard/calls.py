@@ -9,31 +9,13 @@ default so unpriced spend never slips through).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from spendguard.endpoints import Endpoint, Provider
 from spendguard.errors import ConfigError, UnsupportedEndpointError
 
 __all__ = ["Call", "Endpoint", "Provider", "classify", "parse_body"]
-
-
-class Provider(StrEnum):
-    """The API a request speaks."""
-
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
-
-
-class Endpoint(StrEnum):
-    """The priced endpoints, and FREE for everything that cannot spend."""
-
-    CHAT = "chat.completions"
-    RESPONSES = "responses"
-    EMBEDDINGS = "embeddings"
-    MESSAGES = "messages"
-    FREE = "free"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,29 +49,6 @@ class Call:
         return None
 
 
-_OPENAI_PRICED = {
-    "/chat/completions": Endpoint.CHAT,
-    "/responses": Endpoint.RESPONSES,
-    "/responses/compact": Endpoint.RESPONSES,  # compaction is a billed model call
-    "/embeddings": Endpoint.EMBEDDINGS,
-}
-# POST paths that cannot spend: uploads, token counts, cancels, moderation (free).
-_OPENAI_FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads")
-# Stored-object updates that generate nothing: conversations and their items, and the
-# metadata of stored chat completions.
-_OPENAI_FREE_PATHS = re.compile(r"/conversations(/[^/]+(/items)?)?$|/chat/completions/[^/]+$")
-_ANTHROPIC_FREE_SUFFIXES = ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict")
-# Claude on Bedrock and Vertex: the Messages API with the model in the path (see routing.py).
-_PLATFORM_MESSAGES = re.compile(r"/model/[^/]+/invoke(-with-response-stream)?$"
-                                r"|/publishers/anthropic/models/(?!count-tokens:)[^/:]+"
-                                r":(raw|streamRaw)Predict$")
-
-
-def _path_suffix(path: str) -> str:
-    # Azure and proxies put prefixes before the API path; the suffix names the endpoint.
-    return path.rstrip("/")
-
-
 def classify(provider: Provider, method: str, path: str, *,
              allow_unpriced: bool = False) -> Endpoint | None:
     """The endpoint a request goes to, FREE for ones that cannot spend.
@@ -99,23 +58,13 @@ def classify(provider: Provider, method: str, path: str, *,
     """
     if method.upper() in {"GET", "DELETE", "HEAD", "OPTIONS"}:
         return Endpoint.FREE
-    suffix = _path_suffix(path)
-    if provider is Provider.OPENAI:
-        for tail, endpoint in _OPENAI_PRICED.items():
-            if suffix.endswith(tail):
-                return endpoint
-        if suffix.endswith(_OPENAI_FREE_SUFFIXES) or "/uploads/" in suffix \
-                or _OPENAI_FREE_PATHS.search(suffix):
-            return Endpoint.FREE
-    else:
-        if suffix.endswith("/messages") or _PLATFORM_MESSAGES.search(suffix):
-            return Endpoint.MESSAGES
-        if suffix.endswith(_ANTHROPIC_FREE_SUFFIXES):
-            return Endpoint.FREE
+    endpoint = Endpoint.from_path(provider, path)
+    if endpoint is not None:
+        return endpoint
     if allow_unpriced:
         return None
     hint = ""
-    if suffix.endswith("/batches"):
+    if path.rstrip("/").endswith("/batches"):
         hint = (" Batch jobs are priced by spendguard.batch(), which reserves the batch's worst "
                 "case before submitting.")
     raise UnsupportedEndpointError(

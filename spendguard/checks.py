@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from spendguard import replies
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError
 from spendguard.money import ZERO
 
@@ -48,7 +49,7 @@ class Candidate:
     client: Any = field(default=None, repr=False)
     """The client the reply came from; a judge check without its own client uses it."""
     provider: str = "openai"
-    endpoint: str = "chat.completions"
+    endpoint: Endpoint = Endpoint.CHAT
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,9 +302,10 @@ class check_judge(Check):
         self.max_tokens = max_tokens
         self.prompt = prompt
 
-    def _request(self, candidate: Candidate, client: Any) -> tuple[str, str, dict[str, Any]]:
+    def _request(self, candidate: Candidate,
+                 client: Any) -> tuple[str, Endpoint, dict[str, Any]]:
         provider = replies.provider_of(client)
-        endpoint = replies.MESSAGES if provider == "anthropic" else replies.CHAT
+        endpoint = Endpoint.MESSAGES if provider == "anthropic" else Endpoint.CHAT
         question = replies.prompt_text(candidate.endpoint, candidate.request)
         content = self.prompt.format(criteria=self.criteria, question=question,
                                      answer=candidate.text)
@@ -311,7 +313,7 @@ class check_judge(Check):
                 "messages": [{"role": "user", "content": content}]}
         return provider, endpoint, body
 
-    def _verdict(self, provider: str, endpoint: str, response: Any) -> Verdict:
+    def _verdict(self, provider: str, endpoint: Endpoint, response: Any) -> Verdict:
         said = replies.reply_text(endpoint, response).strip()
         spent = replies.cost_usd(self.model, replies.reply_usage(provider, response))
         passed = said.upper().startswith("PASS")

@@ -23,10 +23,24 @@ from spendguard.money import MILLION, ZERO, format_usd
 from spendguard.prices import LongContextTier, ModelPrice, PriceModifier, PriceTable, default_table
 from spendguard.usage import Usage, usage_from
 
-__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "cost"]
+__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "billable_tier", "cost"]
 
 STANDARD_TIERS = frozenset({"default", "auto", "standard", "standard_only"})
-"""Service-tier names that mean Standard pricing (no modifier)."""
+"""Service-tier names that mean Standard pricing (no modifier): OpenAI's requested "auto" and
+reported "default", Anthropic's requested "auto" / "standard_only" and reported "standard"."""
+
+
+def billable_tier(tier: object) -> str | None:
+    """The service tier a request is priced at, None for the base (Standard) rate.
+
+    The one rule for every requested or reported tier: no tier, an empty one or a Standard
+    name is the base rate; any other name ("flex", "priority", "fast", "scale", "batch"...) is
+    the price modifier of that name, which the model's entry must have (or pricing says how to
+    add it).
+    """
+    if not isinstance(tier, str):
+        return None if tier is None else str(tier)
+    return None if tier == "" or tier in STANDARD_TIERS else tier
 
 _THOUSAND = Decimal(1000)
 
@@ -120,11 +134,11 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
 
 
 def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None) -> list[str]:
-    tier = usage.service_tier if usage.service_tier is not None else service_tier
+    tier = billable_tier(usage.service_tier if usage.service_tier is not None else service_tier)
     names = []
     if batch or tier == "batch":
         names.append("batch")
-    if tier is not None and tier not in STANDARD_TIERS and tier != "batch":
+    if tier is not None and tier != "batch":
         names.append(tier)
     if usage.speed not in (None, "standard"):
         names.append(f"speed_{usage.speed}")

@@ -12,20 +12,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from spendguard.calls import Call, Endpoint
-from spendguard.costing import cost
+from spendguard.costing import billable_tier, cost
 from spendguard.errors import ConfigError
 from spendguard.prices import ModelPrice, PriceTable, default_table
 from spendguard.tokens import TokenCount, count_request_tokens
 from spendguard.usage import Usage
 
-__all__ = ["ENDPOINT_PATHS", "Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
-
-ENDPOINT_PATHS = {
-    Endpoint.CHAT: "/v1/chat/completions",
-    Endpoint.RESPONSES: "/v1/responses",
-    Endpoint.EMBEDDINGS: "/v1/embeddings",
-    Endpoint.MESSAGES: "/v1/messages",
-}
+__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +69,7 @@ def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
             candidates.append(Usage(cache_write_tokens={ttl: input_tokens},
                                     output_tokens=output_tokens, speed=call.speed,
                                     inference_geo=call.inference_geo))
-    tier = call.service_tier if call.service_tier not in (None, "auto", "default") else None
+    tier = billable_tier(call.service_tier)
     return max(cost(call.model, usage, service_tier=tier, table=table).total
                for usage in candidates)
 
@@ -88,7 +81,7 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}
-    input_tokens = count_request_tokens(call.provider.value, ENDPOINT_PATHS[call.endpoint], body)
+    input_tokens = count_request_tokens(call.provider.value, call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
     worst = worst_cost_usd(call, int(input_tokens), output_tokens, table)
     return Estimate(call.model, input_tokens, output_tokens, worst, table.version)

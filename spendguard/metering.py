@@ -26,10 +26,11 @@ import httpx2
 from spendguard.budget import Budget
 from spendguard.call_policies import AttemptLinks, call_tags, check_runaways, degrade
 from spendguard.calls import Call, Endpoint, Provider, build_call, classify, parse_body
-from spendguard.costing import Cost, cost
+from spendguard.costing import Cost, billable_tier, cost
 from spendguard.errors import SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
+from spendguard.learned_bounds import learned_input_bound
 from spendguard.ledger.base import CallInfo
 from spendguard.prices import ModelPrice, PriceTable, default_table
 from spendguard.providers import stream_reader
@@ -174,7 +175,7 @@ class Attempt:
             except SpendguardError:
                 pass  # the response names a snapshot we don't know; the request's model prices it
         tier = usage.service_tier or self.call.service_tier
-        actual = cost(priced_model, usage, service_tier=_billable_tier(tier), table=table)
+        actual = cost(priced_model, usage, service_tier=billable_tier(tier), table=table)
         return table.get(priced_model), actual
 
     def settle_worst(self, status: str, note: str | None = None,
@@ -277,10 +278,6 @@ class Attempt:
                            framing)
 
 
-def _billable_tier(tier: str | None) -> str | None:
-    return None if tier in (None, "auto", "default", "standard") else tier
-
-
 def _request_id(headers: httpx2.Headers) -> str | None:
     return headers.get("x-request-id") or headers.get("request-id")
 
@@ -334,7 +331,7 @@ class Guard:
         # would make the provider reject the call, so it is priced as sent.
         rewritable = not request.headers.get("authorization", "").startswith(_SIGV4)
         if self.options.cache_order is not None and rewritable:
-            ordered = self.options.cache_order(self.provider.value, endpoint.value, parsed)
+            ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered
@@ -356,6 +353,7 @@ class Guard:
             call, estimate = degraded.call, degraded.estimate
             parsed = call.body
             request, body = _with_body(request, call.body)
+        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, self.table)
         if self.options.cap_output and call.cap_field is not None and rewritable \
                 and not unguarded:
             request, call, estimate = self._fit_output(request, call, estimate, parsed)
@@ -377,6 +375,7 @@ class Guard:
             end_user=end_user_of(call.provider.value, call.body),  # for per-user budgets
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
+        tags.update(bound_tags)
         deployment = None if unguarded else self.table.get(call.model).self_hosted
         if deployment is not None:
             # A self-hosted call's record carries the deployment's hourly cost beside its

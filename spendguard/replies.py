@@ -22,9 +22,6 @@ from spendguard.scopes import tags
 from spendguard.usage import Usage, usage_from
 
 __all__ = [
-    "CHAT",
-    "MESSAGES",
-    "RESPONSES",
     "acall",
     "budget_left_usd",
     "call",
@@ -41,11 +38,6 @@ __all__ = [
     "tagged",
     "worst_case_usd",
 ]
-
-CHAT = "chat.completions"
-RESPONSES = "responses"
-MESSAGES = "messages"
-
 
 def provider_of(client: object) -> str:
     """``"openai"`` or ``"anthropic"``, from the SDK the client class comes from.
@@ -68,60 +60,52 @@ def is_async_client(client: object) -> bool:
                if klass.__module__.partition(".")[0] in ("openai", "anthropic"))
 
 
-def endpoint_for(provider: str, request: Mapping[str, Any]) -> str:
+def endpoint_for(provider: str, request: Mapping[str, Any]) -> Endpoint:
     """The endpoint a request body is for: messages (Anthropic), Responses or chat (OpenAI)."""
     if provider == "anthropic":
-        return MESSAGES
+        return Endpoint.MESSAGES
     if "input" in request and "messages" not in request:
-        return RESPONSES
-    return CHAT
+        return Endpoint.RESPONSES
+    return Endpoint.CHAT
 
 
-def _method(client: Any, endpoint: str) -> Any:
-    if endpoint == CHAT:
-        return client.chat.completions.create
-    if endpoint == RESPONSES:
-        return client.responses.create
-    return client.messages.create
-
-
-def call(client: Any, endpoint: str, body: Mapping[str, Any]) -> Any:
+def call(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
     """Send one non-streaming request through the SDK and return its parsed reply."""
     if body.get("stream"):
         raise ConfigError("request: stream=True is not supported here; the reply must be "
                           "complete to be checked. Remove 'stream' from the request.")
-    return _method(client, endpoint)(**body)
+    return endpoint.method_of(client)(**body)
 
 
-async def acall(client: Any, endpoint: str, body: Mapping[str, Any]) -> Any:
+async def acall(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
     """The async twin of :func:`call`."""
     if body.get("stream"):
         raise ConfigError("request: stream=True is not supported here; the reply must be "
                           "complete to be checked. Remove 'stream' from the request.")
-    return await _method(client, endpoint)(**body)
+    return await endpoint.method_of(client)(**body)
 
 
-def reply_text(endpoint: str, response: Any) -> str:
+def reply_text(endpoint: Endpoint, response: Any) -> str:
     """The text a reply carries (text blocks joined; empty when it has none)."""
-    if endpoint == CHAT:
+    if endpoint == Endpoint.CHAT:
         choices = getattr(response, "choices", None) or []
         content = choices[0].message.content if choices else None
         return content or ""
-    if endpoint == RESPONSES:
+    if endpoint == Endpoint.RESPONSES:
         return str(getattr(response, "output_text", "") or "")
     blocks = getattr(response, "content", None) or []
     return "".join(block.text for block in blocks if getattr(block, "type", None) == "text")
 
 
-def reply_kind(response: object) -> tuple[str, str]:
+def reply_kind(response: object) -> tuple[str, Endpoint]:
     """``(provider, endpoint)`` of an SDK reply object, from its class."""
     module = type(response).__module__
     if module.startswith("anthropic."):
-        return "anthropic", MESSAGES
+        return "anthropic", Endpoint.MESSAGES
     if module.startswith("openai.types.responses"):
-        return "openai", RESPONSES
+        return "openai", Endpoint.RESPONSES
     if module.startswith("openai.types.chat"):
-        return "openai", CHAT
+        return "openai", Endpoint.CHAT
     raise ConfigError(f"response: expected a reply from the openai or anthropic SDK (a "
                       f"ChatCompletion, Response or Message), got {type(response).__name__}")
 
@@ -136,9 +120,9 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def prompt_text(endpoint: str, request: Mapping[str, Any]) -> str:
+def prompt_text(endpoint: Endpoint, request: Mapping[str, Any]) -> str:
     """The last user turn of a request, as text (what a judge is shown as the question)."""
-    if endpoint == RESPONSES:
+    if endpoint == Endpoint.RESPONSES:
         items = request.get("input")
         if isinstance(items, str):
             return items
@@ -168,9 +152,9 @@ def rank_usd(model: str) -> Decimal:
     return cost_usd(model, Usage(input_tokens=1_000_000, output_tokens=1_000_000))
 
 
-def worst_case_usd(provider: str, endpoint: str, body: Mapping[str, Any]) -> Decimal:
+def worst_case_usd(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> Decimal:
     """The most this request could cost (input counted offline, output at its cap), in USD."""
-    call_ = build_call(Provider(provider), Endpoint(endpoint), dict(body))
+    call_ = build_call(Provider(provider), endpoint, dict(body))
     return estimate_call(call_).worst_usd
 
 

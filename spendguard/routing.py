@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 import httpx2
 
-from spendguard.calls import Provider
+from spendguard.endpoints import BEDROCK_INVOKE, VERTEX_PREDICT, Provider
 from spendguard.errors import UnknownModelError
 from spendguard.price_sections import AZURE_PREFIX
 from spendguard.prices import PriceTable
@@ -38,10 +38,6 @@ AZURE = "azure"
 AZURE_PRICE_AFTER = "azure:price_after"
 """Azure, opted into sending unmapped deployments unguarded and pricing them afterwards."""
 
-_BEDROCK = re.compile(r"/model/(?P<id>[^/]+)/(?P<kind>invoke|invoke-with-response-stream)$")
-_VERTEX = re.compile(r"/projects/[^/]+/locations/(?P<region>[^/]+)/publishers/anthropic/"
-                     r"models/(?P<model>(?!count-tokens:)[^/:]+)"
-                     r":(?P<kind>rawPredict|streamRawPredict)$")
 _AZURE_DEPLOYMENT = re.compile(r"/deployments/(?P<name>[^/]+)/")
 
 
@@ -87,14 +83,14 @@ def route_request(provider: Provider, platform: str | None, url: httpx2.URL,
 
 
 def _anthropic_platform(path: str, table: PriceTable) -> Route | None:
-    match = _BEDROCK.search(path)
+    match = BEDROCK_INVOKE.search(path)
     if match is not None:
         price_id = f"bedrock/{match['id']}"
         stream = match["kind"] == "invoke-with-response-stream"
         platform = "Bedrock"
     else:
-        match = _VERTEX.search(path)
-        if match is None:
+        match = VERTEX_PREDICT.search(path)
+        if match is None or match["region"] is None:  # a project's path names the region
             return None
         scope = "vertex" if match["region"] == "global" else "vertex-regional"
         price_id = f"{scope}/{match['model']}"

@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError
 from spendguard.events import CallEvent, Stage, subscribe, unsubscribe
 
 __all__ = ["disable", "enable", "enabled"]
 
-_OPERATIONS = {"chat.completions": "chat", "messages": "chat", "responses": "chat",
-               "embeddings": "embeddings"}
+# The OpenTelemetry GenAI semantic conventions' gen_ai.operation.name of each endpoint.
+_OPERATIONS: dict[str, str] = {Endpoint.CHAT: "chat", Endpoint.MESSAGES: "chat",
+                               Endpoint.RESPONSES: "chat", Endpoint.EMBEDDINGS: "embeddings"}
 _INPUT_KINDS = ("input", "cache_read")
 
 

@@ -139,6 +139,40 @@ def test_anthropic_message_usage_and_count_tokens_agree() -> None:
     assert message.usage.service_tier == "standard"
 
 
+def test_anthropic_token_ratio_scales_billed_and_counted_claude_input_alike() -> None:
+    plain = Emulator().anthropic_client()
+    scaled = Emulator(anthropic_token_ratio=1.5).anthropic_client()
+    central = plain.messages.create(model="claude-sonnet-5", max_tokens=10,
+                                    messages=USER).usage.input_tokens
+    message = scaled.messages.create(model="claude-sonnet-5", max_tokens=10, messages=USER)
+    counted = scaled.messages.count_tokens(model="claude-sonnet-5", messages=USER)
+    assert message.usage.input_tokens == counted.input_tokens == -(-central * 3 // 2)
+
+
+def test_anthropic_token_spread_varies_by_prompt_within_its_range_and_repeats() -> None:
+    plain = Emulator().anthropic_client()
+    spread = Emulator(anthropic_token_spread=0.1).anthropic_client()
+    ratios = set()
+    for index in range(20):
+        messages: Any = [{"role": "user", "content": f"prompt number {index} " * 50}]
+        central = plain.messages.create(model="claude-sonnet-5", max_tokens=10,
+                                        messages=messages).usage.input_tokens
+        billed = [spread.messages.create(model="claude-sonnet-5", max_tokens=10,
+                                         messages=messages).usage.input_tokens
+                  for _ in range(2)]
+        assert billed[0] == billed[1]  # the same prompt bills the same
+        assert central * 0.9 <= billed[0] <= central * 1.1 + 1
+        ratios.add(billed[0] / central)
+    assert len(ratios) > 10
+
+
+def test_an_anthropic_token_ratio_must_be_positive_and_a_spread_below_one() -> None:
+    with pytest.raises(ConfigError, match="anthropic_token_ratio"):
+        Emulator(anthropic_token_ratio=0)
+    with pytest.raises(ConfigError, match="anthropic_token_spread"):
+        Emulator(anthropic_token_spread=1.0)
+
+
 def test_a_responder_scripts_text_and_tool_calls_for_both_providers() -> None:
     seen: list[Prompt] = []
 

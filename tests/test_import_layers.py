@@ -18,12 +18,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "spendguard"
 # Lowest first. A top-level module or package of spendguard belongs to exactly one layer.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("foundation", frozenset({"errors", "money", "periods", "terminal"})),
-    ("data", frozenset({"price_schema", "prices", "price_check", "price_sections",
+    ("data", frozenset({"endpoints", "price_schema", "prices", "price_check", "price_sections",
                         "selfhosted", "routing", "usage", "providers", "costing", "tokens",
                         "calls", "estimate", "sizing", "eventstream"})),
     ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
                                      "reservations", "runaway", "degrade", "templates",
-                                     "events", "observing"})),
+                                     "events", "observing", "learned_bounds"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
     ("request shaping", frozenset({"caching", "cache_order"})),

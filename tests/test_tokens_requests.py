@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError
 from spendguard.tokens import bpe, count_request_tokens, count_tokens
 from tests.tokens_helpers import (
@@ -276,9 +277,9 @@ def test_a_walker_failure_falls_back_to_the_json_estimate(monkeypatch: pytest.Mo
     def broken(*args: Any) -> None:
         raise TypeError("a shape nobody foresaw")
 
-    handlers = dict(requests._HANDLERS)
-    handlers["openai"] = (("/chat/completions", broken),)
-    monkeypatch.setattr(requests, "_HANDLERS", handlers)
+    handlers = dict(requests._BY_ENDPOINT)
+    handlers[Endpoint.CHAT] = broken
+    monkeypatch.setattr(requests, "_BY_ENDPOINT", handlers)
     count = count_request_tokens("openai", "/v1/chat/completions",
                                  {"model": "gpt-4o", "messages": []})
     assert "JSON estimate" in count.method

@@ -15,13 +15,12 @@ import anthropic
 from anthropic.types import Message
 
 from spendguard.batching.wire import LineOutcome, Snapshot, Submitted
-from spendguard.calls import Provider
+from spendguard.endpoints import Endpoint, Provider
 from spendguard.errors import ConfigError, SpendguardError
 from spendguard.usage import Usage, usage_from
 
-__all__ = ["MESSAGES_PATH", "AnthropicBatches"]
+__all__ = ["AnthropicBatches"]
 
-MESSAGES_PATH = "/v1/messages"
 # The SDK serialises the body itself: measure with the widest spelling (ASCII escapes, spaced
 # separators), so the real body is never larger than counted.
 _BODY_OVERHEAD = len(b'{"requests": []}')
@@ -40,8 +39,9 @@ def _snapshot(batch: Any) -> Snapshot:
 
 def _requests(requests: Sequence[tuple[str, Mapping[str, Any]]],
               path: str) -> list[dict[str, Any]]:
-    if path != MESSAGES_PATH:
-        raise ConfigError(f"endpoint: Anthropic batches run {MESSAGES_PATH}, not {path!r}")
+    if path != Endpoint.MESSAGES.batch_url:
+        raise ConfigError(f"endpoint: Anthropic batches run {Endpoint.MESSAGES.batch_url}, "
+                          f"not {path!r}")
     return [{"custom_id": custom_id, "params": dict(body)} for custom_id, body in requests]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -24,12 +25,13 @@ from spendguard.batching.context import (
     live_ledgers,
     store_for,
 )
-from spendguard.batching.driver import acancel, cancel
 from spendguard.batching.holds import Holds
 from spendguard.batching.job import JobCore
 from spendguard.batching.polling import Polling
 from spendguard.batching.results import BatchResult
 from spendguard.batching.run import BatchRun, LedgerArg
+from spendguard.batching.shells import adrive, drive
+from spendguard.batching.steps import cancel
 from spendguard.errors import ConfigError
 from spendguard.ledger.base import Ledger
 from spendguard.ledger.jobs import JobItem, JobRecord, JobStore, is_active, job_store
@@ -235,11 +237,11 @@ async def aresume_batches(client: Any, *, job_id: str | None = None, ledger: Led
     return run.collect(new_only=True)
 
 
-def _one(client: Any, job_id: str, ledger: LedgerArg) -> tuple[JobCore, Polling]:
+def _one(client: Any, job_id: str, ledger: LedgerArg) -> tuple[ClientContext, JobCore]:
     context = client_context(client)
     (core,) = _cores(context, ledger_for(ledger, context.budget), job_id, take_over=True,
                      fallback=True)
-    return core, Polling()
+    return context, core
 
 
 def cancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
@@ -249,14 +251,14 @@ def cancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
     A provider takes a while to stop a batch: resume the job afterwards to settle what it
     finished meanwhile and to collect the results. ``clock`` returns epoch seconds.
     """
-    core, polling = _one(client, job_id, ledger)
-    cancel(core, client, (clock or polling.clock)())
+    context, core = _one(client, job_id, ledger)
+    drive(cancel(core, (clock or time.time)()), context)
     return BatchJob.of(core.job, list(core.items.values()))
 
 
 async def acancel_batch(client: Any, job_id: str, *, ledger: LedgerArg = None,
                         clock: Callable[[], float] | None = None) -> BatchJob:
     """The async twin of :func:`cancel_batch`."""
-    core, polling = _one(client, job_id, ledger)
-    await acancel(core, client, (clock or polling.clock)())
+    context, core = _one(client, job_id, ledger)
+    await adrive(cancel(core, (clock or time.time)()), context)
     return BatchJob.of(core.job, list(core.items.values()))

@@ -14,7 +14,6 @@ from spendguard.errors import ConfigError
 from spendguard.ledger import open_ledger
 from spendguard.ledger.base import Ledger
 from spendguard.ledger.jobs import JobStore, job_store
-from spendguard.metering import Guard
 from spendguard.prices import PriceTable, default_table
 from spendguard.scopes import collect_budgets
 from spendguard.transport import client_guard
@@ -24,22 +23,20 @@ __all__ = ["ClientContext", "client_context", "ledger_for", "live_ledgers", "sto
 
 @dataclass(frozen=True, slots=True)
 class ClientContext:
-    """The caller's SDK client, its provider, and the guard (budget, prices) it carries."""
+    """The caller's SDK client, its provider, and what its guard (if any) says about it.
+
+    Read once through the choke point's public accessor, ``transport.client_guard(client)``.
+    """
 
     client: Any
     provider: Provider
     is_async: bool
     api: BatchAPI
-    guard: Guard | None
+    guarded: bool
+    """Whether the client is guarded: its ordinary calls are budgeted (a fallback needs it)."""
+    budget: Budget | None
     table: PriceTable
-
-    @property
-    def budget(self) -> Budget | None:
-        return None if self.guard is None else self.guard.budget
-
-    @property
-    def store_prompts(self) -> bool:
-        return self.guard is not None and self.guard.options.store_prompts
+    store_prompts: bool
 
 
 def _kind(client: Any) -> tuple[Provider, bool] | None:
@@ -63,8 +60,12 @@ def client_context(client: Any) -> ClientContext:
                           f"spendguard.Anthropic, or the SDKs' own), got {type(client).__name__}")
     provider, is_async = kind
     guard = client_guard(client)
-    table = guard.table if guard is not None else default_table()
-    return ClientContext(client, provider, is_async, api_for(provider), guard, table)
+    if guard is None:
+        return ClientContext(client, provider, is_async, api_for(provider), guarded=False,
+                             budget=None, table=default_table(), store_prompts=False)
+    return ClientContext(client, provider, is_async, api_for(provider), guarded=True,
+                         budget=guard.budget, table=guard.table,
+                         store_prompts=guard.options.store_prompts)
 
 
 def ledger_for(ledger: str | os.PathLike[str] | Ledger | None, budget: Budget | None) -> Ledger:

@@ -23,6 +23,7 @@ from spendguard.batching.requests import BatchRequest
 from spendguard.batching.results import BatchResult
 from spendguard.batching.run import BatchRun, LedgerArg
 from spendguard.batching.submit import DEFAULT_FALLBACK_LEAD_S, abatch, batch
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError
 
 __all__ = ["Deferred", "DeferredAnthropic", "DeferredClient", "DeferredOpenAI",
@@ -199,7 +200,7 @@ def _kwargs(options: _Options) -> dict[str, Any]:
 
 
 class _Create:
-    def __init__(self, owner: DeferredClient, endpoint: str) -> None:
+    def __init__(self, owner: DeferredClient, endpoint: Endpoint) -> None:
         self._owner = owner
         self._endpoint = endpoint
 
@@ -210,7 +211,7 @@ class _Create:
 
 class _Chat:
     def __init__(self, owner: DeferredClient) -> None:
-        self.completions = _Create(owner, "/v1/chat/completions")
+        self.completions = _Create(owner, Endpoint.CHAT)
 
 
 class DeferredClient:
@@ -258,8 +259,8 @@ class DeferredOpenAI(DeferredClient):
     def __init__(self, queue: _Queue, options: _Options) -> None:
         super().__init__(queue, options)
         self.chat = _Chat(self)
-        self.responses = _Create(self, "/v1/responses")
-        self.embeddings = _Create(self, "/v1/embeddings")
+        self.responses = _Create(self, Endpoint.RESPONSES)
+        self.embeddings = _Create(self, Endpoint.EMBEDDINGS)
 
 
 class DeferredAnthropic(DeferredClient):
@@ -267,7 +268,7 @@ class DeferredAnthropic(DeferredClient):
 
     def __init__(self, queue: _Queue, options: _Options) -> None:
         super().__init__(queue, options)
-        self.messages = _Create(self, "/v1/messages")
+        self.messages = _Create(self, Endpoint.MESSAGES)
 
 
 def _queue(client: Any, is_async: bool) -> _Queue:

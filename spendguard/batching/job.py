@@ -1,10 +1,11 @@
 """One persisted batch job in this process: every change of state, recorded as it happens.
 
-:class:`JobCore` holds no connection to a provider; the sync and async drivers
-(:mod:`.driver`) call the provider and hand what they saw to it. Each method here changes the
-job in the ledger's job store in one transaction, after closing any reservation the change
-closes, so a process that dies between two steps is resumed from the last one recorded (a
-reservation closed twice is ignored; see :mod:`.holds`).
+:class:`JobCore` holds no connection to a provider: the decisions of :mod:`.steps` read it,
+name the provider operation they need, and record here what the sync or async shell
+(:mod:`.shells`) brought back. Each method here changes the job in the ledger's job store in
+one transaction, after closing any reservation the change closes, so a process that dies
+between two steps is resumed from the last one recorded (a reservation closed twice is
+ignored; see :mod:`.holds`).
 
 Request bodies (the prompts) and batch responses are the caller's data: by default they stay in
 this process's memory (:attr:`JobCore.bodies`, :attr:`JobCore.responses`) and the ledger keeps
@@ -26,8 +27,8 @@ from spendguard.batching.results import BatchResult, standard_usd
 from spendguard.batching.times import epoch, moment
 from spendguard.batching.wire import BatchAPI, LineOutcome, Snapshot, Submitted
 from spendguard.costing import cost
+from spendguard.endpoints import Endpoint
 from spendguard.errors import BudgetExceeded, ProviderResponseError, SpendguardError
-from spendguard.estimate import ENDPOINT_PATHS
 from spendguard.ledger.jobs import JobItem, JobRecord, JobStore
 from spendguard.money import ZERO
 from spendguard.prices import PriceTable
@@ -40,7 +41,6 @@ NOT_KEPT = ("request body not kept: pass keep_bodies=True (or use a client with 
 """Why a resumed request that needed its body ended without a response."""
 
 _HOST = socket.gethostname()
-_ENDPOINT_NAMES = {path: endpoint.value for endpoint, path in ENDPOINT_PATHS.items()}
 
 
 class JobCore:
@@ -336,8 +336,9 @@ class JobCore:
                 f"with keep_bodies=True")
 
     def _reservation(self, item: JobItem) -> Any:
+        endpoint = Endpoint.from_batch_url(self.job.endpoint)
         return self.holds.for_item(item, self.job.provider,
-                                   _ENDPOINT_NAMES.get(self.job.endpoint, self.job.endpoint))
+                                   endpoint.value if endpoint else self.job.endpoint)
 
     # -- results --------------------------------------------------------------------------
 

@@ -18,16 +18,16 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
 from spendguard.batching.wire import LineOutcome, Snapshot, Submitted
-from spendguard.calls import Provider
+from spendguard.endpoints import Endpoint, Provider
 from spendguard.errors import ConfigError, SpendguardError
 from spendguard.usage import Usage, usage_from
 
 __all__ = ["RESPONSE_TYPES", "OpenAIBatches", "jsonl_line"]
 
-RESPONSE_TYPES: dict[str, type[Any]] = {
-    "/v1/chat/completions": ChatCompletion,
-    "/v1/responses": Response,
-    "/v1/embeddings": CreateEmbeddingResponse,
+RESPONSE_TYPES: dict[Endpoint, type[Any]] = {
+    Endpoint.CHAT: ChatCompletion,
+    Endpoint.RESPONSES: Response,
+    Endpoint.EMBEDDINGS: CreateEmbeddingResponse,
 }
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 _UNRUN = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
@@ -49,6 +49,15 @@ def _snapshot(batch: Any) -> Snapshot:
     return Snapshot(batch.id, batch.status, batch.status in _ENDED,
                     {"total": total, "done": completed + failed, "failed": failed},
                     batch.output_file_id, batch.error_file_id, errors)
+
+
+def _response_type(path: str) -> type[Any]:
+    """The SDK type of a batch url's responses; refused for a url OpenAI batches do not run."""
+    endpoint = Endpoint.from_batch_url(path)
+    if endpoint not in RESPONSE_TYPES or endpoint.batch_url != path:
+        urls = sorted(str(member.batch_url) for member in RESPONSE_TYPES)
+        raise ConfigError(f"endpoint: OpenAI batches run {urls}, not {path!r}")
+    return RESPONSE_TYPES[endpoint]
 
 
 def _sdk_path(path: str) -> str:
@@ -94,7 +103,7 @@ class OpenAIBatches:
             "status_code"), **detail}, request_id=response.get("request_id"))
 
     def response_object(self, path: str, body: Mapping[str, Any]) -> Any:
-        return RESPONSE_TYPES[path].construct(**body)
+        return _response_type(path).construct(**body)
 
     def transient(self, exc: BaseException) -> bool:
         return isinstance(exc, openai.APIConnectionError | openai.InternalServerError
@@ -103,9 +112,7 @@ class OpenAIBatches:
     @staticmethod
     def _file(job_id: str, requests: Sequence[tuple[str, Mapping[str, Any]]],
               path: str) -> tuple[str, bytes, str]:
-        if path not in RESPONSE_TYPES:
-            raise ConfigError(f"endpoint: OpenAI batches run {sorted(RESPONSE_TYPES)}, "
-                              f"not {path!r}")
+        _response_type(path)
         data = b"".join(jsonl_line(custom_id, path, body) for custom_id, body in requests)
         return f"{job_id}.jsonl", data, "application/jsonl"
 
@@ -138,7 +145,7 @@ class OpenAIBatches:
                      if (b.metadata or {}).get("spendguard_job") == job_id), None)
 
     def call(self, client: Any, path: str, body: Mapping[str, Any]) -> Any:
-        return client.post(_sdk_path(path), body=dict(body), cast_to=RESPONSE_TYPES[path])
+        return client.post(_sdk_path(path), body=dict(body), cast_to=_response_type(path))
 
     # -- async ---------------------------------------------------------------------------
 
@@ -173,4 +180,4 @@ class OpenAIBatches:
 
     async def acall(self, client: Any, path: str, body: Mapping[str, Any]) -> Any:
         return await client.post(_sdk_path(path), body=dict(body),
-                                 cast_to=RESPONSE_TYPES[path])
+                                 cast_to=_response_type(path))

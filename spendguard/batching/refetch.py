@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from spendguard.batching.actions import Fetch, Poll, Steps
 from spendguard.batching.context import client_context, ledger_for, live_ledgers
 from spendguard.batching.holds import Holds
 from spendguard.batching.job import JobCore
 from spendguard.batching.results import BatchResult
 from spendguard.batching.run import LedgerArg
+from spendguard.batching.shells import drive
 from spendguard.errors import ConfigError
 from spendguard.ledger.jobs import job_store
 
@@ -47,13 +49,7 @@ def batch_results(client: Any, job_id: str, *, ledger: LedgerArg = None) -> list
                    context.api, context.table)
     if job.provider_batch_id is not None and any(
             item.route == "batch" and item.state == "succeeded" for item in items):
-        api = context.api
-        snapshot = api.retrieve(client, job.provider_batch_id)
-        if snapshot.ended:
-            for line in api.results(client, snapshot):
-                outcome = api.outcome(line, job.endpoint)
-                if outcome.body is not None:
-                    core.responses[outcome.custom_id] = outcome.body
+        drive(_responses(core, job.provider_batch_id), context)
     results = []
     for item in items:
         if not item.final:
@@ -64,3 +60,13 @@ def batch_results(client: Any, job_id: str, *, ledger: LedgerArg = None) -> list
                                             else "the provider no longer returns this result"})
         results.append(result)
     return results
+
+
+def _responses(core: JobCore, batch_id: str) -> Steps[None]:
+    """Hold the batch's response bodies on ``core`` again, if the batch ended."""
+    snapshot = yield Poll(batch_id)
+    if snapshot.ended:
+        for line in (yield Fetch(snapshot)):
+            outcome = core.api.outcome(line, core.job.endpoint)
+            if outcome.body is not None:
+                core.responses[outcome.custom_id] = outcome.body

@@ -19,25 +19,16 @@ from typing import Any
 from spendguard.calls import Call, Endpoint, Provider, build_call
 from spendguard.costing import cost
 from spendguard.errors import ConfigError
-from spendguard.estimate import ENDPOINT_PATHS, max_output_tokens
+from spendguard.estimate import max_output_tokens
 from spendguard.prices import PriceTable
 from spendguard.tokens import count_request_tokens
 from spendguard.usage import Usage
 
-__all__ = ["BatchRequest", "PlannedRequest", "batch_worst_usd", "endpoint_path",
+__all__ = ["BatchRequest", "PlannedRequest", "batch_endpoint", "batch_worst_usd",
            "plan_requests"]
 
 CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """Anthropic's rule for custom ids; applied to both providers so ids travel."""
-_ENDPOINTS = {
-    "chat": Endpoint.CHAT, "chat.completions": Endpoint.CHAT,
-    "responses": Endpoint.RESPONSES, "embeddings": Endpoint.EMBEDDINGS,
-    "messages": Endpoint.MESSAGES,
-}
-_PROVIDER_ENDPOINTS = {
-    Provider.OPENAI: (Endpoint.CHAT, Endpoint.RESPONSES, Endpoint.EMBEDDINGS),
-    Provider.ANTHROPIC: (Endpoint.MESSAGES,),
-}
 # SDK keyword arguments that are not part of the request body.
 _DROPPED = frozenset({"timeout"})
 _REFUSED = frozenset({"extra_headers", "extra_query"})
@@ -74,17 +65,15 @@ class PlannedRequest:
     """Requests that may share one batch: same endpoint (and, for OpenAI, model)."""
 
 
-def endpoint_path(provider: Provider, endpoint: str | None) -> tuple[Endpoint, str]:
-    """The endpoint named as ``"chat"``, ``"/v1/responses"``..., with its API path."""
-    if endpoint is None:
-        chosen = _PROVIDER_ENDPOINTS[provider][0]
-    else:
-        key = endpoint.strip().removeprefix("/v1/").strip("/").replace("/", ".")
-        chosen = _ENDPOINTS.get(key, Endpoint.FREE)
-    if chosen not in _PROVIDER_ENDPOINTS[provider]:
-        names = ", ".join(ENDPOINT_PATHS[e] for e in _PROVIDER_ENDPOINTS[provider])
+def batch_endpoint(provider: Provider, endpoint: str | None) -> Endpoint:
+    """The endpoint named as ``"chat"``, ``"/v1/responses"``... (the provider's chat endpoint
+    when None), refused unless the provider's batch API runs it."""
+    runs = tuple(member for member in Endpoint.of(provider) if member.batchable)
+    chosen = runs[0] if endpoint is None else Endpoint.named(endpoint)
+    if chosen not in runs:
+        names = ", ".join(str(member.batch_url) for member in runs)
         raise ConfigError(f"endpoint: {provider.value} batches run {names}; got {endpoint!r}")
-    return chosen, ENDPOINT_PATHS[chosen]
+    return chosen
 
 
 def _plain(value: Any, where: str) -> Any:
@@ -155,7 +144,8 @@ def plan_requests(provider: Provider, requests: Iterable[Mapping[str, Any] | Bat
         if not isinstance(item.body, Mapping):
             raise ConfigError(f"{where}: expected the create() arguments as a dict or a "
                               f"spendguard.BatchRequest, got {type(item.body).__name__}")
-        kind, path = endpoint_path(provider, item.endpoint or endpoint)
+        kind = batch_endpoint(provider, item.endpoint or endpoint)
+        path = str(kind.batch_url)
         body = request_body(item.body, where)
         call = build_call(provider, kind, body)
         custom_id = item.custom_id or _custom_id(index, path, body)
@@ -166,7 +156,7 @@ def plan_requests(provider: Provider, requests: Iterable[Mapping[str, Any] | Bat
             raise ConfigError(f"{where}.custom_id: {custom_id!r} is used twice; each request "
                               f"of a batch needs its own")
         seen.add(custom_id)
-        input_tokens = count_request_tokens(provider.value, path, body)
+        input_tokens = count_request_tokens(provider.value, kind, body)
         output = max_output_tokens(call, table.get(call.model), int(input_tokens))
         planned.append(PlannedRequest(
             index, custom_id, path, call.model, body,

@@ -20,11 +20,13 @@ from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Sequen
 from decimal import Decimal
 from typing import Any
 
+from spendguard.batching.actions import Steps
 from spendguard.batching.context import ClientContext
-from spendguard.batching.driver import aadvance, acancel, advance, cancel
 from spendguard.batching.job import JobCore
 from spendguard.batching.polling import Polling, Round, apoll_until, poll_until
 from spendguard.batching.results import BatchResult
+from spendguard.batching.shells import adrive, drive
+from spendguard.batching.steps import advance, cancel
 from spendguard.batching.times import epoch
 from spendguard.errors import ConfigError
 from spendguard.ledger.base import Ledger
@@ -110,26 +112,24 @@ class BatchRun:
         return looked is not None and now_s - looked < self.polling.first_wait_s / 2 and (
             not core.rescue_due(now_s) or core.job.cancel_requested)
 
+    def _looks(self, cores: Sequence[JobCore]) -> Steps[Round]:
+        """One look at every job that needs one (the shells hold the run's lock around it)."""
+        now_s = self.polling.clock()
+        for core in cores:
+            if self._busy(core) and not self._fresh(core, now_s):
+                yield from advance(core, now_s)
+                self._looked_s[core.job.id] = now_s
+        return self._round(cores, now_s)
+
     def _look(self, cores: Sequence[JobCore]) -> Round:
         with self._lock:
-            now_s = self.polling.clock()
-            for core in cores:
-                if self._busy(core) and not self._fresh(core, now_s):
-                    advance(core, self.context.client, now_s)
-                    self._looked_s[core.job.id] = now_s
-            return self._round(cores, now_s)
+            return drive(self._looks(cores), self.context)
 
     async def _alook(self, cores: Sequence[JobCore]) -> Round:
         # An asyncio lock belongs to one event loop; a run awaited from another gets its own.
         loop = id(asyncio.get_running_loop())
-        lock = self._async_locks.setdefault(loop, asyncio.Lock())
-        async with lock:
-            now_s = self.polling.clock()
-            for core in cores:
-                if self._busy(core) and not self._fresh(core, now_s):
-                    await aadvance(core, self.context.client, now_s)
-                    self._looked_s[core.job.id] = now_s
-            return self._round(cores, now_s)
+        async with self._async_locks.setdefault(loop, asyncio.Lock()):
+            return await adrive(self._looks(cores), self.context)
 
     def _need(self, is_async: bool) -> None:
         if self.context.is_async != is_async:
@@ -253,17 +253,19 @@ class BatchRun:
             f"the ledger: wait again, or resume them later with spendguard.resume_batches(client)"
             f" or `spendguard batches resume`")
 
+    def _cancels(self) -> Steps[None]:
+        for core in self.cores:
+            yield from cancel(core, self.polling.clock())
+
     def cancel(self) -> None:
         """Cancel its batches; what they did not finish is answered ``cancelled``."""
         self._need(False)
-        for core in self.cores:
-            cancel(core, self.context.client, self.polling.clock())
+        drive(self._cancels(), self.context)
 
     async def acancel(self) -> None:
         """The async twin of :meth:`cancel`."""
         self._need(True)
-        for core in self.cores:
-            await acancel(core, self.context.client, self.polling.clock())
+        await adrive(self._cancels(), self.context)
 
     def __repr__(self) -> str:
         return f"<BatchRun jobs={self.job_ids} requests={len(self._order())}>"

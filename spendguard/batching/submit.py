@@ -16,13 +16,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from spendguard.batching.context import ClientContext, client_context, store_for
-from spendguard.batching.driver import asubmit, submit
 from spendguard.batching.holds import Holds, hold_requests
 from spendguard.batching.job import JobCore
 from spendguard.batching.limits import BatchLimits, split
 from spendguard.batching.polling import Polling
 from spendguard.batching.requests import BatchRequest, plan_requests
 from spendguard.batching.run import BatchRun, LedgerArg
+from spendguard.batching.shells import adrive, drive
+from spendguard.batching.steps import submit_all
 from spendguard.batching.times import deadline_from, moment
 from spendguard.errors import ConfigError
 from spendguard.ledger.jobs import JobItem, JobRecord
@@ -54,7 +55,7 @@ def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
     """
     if fallback and deadline is None:
         raise ConfigError("fallback=True needs a deadline: it is when ordinary calls take over")
-    if fallback and context.guard is None:
+    if fallback and not context.guarded:
         raise ConfigError("fallback=True needs a guarded client (spendguard.OpenAI(...) or "
                           "spendguard.wrap(client)), so the ordinary calls are budgeted too")
     if fallback_lead_s < 0:
@@ -93,13 +94,6 @@ def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
     return cores
 
 
-def _not_sent(cores: Sequence[JobCore], exc: BaseException, now_s: float) -> None:
-    """A part was refused: the caller gets that error, so the parts after it are not sent."""
-    for core in cores:
-        core.submit_failed(f"not submitted: an earlier part of the same batch was refused "
-                           f"({type(exc).__name__}: {exc})", now_s)
-
-
 def _undo(recorded: list[JobCore], unrecorded: Sequence[Sequence[Any]], holds: Holds,
           exc: BaseException, now_s: float, context: ClientContext) -> None:
     for core in recorded:
@@ -108,6 +102,24 @@ def _undo(recorded: list[JobCore], unrecorded: Sequence[Sequence[Any]], holds: H
         for request in part:
             item = JobItem("", request.custom_id, 0, request.model, request.worst_usd, ())
             holds.release(holds.for_item(item, context.provider.value, ""), "batch not recorded")
+
+
+def _prepared(client: Any, requests: Requests, *, want_async: bool, endpoint: str | None,
+              deadline: datetime | timedelta | float | None, fallback: bool,
+              fallback_lead_s: float, ledger: LedgerArg, limits: BatchLimits | None,
+              polling: Polling | None, keep_bodies: bool | None
+              ) -> tuple[ClientContext, list[JobCore], Polling]:
+    """What :func:`batch` and :func:`abatch` share before sending: the checks and the jobs."""
+    context = client_context(client)
+    if context.is_async != want_async:
+        raise ConfigError("client: an async client submits with `await spendguard.abatch(...)`"
+                          if context.is_async else
+                          "client: a sync client submits with spendguard.batch(...)")
+    polling = polling or Polling()
+    cores = prepare(context, requests, endpoint=endpoint, deadline=deadline, fallback=fallback,
+                    fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
+                    polling=polling, keep_bodies=keeps_bodies(context, keep_bodies))
+    return context, cores, polling
 
 
 def batch(requests: Requests, *, client: Any, endpoint: str | None = None,
@@ -130,21 +142,11 @@ def batch(requests: Requests, *, client: Any, endpoint: str | None = None,
     ``store_prompts`` (off: bodies stay in this process's memory; results are fetched again
     from the provider after a restart). Returns a :class:`BatchRun`: call ``.results()``.
     """
-    context = client_context(client)
-    if context.is_async:
-        raise ConfigError("client: an async client submits with `await spendguard.abatch(...)`")
-    polling = polling or Polling()
-    cores = prepare(context, requests, endpoint=endpoint, deadline=deadline, fallback=fallback,
-                    fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
-                    polling=polling, keep_bodies=keeps_bodies(context, keep_bodies))
-    now_s = polling.clock()
-    for index, core in enumerate(cores):
-        if not core.rescue_due(now_s):
-            try:
-                submit(core, client, now_s)
-            except Exception as exc:
-                _not_sent(cores[index + 1:], exc, now_s)
-                raise
+    context, cores, polling = _prepared(
+        client, requests, want_async=False, endpoint=endpoint, deadline=deadline,
+        fallback=fallback, fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
+        polling=polling, keep_bodies=keep_bodies)
+    drive(submit_all(cores, polling.clock()), context)
     return BatchRun(context, cores, polling)
 
 
@@ -154,19 +156,9 @@ async def abatch(requests: Requests, *, client: Any, endpoint: str | None = None
                  limits: BatchLimits | None = None, polling: Polling | None = None,
                  keep_bodies: bool | None = None) -> BatchRun:
     """The async twin of :func:`batch` (an ``AsyncOpenAI`` / ``AsyncAnthropic`` client)."""
-    context = client_context(client)
-    if not context.is_async:
-        raise ConfigError("client: a sync client submits with spendguard.batch(...)")
-    polling = polling or Polling()
-    cores = prepare(context, requests, endpoint=endpoint, deadline=deadline, fallback=fallback,
-                    fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
-                    polling=polling, keep_bodies=keeps_bodies(context, keep_bodies))
-    now_s = polling.clock()
-    for index, core in enumerate(cores):
-        if not core.rescue_due(now_s):
-            try:
-                await asubmit(core, client, now_s)
-            except Exception as exc:
-                _not_sent(cores[index + 1:], exc, now_s)
-                raise
+    context, cores, polling = _prepared(
+        client, requests, want_async=True, endpoint=endpoint, deadline=deadline,
+        fallback=fallback, fallback_lead_s=fallback_lead_s, ledger=ledger, limits=limits,
+        polling=polling, keep_bodies=keep_bodies)
+    await adrive(submit_all(cores, polling.clock()), context)
     return BatchRun(context, cores, polling)

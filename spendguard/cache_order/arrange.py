@@ -37,6 +37,7 @@ from spendguard.cache_order.volatile import (
     has_volatile,
     split_paragraphs,
 )
+from spendguard.endpoints import Endpoint
 
 __all__ = ["Arranged", "arrange", "is_shared", "is_stable_block", "shared_text", "text_identity"]
 
@@ -293,7 +294,7 @@ def _has_user(messages: Any) -> bool:
         isinstance(m, Mapping) and m.get("role") == "user" for m in messages)
 
 
-def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
+def arrange(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
             shared: Collection[Any] = (), move_volatile: bool = True,
             to_last_message: bool = False, reorder_content: bool = False,
             shared_texts: Collection[str] = ()) -> Arranged:
@@ -309,11 +310,11 @@ def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
     """
     out = dict(body)
     found: list[VolatileValue] = []
-    if endpoint == "embeddings":
+    if endpoint is Endpoint.EMBEDDINGS:
         return Arranged(out, ())
     if isinstance(body.get("tools"), list) and body["tools"]:
         out["tools"] = _tools(list(body["tools"]), found, shared)
-    turns = "input" if provider == "openai" and endpoint == "responses" else "messages"
+    turns = "input" if provider == "openai" and endpoint is Endpoint.RESPONSES else "messages"
     system = _System(move_volatile, to_last_message and _has_user(body.get(turns)), shared,
                      found)
     if provider == "anthropic":
@@ -322,7 +323,7 @@ def arrange(provider: str, endpoint: str, body: Mapping[str, Any], *,
             out["system"] = system.text(value, "system", as_blocks=True)
         elif isinstance(value, list):
             out["system"] = system.parts(list(value), "system", "text")
-    elif endpoint == "responses":
+    elif endpoint is Endpoint.RESPONSES:
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
             out["instructions"] = system.text(instructions, "instructions", as_blocks=False)

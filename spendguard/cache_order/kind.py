@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError, UnknownModelError
 from spendguard.prices import ModelPrice, PriceTable, default_table
 
-__all__ = ["ENDPOINTS", "endpoint_from_url", "model_price_or_none", "request_kind"]
+__all__ = ["model_price_or_none", "request_kind"]
 
-ENDPOINTS = ("chat.completions", "responses", "embeddings", "messages")
-_URLS = {"/v1/chat/completions": "chat.completions", "/v1/responses": "responses",
-         "/v1/embeddings": "embeddings", "/v1/messages": "messages"}
+_PRICED = tuple(member for member in Endpoint if member is not Endpoint.FREE)
 
 
 def model_price_or_none(model: Any, table: PriceTable | None = None) -> ModelPrice | None:
@@ -33,7 +32,7 @@ def model_price_or_none(model: Any, table: PriceTable | None = None) -> ModelPri
 
 def request_kind(body: Mapping[str, Any], *, provider: str | None = None,
                  endpoint: str | None = None,
-                 table: PriceTable | None = None) -> tuple[str, str]:
+                 table: PriceTable | None = None) -> tuple[str, Endpoint]:
     """``(provider, endpoint)`` of a request body; ``provider`` / ``endpoint`` pin either."""
     if not isinstance(body, Mapping):
         raise ConfigError(f"request: expected a dict (a request body), got "
@@ -50,21 +49,17 @@ def request_kind(body: Mapping[str, Any], *, provider: str | None = None,
     if provider not in ("openai", "anthropic"):
         raise ConfigError(f"provider: expected 'openai' or 'anthropic', got {provider!r}")
     if endpoint is None:
-        if provider == "anthropic":
-            endpoint = "messages"
-        elif price is not None and price.mode == "embedding":
-            endpoint = "embeddings"
-        elif "input" in body and "messages" not in body:
-            endpoint = "responses"
-        else:
-            endpoint = "chat.completions"
-    if endpoint not in ENDPOINTS:
-        raise ConfigError(f"endpoint: expected one of {', '.join(ENDPOINTS)}, got {endpoint!r}")
-    return provider, endpoint
+        return provider, _endpoint_of(provider, body, price)
+    if endpoint not in _PRICED:
+        raise ConfigError(f"endpoint: expected one of {', '.join(_PRICED)}, got {endpoint!r}")
+    return provider, Endpoint(endpoint)
 
 
-def endpoint_from_url(url: Any) -> str | None:
-    """The endpoint of a batch line's ``url`` (``/v1/chat/completions``...); None if unknown."""
-    if not isinstance(url, str):
-        return None
-    return _URLS.get(url.split("?", 1)[0].rstrip("/"))
+def _endpoint_of(provider: str, body: Mapping[str, Any], price: ModelPrice | None) -> Endpoint:
+    if provider == "anthropic":
+        return Endpoint.MESSAGES
+    if price is not None and price.mode == "embedding":
+        return Endpoint.EMBEDDINGS
+    if "input" in body and "messages" not in body:
+        return Endpoint.RESPONSES
+    return Endpoint.CHAT

@@ -15,6 +15,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from spendguard.endpoints import Endpoint
+
 __all__ = ["Slot", "describe", "identity", "prefix_body", "remembered_identities", "slots"]
 
 Path = tuple[Any, ...]
@@ -81,9 +83,9 @@ def _message_slots(field: str, messages: Any) -> list[Slot]:
     return found
 
 
-def slots(provider: str, endpoint: str, body: Mapping[str, Any]) -> list[Slot]:
+def slots(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> list[Slot]:
     """The cacheable slots of a request body, in the order the provider renders them."""
-    if endpoint == "embeddings":
+    if endpoint is Endpoint.EMBEDDINGS:
         return []
     found = [Slot(("tools", i), _strip(tool)) for i, tool in enumerate(body.get("tools") or [])]
     if provider == "anthropic":
@@ -93,7 +95,7 @@ def slots(provider: str, endpoint: str, body: Mapping[str, Any]) -> list[Slot]:
         elif isinstance(system, list):
             found += [Slot(("system", i), _strip(b)) for i, b in enumerate(system)]
         return found + _message_slots("messages", body.get("messages"))
-    if endpoint == "responses":
+    if endpoint is Endpoint.RESPONSES:
         if body.get("instructions"):
             found.append(Slot(("instructions",), {"instructions": body["instructions"]}))
         return found + _message_slots("input", body.get("input"))

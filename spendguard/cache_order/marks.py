@@ -28,6 +28,7 @@ from spendguard.cache_order.arrange import is_shared, is_stable_block, shared_te
 from spendguard.cache_order.layout import Path, Slot, describe, identity, slots
 from spendguard.cache_order.policy import choose_ttl, min_cacheable_tokens, pays_back
 from spendguard.cache_order.volatile import has_volatile
+from spendguard.endpoints import Endpoint
 from spendguard.prices import ModelPrice
 
 __all__ = ["MAX_BREAKPOINTS", "Marked", "cap_markers", "existing_breakpoints", "limit_markers",
@@ -61,7 +62,7 @@ def _text_of(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def stable_ends(provider: str, endpoint: str, body: Mapping[str, Any],
+def stable_ends(provider: str, endpoint: Endpoint, body: Mapping[str, Any],
                 shared: Collection[Any] = (), *, found: Sequence[Slot] | None = None
                 ) -> tuple[int | None, int | None, Path | None]:
     """Where the stable prefix ends: the slot index after tools + system, the one after the
@@ -190,7 +191,7 @@ def _cache_key(prefix: tuple[Any, ...]) -> str:
     return "sg-" + hashlib.sha256(repr(prefix).encode()).hexdigest()[:16]
 
 
-def mark(provider: str, endpoint: str, body: Mapping[str, Any], *,
+def mark(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
          model_price: ModelPrice | None, prefix_tokens: PrefixTokens,
          shared: Collection[Any] = (), reuses: int | None = None,
          reuse_gap_s: float | None = None, cache_key: bool = True,
@@ -262,7 +263,7 @@ def cap_markers(body: dict[str, Any], found: list[Slot], prefix_tokens: PrefixTo
     return dropped
 
 
-def limit_markers(provider: str, endpoint: str, body: Mapping[str, Any],
+def limit_markers(provider: str, endpoint: Endpoint, body: Mapping[str, Any],
                   prefix_tokens: PrefixTokens, shared: Collection[Any] = ()
                   ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """``body`` with at most :data:`MAX_BREAKPOINTS` Anthropic markers, and the notes; for

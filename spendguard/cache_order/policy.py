@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from spendguard.endpoints import Endpoint
 from spendguard.prices import ModelPrice
 
 __all__ = ["DEFAULT_MIN_CACHEABLE_TOKENS", "TTL_SECONDS", "choose_ttl", "min_cacheable_tokens",
@@ -24,7 +25,7 @@ DEFAULT_MIN_CACHEABLE_TOKENS = 1024
 """Used for a model whose price entry states no minimum (OpenAI's, and Anthropic's usual one)."""
 
 
-def choose_ttl(provider: str, endpoint: str, reuse_gap_s: float | None) -> str | None:
+def choose_ttl(provider: str, endpoint: Endpoint, reuse_gap_s: float | None) -> str | None:
     """The cheapest TTL that outlives the gap between reuses; None when none does.
 
     An unknown gap gets the provider's default TTL.
@@ -32,7 +33,7 @@ def choose_ttl(provider: str, endpoint: str, reuse_gap_s: float | None) -> str |
     choices: tuple[str, ...]
     if provider == "anthropic":
         choices = ("5m", "1h")
-    elif endpoint == "responses":
+    elif endpoint is Endpoint.RESPONSES:
         choices = ("30m", "12h")
     else:
         choices = ("30m",)

@@ -21,9 +21,7 @@ from spendguard.cache_order.kind import model_price_or_none
 from spendguard.cache_order.layout import remembered_identities
 from spendguard.cache_order.volatile import VolatileValue
 from spendguard.caching import CacheOrder, as_cache_order
-from spendguard.calls import Endpoint
 from spendguard.errors import ConfigError
-from spendguard.estimate import ENDPOINT_PATHS
 from spendguard.ledger import Ledger, open_ledger
 from spendguard.planning.estimates import Assumptions, RequestPlan, estimate_request
 from spendguard.planning.history import observed
@@ -42,8 +40,7 @@ DEFAULT_CONCURRENCY = 8
 
 
 def _count(request: PlannedRequest, body: Mapping[str, Any]) -> int:
-    return count_request_tokens(request.provider, ENDPOINT_PATHS[Endpoint(request.endpoint)],
-                                body).expected
+    return count_request_tokens(request.provider, request.endpoint, body).expected
 
 
 def plan(requests: str | os.PathLike[str] | Iterable[Mapping[str, Any]], *,
@@ -90,8 +87,7 @@ def _plan(loaded: list[PlannedRequest], options: CacheOrder | None, *, task: str
         ordered = order_plan(loaded, options, prices=prices, count=_count,
                              concurrency=concurrency, assumptions=assumptions)
         loaded, volatile, notes = list(ordered.requests), ordered.volatile, ordered.notes
-    counts = [count_request_tokens(r.provider, ENDPOINT_PATHS[Endpoint(r.endpoint)], r.body)
-              for r in loaded]
+    counts = [count_request_tokens(r.provider, r.endpoint, r.body) for r in loaded]
     history = {}
     if task is not None:
         store = ledger if isinstance(ledger, Ledger) else open_ledger(ledger)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from spendguard.calls import Call, Endpoint, Provider, build_call
-from spendguard.costing import cost
+from spendguard.costing import billable_tier, cost
 from spendguard.errors import ConfigError, UnknownModelError
 from spendguard.estimate import max_output_tokens, worst_cost_usd
 from spendguard.planning.history import Observed
@@ -46,7 +46,7 @@ class RequestPlan:
     index: int
     custom_id: str | None
     provider: str
-    endpoint: str
+    endpoint: Endpoint
     model: str
     input_tokens: int
     """All input tokens, central estimate (cached or not)."""
@@ -99,13 +99,9 @@ def _worst(model: str, cache_ttls: tuple[str, ...], speed: str | None, geo: str 
     return worst_cost_usd(call, input_tokens, output_tokens, table)
 
 
-def _billable(tier: str | None) -> str | None:
-    return None if tier in (None, "auto", "default", "standard", "standard_only") else tier
-
-
 def _call(request: PlannedRequest) -> Call:
     try:
-        return build_call(Provider(request.provider), Endpoint(request.endpoint), request.body)
+        return build_call(Provider(request.provider), request.endpoint, request.body)
     except ConfigError as exc:
         where = f"requests[{request.index}]" + (f" ({request.custom_id})"
                                                 if request.custom_id else "")
@@ -136,7 +132,7 @@ def estimate_request(request: PlannedRequest, counted: TokenCount, cache: Expect
     expected: Split = (central - read - sum(writes.values()), read, tuple(sorted(writes.items())),
                        output, call.speed, call.inference_geo)
     plain: Split = (central, 0, (), output, call.speed, call.inference_geo)
-    tier = _billable(call.service_tier)
+    tier = billable_tier(call.service_tier)
     try:
         batch: Decimal | None = _priced(call.model, expected, True, None, table)
     except UnknownModelError:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spendguard.cache_order.kind import endpoint_from_url, request_kind
+from spendguard.cache_order.kind import request_kind
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError
 from spendguard.prices import PriceTable
 
@@ -33,8 +34,7 @@ class PlannedRequest:
     index: int
     provider: str
     """``"openai"`` or ``"anthropic"``."""
-    endpoint: str
-    """``"chat.completions"``, ``"responses"``, ``"embeddings"`` or ``"messages"``."""
+    endpoint: Endpoint
     body: dict[str, Any] = field(repr=False)
     custom_id: str | None = None
 
@@ -67,9 +67,9 @@ def _entry(item: Mapping[str, Any], index: int, where: str, provider: str | None
     custom = str(custom_id) if custom_id is not None else None
     if "params" in item and isinstance(item["params"], Mapping):
         body = dict(item["params"])
-        return PlannedRequest(index, "anthropic", "messages", body, custom)
+        return PlannedRequest(index, "anthropic", Endpoint.MESSAGES, body, custom)
     if "body" in item and "url" in item:
-        endpoint = endpoint_from_url(item["url"])
+        endpoint = Endpoint.from_batch_url(item["url"])
         if endpoint is None or not isinstance(item["body"], Mapping):
             raise ConfigError(f"{where}: url {item['url']!r} is not an endpoint spendguard "
                               "plans (/v1/chat/completions, /v1/responses, /v1/embeddings)")

@@ -19,6 +19,7 @@ from spendguard.cache_order.layout import Path, Slot, identity, prefix_body, slo
 from spendguard.cache_order.marks import mark, stable_ends
 from spendguard.cache_order.volatile import VolatileValue
 from spendguard.caching import CacheOrder
+from spendguard.endpoints import Endpoint
 from spendguard.planning.estimates import Assumptions
 from spendguard.planning.inputs import PlannedRequest
 from spendguard.planning.prefixes import ChainIndex, CountTokens
@@ -40,7 +41,7 @@ class Ordered:
 
 
 def _first_user_blocks(request: PlannedRequest) -> list[Any]:
-    field = "input" if request.endpoint == "responses" else "messages"
+    field = "input" if request.endpoint is Endpoint.RESPONSES else "messages"
     for message in request.body.get(field) or []:
         if not isinstance(message, Mapping) or message.get("role") in ("system", "developer"):
             continue
@@ -55,7 +56,7 @@ def _first_user_blocks(request: PlannedRequest) -> list[Any]:
 
 def _first_user_texts(request: PlannedRequest) -> list[str]:
     """The texts of a request's first user message (a string, or its text blocks)."""
-    field = "input" if request.endpoint == "responses" else "messages"
+    field = "input" if request.endpoint is Endpoint.RESPONSES else "messages"
     for message in request.body.get(field) or []:
         if not isinstance(message, Mapping) or message.get("role") in ("system", "developer"):
             continue
@@ -81,7 +82,7 @@ def _split_saving_note(requests: Sequence[PlannedRequest], texts: Sequence[str],
     request = requests[0]
     price = prices.get(str(request.body.get("model")))
     doc = max(texts, key=len)
-    field = "input" if request.endpoint == "responses" else "messages"
+    field = "input" if request.endpoint is Endpoint.RESPONSES else "messages"
     body = {**request.body, field: [{"role": "user", "content": doc}]}
     body.pop("system", None)
     body.pop("tools", None)

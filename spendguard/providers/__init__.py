@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError, ProviderResponseError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,13 +69,13 @@ def stream_reader(provider: str, endpoint: str) -> StreamReader:
     return reader
 
 
-def endpoint_kind(endpoint: str | None) -> str | None:
-    """"chat", "responses", "embeddings", "messages" from a name or URL path (None stays None)."""
-    if endpoint is None:
-        return None
+def endpoint_kind(endpoint: str | None) -> Endpoint | None:
+    """The endpoint named loosely ("chat", "Responses", a URL path...); None stays None."""
+    if endpoint is None or (isinstance(endpoint, Endpoint) and endpoint is not Endpoint.FREE):
+        return endpoint
     lowered = endpoint.lower()
-    for needle, kind in (("chat", "chat"), ("respons", "responses"), ("embedding", "embeddings"),
-                         ("message", "messages")):
+    for needle, kind in (("chat", Endpoint.CHAT), ("respons", Endpoint.RESPONSES),
+                         ("embedding", Endpoint.EMBEDDINGS), ("message", Endpoint.MESSAGES)):
         if needle in lowered:
             return kind
     raise ConfigError(f"endpoint: {endpoint!r} is not a priced endpoint; use chat, responses, "

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError, ProviderResponseError
 from spendguard.providers import endpoint_kind, read_count, read_table, to_plain
 from spendguard.usage import Usage
@@ -25,7 +26,7 @@ PROVIDER = "anthropic"
 def usage_from_anthropic(payload: object, *, endpoint: str | None = None) -> Usage:
     """Usage from a Message, a ``message_start`` / ``message_delta`` event, a batch result line,
     or a bare usage object."""
-    if endpoint_kind(endpoint) not in (None, "messages"):
+    if endpoint_kind(endpoint) not in (None, Endpoint.MESSAGES):
         raise ConfigError(f"endpoint: {endpoint!r} is not an Anthropic endpoint; use messages")
     data = to_plain(payload, provider=PROVIDER)
     if "custom_id" in data and "result" in data:
@@ -173,7 +174,7 @@ class MessageStreamReader:
 
 def stream_reader(endpoint: str) -> MessageStreamReader:
     """A reader for one Anthropic ``messages`` stream."""
-    if endpoint_kind(endpoint) != "messages":
+    if endpoint_kind(endpoint) is not Endpoint.MESSAGES:
         raise ProviderResponseError(f"anthropic: {endpoint!r} does not stream",
                                     provider=PROVIDER, field="endpoint")
     return MessageStreamReader()

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ProviderResponseError
 from spendguard.providers import (
     endpoint_kind,
@@ -51,13 +52,13 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
                                     provider=PROVIDER, field="usage")
     kind = endpoint_kind(endpoint)
     if kind is None:
-        kind = ("responses" if "input_tokens" in usage
-                else "chat" if "completion_tokens" in usage else "embeddings")
+        kind = (Endpoint.RESPONSES if "input_tokens" in usage
+                else Endpoint.CHAT if "completion_tokens" in usage else Endpoint.EMBEDDINGS)
     tier = data.get("service_tier")
     tier = tier if isinstance(tier, str) else None
-    if kind == "responses":
+    if kind is Endpoint.RESPONSES:
         return _responses_usage(usage, data, tier)
-    if kind == "embeddings":
+    if kind is Endpoint.EMBEDDINGS:
         prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
         return Usage(input_tokens=prompt, service_tier=tier)
     return _chat_usage(usage, tier)
@@ -190,7 +191,7 @@ class ChatStreamReader(_TextCounter):
                 self._open_choices.discard(index)
                 self.complete = not self._open_choices
         if isinstance(data.get("usage"), Mapping):
-            self._usage = usage_from_openai(data, endpoint="chat")
+            self._usage = usage_from_openai(data, endpoint=Endpoint.CHAT)
             self.complete = True
 
 
@@ -208,15 +209,15 @@ class ResponsesStreamReader(_TextCounter):
         if kind in RESPONSE_TERMINAL_EVENTS and isinstance(response, Mapping):
             self.complete = True
             if isinstance(response.get("usage"), Mapping):
-                self._usage = usage_from_openai(response, endpoint="responses")
+                self._usage = usage_from_openai(response, endpoint=Endpoint.RESPONSES)
 
 
 def stream_reader(endpoint: str) -> ChatStreamReader | ResponsesStreamReader:
     """A reader for one OpenAI stream (``chat`` or ``responses``)."""
     kind = endpoint_kind(endpoint)
-    if kind == "chat":
+    if kind is Endpoint.CHAT:
         return ChatStreamReader()
-    if kind == "responses":
+    if kind is Endpoint.RESPONSES:
         return ResponsesStreamReader()
     raise ProviderResponseError(f"openai: {endpoint!r} does not stream", provider=PROVIDER,
                                 field="endpoint")

@@ -98,8 +98,8 @@ def run_messages(state: State, body: dict[str, Any], now_s: float) -> Generation
             state.cache, root=json.dumps(["anthropic", model]), blocks=blocks,
             breakpoints=breakpoints, total_tokens=total, now_s=now_s,
             min_tokens=state.config.min_cacheable_tokens(model),
-            prefix_tokens=lambda at: input_tokens("anthropic", MESSAGES_PATH,
-                                                  _prefix_body(body, spots[at])))
+            prefix_tokens=lambda at: state.config.anthropic_tokens(
+                body, input_tokens("anthropic", MESSAGES_PATH, _prefix_body(body, spots[at]))))
 
     return generate(state, provider="anthropic", endpoint=MESSAGES_PATH, body=body, model=model,
                     cap=output_cap(body, "max_tokens"), cache=cache, now_s=now_s,
@@ -189,4 +189,5 @@ def count_tokens(ctx: Ctx, params: dict[str, str]) -> WireResponse:
     if not isinstance(body.get("messages"), list):
         raise EmulatedError(400, "messages: Field required")
     return json_response("anthropic", ctx.request_id,
-                         {"input_tokens": input_tokens("anthropic", MESSAGES_PATH, body)})
+                         {"input_tokens": ctx.config.anthropic_tokens(
+                             body, input_tokens("anthropic", MESSAGES_PATH, body))})

@@ -75,7 +75,9 @@ class Emulator:
 
     It is NOT a real provider: replies are labelled ``[spendguard emulator]`` and every
     response carries an ``x-spendguard-emulator`` header. Usage is counted with spendguard's
-    own token counters, prompt caches and batches run on ``clock`` (epoch seconds; pass a
+    own token counters (Claude input scaled by ``anthropic_token_ratio``, each prompt within
+    ``± anthropic_token_spread`` of that, to stand in for Claude's own tokenizer), prompt
+    caches and batches run on ``clock`` (epoch seconds; pass a
     :class:`~spendguard.testing.ManualClock` to drive time by hand), and ``sleep`` /
     ``async_sleep`` (default: the manual clock's, else the real ones) serve ``latency_s``.
     """
@@ -90,7 +92,9 @@ class Emulator:
                  anthropic_min_cacheable_tokens: Mapping[str, int] | None = None,
                  default_min_cacheable_tokens: int = 1024, batch_completion_s: float = 60.0,
                  batch_cancel_s: float = 0.0, batch_error_rate: float = 0.0,
-                 batch_limits: BatchLimits | None = None) -> None:
+                 batch_limits: BatchLimits | None = None,
+                 anthropic_token_ratio: float = 1.0,
+                 anthropic_token_spread: float = 0.0) -> None:
         for name, value in (("latency_s", latency_s), ("stream_interval_s", stream_interval_s),
                             ("openai_cache_ttl_s", openai_cache_ttl_s),
                             ("batch_completion_s", batch_completion_s),
@@ -100,6 +104,10 @@ class Emulator:
         if not 0.0 <= batch_error_rate <= 1.0:
             raise ConfigError(f"Emulator(batch_error_rate={batch_error_rate!r}): give a "
                               "fraction from 0 to 1")
+        if not anthropic_token_ratio > 0 or not 0 <= anthropic_token_spread < 1:
+            raise ConfigError(f"Emulator(anthropic_token_ratio={anthropic_token_ratio!r}, "
+                              f"anthropic_token_spread={anthropic_token_spread!r}): give a "
+                              "ratio > 0 and a spread from 0 to below 1")
         if reply_tokens is not None and reply_tokens < 0:
             raise ConfigError(f"Emulator(reply_tokens={reply_tokens!r}): give a token count "
                               ">= 0, or None for a length derived from each request")
@@ -110,7 +118,9 @@ class Emulator:
                                             **(anthropic_min_cacheable_tokens or {})},
             default_min_cacheable_tokens=default_min_cacheable_tokens,
             batch_completion_s=batch_completion_s, batch_cancel_s=batch_cancel_s,
-            batch_error_rate=batch_error_rate, batch_limits=batch_limits or BatchLimits())
+            batch_error_rate=batch_error_rate, batch_limits=batch_limits or BatchLimits(),
+            anthropic_token_ratio=anthropic_token_ratio,
+            anthropic_token_spread=anthropic_token_spread)
         self.clock: Callable[[], float] = clock or time.time
         manual = clock if isinstance(clock, ManualClock) else None
         self.sleep: Callable[[float], None] = sleep or (manual.sleep if manual else time.sleep)

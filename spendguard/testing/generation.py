@@ -73,6 +73,8 @@ def generate(state: State, *, provider: str, endpoint: str, body: dict[str, Any]
              call_prefix: str, choices: int = 1) -> Generation:
     """Count, cache and render one request (``counted_body``: the prompt as the model sees it)."""
     prompt_tokens = input_tokens(provider, endpoint, counted_body or body)
+    if provider == "anthropic":  # billed as the configured tokenizer ratio says
+        prompt_tokens = state.config.anthropic_tokens(body, prompt_tokens)
     cache_use = cache(prompt_tokens)
     prompt = Prompt(provider, endpoint, model, body)
     config = state.config

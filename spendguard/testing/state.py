@@ -6,6 +6,9 @@ holds its lock while one runs, so state here needs no locking of its own.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +59,23 @@ class EmulatorConfig:
     batch_cancel_s: float = 0.0
     batch_error_rate: float = 0.0
     batch_limits: BatchLimits = field(default_factory=BatchLimits)
+    anthropic_token_ratio: float = 1.0
+    anthropic_token_spread: float = 0.0
+
+    def anthropic_tokens(self, body: Mapping[str, Any], central: int) -> int:
+        """Claude input tokens billed for a prompt spendguard counts ``central`` tokens.
+
+        ``central × ratio``, times a factor within ``1 ± spread`` drawn from the prompt's
+        text (system, messages, tools): the same prompt always bills the same, as a real
+        tokenizer would, but prompts differ in how far they land from spendguard's count.
+        """
+        if self.anthropic_token_ratio == 1.0 and not self.anthropic_token_spread:
+            return central
+        prompt = json.dumps([body.get(k) for k in ("system", "messages", "tools")],
+                            sort_keys=True, default=str)
+        draw = int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big") / 2**64
+        factor = self.anthropic_token_ratio * (1 + self.anthropic_token_spread * (2 * draw - 1))
+        return math.ceil(central * factor)
 
     def min_cacheable_tokens(self, model: str) -> int:
         """The shortest prompt prefix ``model`` caches (exact id, or id minus a date suffix)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from spendguard.endpoints import Endpoint
 from spendguard.errors import ConfigError
 from spendguard.tokens.anthropic import count_messages
 from spendguard.tokens.content import json_text, unknown
@@ -39,19 +40,19 @@ def _message_batch(profile: Profile, body: Mapping[str, Any], tally: Tally) -> N
         count_messages(own or foreign_profile("", "anthropic"), params, tally)
 
 
-# Longest suffix first: "chat/completions" must win over "completions".
-_HANDLERS: dict[str, tuple[tuple[str, Handler], ...]] = {
+_BY_ENDPOINT: dict[Endpoint, Handler] = {
+    Endpoint.CHAT: count_chat, Endpoint.RESPONSES: count_responses,
+    Endpoint.EMBEDDINGS: count_embeddings, Endpoint.MESSAGES: count_messages,
+}
+# Paths that are no priced endpoint but whose input is counted all the same.
+_OTHER_PATHS: dict[str, tuple[tuple[str, Handler], ...]] = {
     "openai": (
-        ("/chat/completions", count_chat),
         ("/responses/input_tokens", count_responses),
-        ("/responses", count_responses),
-        ("/embeddings", count_embeddings),
         ("/completions", _completions),
     ),
     "anthropic": (
         ("/messages/count_tokens", count_messages),
         ("/messages/batches", _message_batch),
-        ("/messages", count_messages),
     ),
 }
 
@@ -61,21 +62,26 @@ _SHAPE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, Re
                  OverflowError)
 
 
-def _handler(provider: str, endpoint: str) -> Handler | None:
-    path = endpoint.split("?", 1)[0].rstrip("/")
-    for suffix, handler in _HANDLERS[provider]:
-        if path.endswith(suffix):
-            return handler
-    return None
+def _handler(provider: str, endpoint: Endpoint | str) -> Handler | None:
+    if not isinstance(endpoint, Endpoint):
+        path = endpoint.split("?", 1)[0].rstrip("/")
+        named = Endpoint.from_path(provider, path)
+        if named is None or named not in _BY_ENDPOINT:
+            return next((handler for suffix, handler in _OTHER_PATHS[provider]
+                         if path.endswith(suffix)), None)
+        endpoint = named
+    return _BY_ENDPOINT.get(endpoint)
 
 
-def count_request_tokens(provider: str, endpoint: str, body: Mapping[str, Any]) -> TokenCount:
-    """Input tokens of a request ``body`` sent to ``endpoint`` (``"/v1/chat/completions"``…).
+def count_request_tokens(provider: str, endpoint: Endpoint | str,
+                         body: Mapping[str, Any]) -> TokenCount:
+    """Input tokens of a request ``body`` sent to ``endpoint`` (an :class:`Endpoint`, or the
+    URL path it was sent to: ``"/v1/chat/completions"``…).
 
     ``provider`` is ``"openai"`` or ``"anthropic"``. Never raises on the body's shape.
     """
     lowered = provider.lower() if isinstance(provider, str) else provider
-    if lowered not in _HANDLERS:
+    if lowered not in _OTHER_PATHS:
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     key: Literal["openai", "anthropic"] = "openai" if lowered == "openai" else "anthropic"
     model = body.get("model") if isinstance(body, Mapping) else None

@@ -1,0 +1,149 @@
+"""The endpoints spendguard prices, named once: provider, API path, SDK method, batchability.
+
+Every layer speaks of an endpoint by its :class:`Endpoint` member. A URL path becomes a member
+once (:meth:`Endpoint.from_path`, which also knows the platform forms: Azure deployments and
+proxies put a prefix before the API path, Bedrock and Vertex put Claude's model in the path),
+and the member, not a path rebuilt from it, travels on. Paths and method names are the
+providers' public API references (platform.openai.com/docs/api-reference,
+docs.anthropic.com/en/api/messages, the Bedrock InvokeModel and Vertex rawPredict pages).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import reduce
+from typing import Any
+
+__all__ = ["BEDROCK_INVOKE", "VERTEX_PREDICT", "Endpoint", "Provider"]
+
+
+class Provider(StrEnum):
+    """The API a request speaks."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+BEDROCK_INVOKE = re.compile(r"/model/(?P<id>[^/]+)/(?P<kind>invoke|invoke-with-response-stream)$")
+"""Claude on Bedrock: the Messages API with the model id in the path."""
+VERTEX_PREDICT = re.compile(r"(?:/projects/[^/]+/locations/(?P<region>[^/]+))?"
+                            r"/publishers/anthropic/models/(?P<model>(?!count-tokens:)[^/:]+)"
+                            r":(?P<kind>rawPredict|streamRawPredict)$")
+"""Claude on Vertex AI: the Messages API with the model (and region) in the path."""
+
+# POST paths that cannot spend, by the end of the path: uploads, token counts, cancels,
+# moderation.
+_FREE_SUFFIXES = {
+    Provider.OPENAI: ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads"),
+    Provider.ANTHROPIC: ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict"),
+}
+# And OpenAI's that generate nothing though their ends say less: upload parts, conversations
+# and their items, the metadata of stored chat completions.
+_OPENAI_FREE_PATHS = re.compile(r"/uploads/|/conversations(/[^/]+(/items)?)?$"
+                                r"|/chat/completions/[^/]+$")
+
+
+class Endpoint(StrEnum):
+    """The priced endpoints, and FREE for everything that cannot spend."""
+
+    CHAT = "chat.completions"
+    RESPONSES = "responses"
+    EMBEDDINGS = "embeddings"
+    MESSAGES = "messages"
+    FREE = "free"
+
+    @property
+    def provider(self) -> Provider | None:
+        """The provider whose API has this endpoint (None for FREE)."""
+        return _FACTS[self].provider
+
+    @property
+    def path(self) -> str | None:
+        """The API path the official SDKs send it to (``"/v1/chat/completions"``)."""
+        return _FACTS[self].path
+
+    @property
+    def sdk_method(self) -> tuple[str, ...]:
+        """The attribute path of the SDK client's method: ``("chat", "completions",
+        "create")``."""
+        return _FACTS[self].sdk_method
+
+    @property
+    def batchable(self) -> bool:
+        """Whether the provider's batch API runs it (OpenAI Batch, Anthropic Message Batches)."""
+        return _FACTS[self].batchable
+
+    @property
+    def batch_url(self) -> str | None:
+        """The ``url`` of an OpenAI batch input line (and the path a batch job records)."""
+        return self.path if self.batchable else None
+
+    def method_of(self, client: Any) -> Any:
+        """The SDK client's bound method that sends this endpoint's requests."""
+        if not self.sdk_method:
+            raise ValueError(f"{self.value}: no SDK method sends it")
+        return reduce(getattr, self.sdk_method, client)
+
+    @classmethod
+    def of(cls, provider: Provider | str) -> tuple[Endpoint, ...]:
+        """The priced endpoints of a provider, its default (chat / messages) first."""
+        return tuple(member for member in cls if member.provider == provider)
+
+    @classmethod
+    def from_path(cls, provider: Provider | str, path: str) -> Endpoint | None:
+        """The endpoint a POST to ``path`` reaches: a priced one, FREE for one that cannot
+        spend, None for one spendguard does not know."""
+        suffix = path.split("?", 1)[0].rstrip("/")
+        for member in cls.of(provider):
+            facts = _FACTS[member]
+            if suffix.endswith(facts.tails) or any(p.search(suffix) for p in facts.platforms):
+                return member
+        if suffix.endswith(_FREE_SUFFIXES[Provider(provider)]) or (
+                provider == Provider.OPENAI and _OPENAI_FREE_PATHS.search(suffix)):
+            return cls.FREE
+        return None
+
+    @classmethod
+    def from_batch_url(cls, url: object) -> Endpoint | None:
+        """The endpoint of a batch line's ``url`` (``/v1/chat/completions``...); None if none."""
+        if not isinstance(url, str):
+            return None
+        wanted = url.split("?", 1)[0].rstrip("/")
+        return next((member for member in cls if member.batch_url == wanted), None)
+
+    @classmethod
+    def named(cls, name: str) -> Endpoint | None:
+        """The priced endpoint a caller names: ``"chat"``, ``"chat.completions"``,
+        ``"responses"``, ``"/v1/embeddings"``...; None for any other name."""
+        key = name.strip().removeprefix("/v1/").strip("/").replace("/", ".")
+        key = _SHORT_NAMES.get(key, key)
+        return next((m for m in cls if m.value == key and m is not cls.FREE), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    provider: Provider | None
+    path: str | None
+    sdk_method: tuple[str, ...]
+    batchable: bool
+    tails: tuple[str, ...] = ()
+    """Path endings that name the endpoint behind any prefix (Azure, proxies, a base URL)."""
+    platforms: tuple[re.Pattern[str], ...] = ()
+    """Platform paths that reach it with the model in the path."""
+
+
+_FACTS = {
+    Endpoint.CHAT: _Facts(Provider.OPENAI, "/v1/chat/completions",
+                          ("chat", "completions", "create"), True, ("/chat/completions",)),
+    # Compaction is a billed model call of the Responses API.
+    Endpoint.RESPONSES: _Facts(Provider.OPENAI, "/v1/responses", ("responses", "create"), True,
+                               ("/responses", "/responses/compact")),
+    Endpoint.EMBEDDINGS: _Facts(Provider.OPENAI, "/v1/embeddings", ("embeddings", "create"),
+                                True, ("/embeddings",)),
+    Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"), True,
+                              ("/messages",), (BEDROCK_INVOKE, VERTEX_PREDICT)),
+    Endpoint.FREE: _Facts(None, None, (), False),
+}
+_SHORT_NAMES = {"chat": Endpoint.CHAT.value}
