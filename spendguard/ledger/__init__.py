@@ -89,7 +89,9 @@ def resolve_ledger_url(url: str | os.PathLike[str] | None = None) -> str:
     if not sep or scheme not in _BACKENDS:
         raise ConfigError(
             f"ledger: {url!r} is not a ledger URL; use 'sqlite:///path/to/ledger.db' "
-            f"(sqlite:////abs/path for an absolute path), 'memory://' or 'memory://name'"
+            f"(sqlite:////abs/path for an absolute path), 'memory://', 'memory://name', or "
+            f"for Redis 'redis://host:6379/0', 'redis+cluster://host:7000,host:7001' or "
+            f"'redis+sentinel://host:26379/service_name/0' ('rediss' for TLS)"
         )
     if scheme == "sqlite":
         if not rest.startswith("/") or rest == "/":
