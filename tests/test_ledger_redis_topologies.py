@@ -130,6 +130,24 @@ def test_ledgers_with_other_prefixes_are_spread_over_the_cluster_primaries(
     assert len(nodes) > 1  # twelve ledgers did not all land on one primary
 
 
+def test_a_cluster_ledger_with_a_stale_slot_map_follows_the_redirection(
+        redis_cluster: list[int], cluster_prefixes: list[str]) -> None:
+    prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"
+    cluster_prefixes.append(prefix)
+    ledger = open_ledger(cluster_url(redis_cluster, prefix))
+    budget = Budget("10", scope="team", ledger=ledger, warn_at=None)
+    spend(budget, "1", "1")
+    cluster = ledger._session.client  # type: ignore[attr-defined]
+    slot = cluster.keyslot(f"{{{prefix}}}totals")
+    owner = cluster.nodes_manager.slots_cache[slot][0]
+    cluster.nodes_manager.slots_cache[slot] = [
+        next(node for node in cluster.get_primaries() if node.name != owner.name)]  # stale
+    spend(budget, "1", "0.5")  # the wrong primary answers MOVED
+    assert (budget.spent, budget.reserved) == (D("1.5"), D(0))
+    assert cluster.nodes_manager.slots_cache[slot][0].name == owner.name
+    assert ledger.verify() == []
+
+
 # -- Sentinel ---------------------------------------------------------------------------------
 
 @needs_servers

@@ -80,7 +80,7 @@ class RedisSession:
         try:
             if not self._schema_checked:
                 self._check_schema()
-            result = operation(self._thread_client())
+            result = self._operate(operation)
         except redis.AuthenticationError as exc:
             raise LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
                               f"{self._clean(exc)}; check the user and password in the "
@@ -101,16 +101,39 @@ class RedisSession:
         self._rest_until = 0.0
         return result
 
-    def _thread_client(self) -> Any:
-        """This thread's client, on a connection of its own from the shared pool.
+    def _operate(self, operation: Callable[[Any], T]) -> T:
+        """``operation`` on this thread's connection; on a cluster, to the ledger's primary.
+
+        Every key of a ledger is in one slot, so on a cluster the operation goes straight to
+        the primary that the cluster client's map names for it, skipping the cluster client's
+        own routing (about half of its time per command). If that primary answers that the
+        slot has moved, is being moved or is down, or cannot be reached, the operation is run
+        once more through the cluster client, which follows the redirection and renews its
+        map: the scripts and reads are all safe to run twice.
+        """
+        if self.options.topology != "cluster":
+            return operation(self._thread_client(self.client.connection_pool))
+        exceptions = self._redis.exceptions
+        cluster: Any = self.client
+        try:
+            node = cluster.get_node_from_key(self._route).redis_connection
+        except exceptions.RedisClusterException:
+            node = None
+        if node is None:
+            return operation(cluster)
+        try:
+            return operation(self._thread_client(node.connection_pool))
+        except (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
+                exceptions.ClusterDownError, exceptions.ConnectionError):
+            return operation(cluster)
+
+    def _thread_client(self, pool: Any) -> Any:
+        """This thread's client, on a connection of its own from ``pool``.
 
         A pooled command takes a connection, polls its socket for stray data and gives it
         back each time; a connection kept per thread skips that, about a third of redis-py's
-        time per command. A cluster client keeps its own connections per node.
+        time per command.
         """
-        if self.options.topology == "cluster":
-            return self.client
-        pool = self.client.connection_pool
         client = getattr(self._own, "client", None)
         if client is None or client.connection_pool is not pool:
             client = self._own.client = self._redis.Redis(connection_pool=pool,
