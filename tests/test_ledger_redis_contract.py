@@ -1,9 +1,9 @@
-"""The Ledger contract on Redis: the same tests as SQLite and memory, against a real server.
+"""The Ledger contract on Redis: the same tests as SQLite and memory, against real servers.
 
 The contract tests of ``test_ledger.py`` are imported here, so pytest runs them once more with
-this module's ``ledger`` fixture, a Redis ledger under a prefix of the test's own. Those that
-build their own backend (a SQLite file, a fresh ledger per hypothesis example) have Redis
-versions below.
+this module's ``ledger`` fixture, a Redis ledger under a prefix of the test's own — on the
+shared Redis server and on a local 3-primary Redis Cluster. Those that build their own backend
+(a SQLite file, a fresh ledger per hypothesis example) have Redis versions below.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from spendguard.ledger import Ledger, ScopeClaim, Settlement
 from spendguard.ledger.redis import RedisLedger
 from tests.ledger_helpers import START, call_info
-from tests.redis_helpers import (
-    drop_prefix,
-    fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
-    ledger_url,
-    requires_redis,
+from tests.redis_cluster_helpers import (
+    Deployment,
+    fixture_redis_cluster,  # noqa: F401 - a fixture: pytest finds it here
+    fixture_redis_deployment,  # noqa: F401 - a fixture: pytest finds it here
 )
+from tests.redis_helpers import requires_redis
 from tests.test_ledger import (
     EXPIRY,
     check_operations,
@@ -72,17 +72,19 @@ CONTRACT = [
 
 
 @pytest.fixture
-def ledger(redis_prefix: str) -> Iterator[Ledger]:
-    opened = RedisLedger(ledger_url(redis_prefix))
+def ledger(redis_deployment: Deployment) -> Iterator[Ledger]:
+    prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"
+    opened = RedisLedger(redis_deployment.url(prefix))
     yield opened
     opened.close()
+    redis_deployment.drop(prefix)
 
 
 def test_verify_finds_totals_that_disagree_with_the_events(ledger: RedisLedger) -> None:
     ledger.settle(reserve(ledger, "2", project="10"), settlement("1"))
     assert ledger.verify() == []
     client = ledger._session.client
-    client.hset(f"{ledger.options.prefix}totals", "all project",
+    client.hset(f"{ledger.options.key_prefix}totals", "all project",
                 "0.500000000000000 0.000000000000000")
     (problem,) = ledger.verify()
     assert "'project'" in problem and "0.5" in problem
@@ -107,12 +109,12 @@ def test_a_record_carries_each_scopes_limit_and_an_adjustment_its_model(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=operations)
 def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
-        steps: list[tuple[str, set[str], Decimal, int]]) -> None:
+        redis_deployment: Deployment, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
     prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"  # one namespace per example
-    fresh = RedisLedger(ledger_url(prefix))
+    fresh = RedisLedger(redis_deployment.url(prefix))
     try:
         check_operations(fresh, steps)
     finally:
         fresh.close()
-        drop_prefix(prefix)
+        redis_deployment.drop(prefix)
 
