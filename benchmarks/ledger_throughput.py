@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/ledger_throughput.py [--calls 2000] [--processes 1 8]
-        [--redis redis://127.0.0.1:6379/0] [--backends memory sqlite redis]
+        [--redis redis://127.0.0.1:6379/0] [--backends memory sqlite redis] [--quick]
 
 Every process opens the ledger itself, waits at a barrier so all start together, then makes
 ``--calls`` reservations on one shared scope (a limit far above what they spend, so none is
@@ -12,6 +12,13 @@ the calls of all processes divided by the wall time from the barrier to the last
 per-call time is its inverse, next to SQLite's. A memory ledger is private to each process
 (nothing is shared), so its 8-process row is 8 independent ledgers. Redis keys go under a
 fresh prefix, deleted afterwards.
+
+On a shared machine the wall-clock rate says as much about the other jobs as about the
+ledger, so two CPU figures per call come with it: the workers' own CPU time (from the barrier
+on, so imports and connecting are not counted) and, for Redis, the server's (``INFO cpu``,
+exact when nothing else uses that server). Their sum is what one call costs the machine: on
+``C`` idle cores the ledger can make about ``C / (client + server)`` calls a second, and one
+Redis server (one core) at most ``1 / server``.
 """
 
 from __future__ import annotations
@@ -34,25 +41,33 @@ CLAIMS = [ScopeClaim("bench", "all", Decimal("1000000000"), Decimal("800000000")
 WORST, ACTUAL = Decimal("0.000480"), Decimal("0.000213")
 
 
-def _worker(url: str, calls: int, barrier: Any) -> None:
+def _worker(url: str, calls: int, barrier: Any, cpu: Any) -> None:
     ledger = open_ledger(url)
     ledger.totals("bench", "all")  # connect and migrate before the clock starts
     barrier.wait()
+    started = time.process_time()
     for _ in range(calls):
         now = datetime.now(UTC)
         reservation_id = ledger.reserve(CLAIMS, WORST, CALL, time=now,
                                         expires_at=now + timedelta(minutes=15), tags={})
         ledger.settle(reservation_id, Settlement(now, ACTUAL, {"input": 1200, "output": 210},
                                                  False, "bench", 0.0))
+    cpu.put(time.process_time() - started)
     ledger.close()
 
 
 def measure(url: str, processes: int, calls: int) -> float:
     """Reservations (reserve + settle) per second of ``processes`` processes on ``url``."""
+    return measure_cpu([url] * processes, calls)[0]
+
+
+def measure_cpu(urls: list[str], calls: int) -> tuple[float, float]:
+    """Calls a second of one process per URL in ``urls``, and their CPU µs per call."""
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(processes + 1)
-    workers = [context.Process(target=_worker, args=(url, calls, barrier))
-               for _ in range(processes)]
+    barrier = context.Barrier(len(urls) + 1)
+    cpu = context.Queue()
+    workers = [context.Process(target=_worker, args=(url, calls, barrier, cpu))
+               for url in urls]
     for worker in workers:
         worker.start()
     barrier.wait()
@@ -60,8 +75,22 @@ def measure(url: str, processes: int, calls: int) -> float:
     for worker in workers:
         worker.join()
         if worker.exitcode != 0:
-            raise SystemExit(f"a worker on {url} failed (exit code {worker.exitcode})")
-    return processes * calls / (time.perf_counter() - started)
+            raise SystemExit(f"a worker failed (exit code {worker.exitcode})")
+    elapsed = time.perf_counter() - started
+    cpu_s = sum(cpu.get(timeout=60) for _ in workers)
+    return len(urls) * calls / elapsed, cpu_s / (len(urls) * calls) * 1e6
+
+
+def server_cpu_s(redis_url: str) -> float:
+    """CPU seconds the Redis server at ``redis_url`` has used since it started."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        info: Any = client.info("cpu")
+        return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+    finally:
+        client.close()
 
 
 def _drop(redis_url: str, prefix: str) -> None:
@@ -74,34 +103,54 @@ def _drop(redis_url: str, prefix: str) -> None:
     client.close()
 
 
+Row = tuple[str, int, float, float, float | None]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per process")
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--backends", nargs="+", default=["memory", "sqlite", "redis"])
+    parser.add_argument("--quick", action="store_true", help="500 calls per process")
     options = parser.parse_args()
-    rows: list[tuple[str, int, float]] = []
+    calls = 500 if options.quick else options.calls
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as directory:
         for backend in options.backends:
             for processes in options.processes:
-                prefix = f"sgbench:{uuid.uuid4().hex[:8]}:"
-                url = {"memory": "memory://bench",
-                       "sqlite": f"sqlite:///{Path(directory) / f'{uuid.uuid4().hex}.db'}",
-                       "redis": f"{options.redis}?prefix={prefix}"}[backend]
-                try:
-                    rows.append((backend, processes, measure(url, processes, options.calls)))
-                finally:
-                    if backend == "redis":
-                        _drop(options.redis, prefix)
-    sqlite = {processes: rate for backend, processes, rate in rows if backend == "sqlite"}
+                rows.append(_row(backend, processes, calls, options.redis, Path(directory)))
+    print_rows(rows)
+    print(f"({calls} calls per process; each call = reserve + settle; 'vs SQLite' is "
+          f"time per call relative to SQLite with as many processes; memory is per-process; "
+          f"CPU is µs per call, the workers' and the Redis server's)")
+
+
+def _row(backend: str, processes: int, calls: int, redis_url: str, directory: Path) -> Row:
+    prefix = f"sgbench:{uuid.uuid4().hex[:8]}:"
+    url = {"memory": "memory://bench",
+           "sqlite": f"sqlite:///{directory / f'{uuid.uuid4().hex}.db'}",
+           "redis": f"{redis_url}?prefix={prefix}"}[backend]
+    server_before = server_cpu_s(redis_url) if backend == "redis" else 0.0
+    try:
+        rate, client_us = measure_cpu([url] * processes, calls)
+    finally:
+        if backend == "redis":
+            _drop(redis_url, prefix)
+    server_us = ((server_cpu_s(redis_url) - server_before) / (processes * calls) * 1e6
+                 if backend == "redis" else None)
+    return backend, processes, rate, client_us, server_us
+
+
+def print_rows(rows: list[Row]) -> None:
+    sqlite = {processes: rate for backend, processes, rate, *_ in rows if backend == "sqlite"}
     print(f"{'backend':<8} {'processes':>9} {'reservations/s':>15} {'µs per call':>12} "
-          f"{'vs SQLite':>10}")
-    for backend, processes, rate in rows:
+          f"{'vs SQLite':>10} {'client CPU':>11} {'Redis CPU':>10}")
+    for backend, processes, rate, client_us, server_us in rows:
         versus = f"{sqlite[processes] / rate:.2f}x" if processes in sqlite else "-"
-        print(f"{backend:<8} {processes:>9} {rate:>15,.0f} {1e6 / rate:>12,.1f} {versus:>10}")
-    print(f"({options.calls} calls per process; each call = reserve + settle; 'vs SQLite' is "
-          f"time per call relative to SQLite with as many processes; memory is per-process)")
+        server = "-" if server_us is None else f"{server_us:,.1f}"
+        print(f"{backend:<8} {processes:>9} {rate:>15,.0f} {1e6 / rate:>12,.1f} {versus:>10} "
+              f"{client_us:>11,.1f} {server:>10}")
 
 
 if __name__ == "__main__":

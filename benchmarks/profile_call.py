@@ -23,12 +23,18 @@ contains another has it subtracted):
   request building, response parsing into pydantic models; ``GuardTransport``'s own glue)
 
 Each wrapper costs about 0.2 µs, so the phases sum to slightly more than a bare call.
+
+A last row counts the Python function calls of one call (``cProfile``'s count over a separate
+run of calls, without the timing wrappers), guarded and raw: unlike the timings it is the same
+on a busy machine as on a quiet one, so it shows whether a change removed work per call.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
+import pstats
 import statistics
 import tempfile
 import time
@@ -138,6 +144,35 @@ def profile(choice: LedgerChoice, calls: int, warmup: int) -> tuple[dict[str, fl
         statistics.median(totals)
 
 
+def function_calls(client: openai.OpenAI, calls: int) -> float:
+    """Python function calls per call of ``client`` (counted by cProfile, not timed)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for index in range(calls):
+        messages: Any = chat_messages(10_000 + index, user_words=40)
+        client.chat.completions.create(model=MODEL, messages=messages, max_tokens=64)
+    profiler.disable()
+    # The prompt text is built in the loop too: the same calls for both clients.
+    stats: Any = pstats.Stats(profiler)
+    return sum(entry[1] for entry in stats.stats.values()) / calls
+
+
+def counted_calls(choice: LedgerChoice, calls: int) -> tuple[float, float]:
+    """Function calls per guarded call with ``choice``'s ledger, and per raw SDK call."""
+    assert choice.url is not None
+    guarded = spendguard.OpenAI(api_key="k", base_url=BASE_URL, max_retries=0,
+                                http_client=httpx2.Client(transport=httpx2.MockTransport(canned)),
+                                budget=spendguard.Budget("1000000", ledger=choice.url))
+    raw = openai.OpenAI(api_key="k", base_url=BASE_URL, max_retries=0,
+                        http_client=httpx2.Client(transport=httpx2.MockTransport(canned)))
+    for client in (guarded, raw):  # warm: first-call imports and caches are not per call
+        function_calls(client, 5)
+    counts = function_calls(guarded, calls), function_calls(raw, calls)
+    guarded.close()
+    raw.close()
+    return counts
+
+
 def raw_median_s(calls: int, warmup: int) -> float:
     client = openai.OpenAI(api_key="k", base_url=BASE_URL, max_retries=0,
                            http_client=httpx2.Client(transport=httpx2.MockTransport(canned)))
@@ -161,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="spendguard-bench-") as folder:
         choices = available_ledgers(Path(folder))
         results = {c.kind: profile(c, calls, warmup) for c in choices if c.url is not None}
+        counts = {c.kind: counted_calls(c, min(calls, 200)) for c in choices
+                  if c.url is not None}
         missing = {c.kind: c.missing for c in choices if c.url is None}
     drop_bench_keys()
     raw_s = raw_median_s(calls, warmup)
@@ -168,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [[phase, *(fmt_us(results[kind][0][phase]) for kind in kinds)] for phase in PHASES]
     rows.append(["**whole guarded call** (median)", *(fmt_us(results[k][1]) for k in kinds)])
     rows.append(["raw openai SDK call (median)", *(fmt_us(raw_s) for _ in kinds)])
+    rows.append(["Python function calls per call: guarded, raw (added)",
+                 *(f"{counts[k][0]:,.0f}, {counts[k][1]:,.0f} (+{counts[k][0] - counts[k][1]:,.0f})"
+                   for k in kinds)])
     print(f"One guarded call by phase ({MODEL}, in-process mock provider, median of {calls} "
           f"calls after {warmup} warm-up; exclusive times, µs)\n")
     print(markdown_table(["phase", *(f"{kind} ledger" for kind in kinds)], rows))

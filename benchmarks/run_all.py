@@ -47,6 +47,7 @@ SCRIPTS = [
     Script("overhead_loopback", "overhead_loopback.py", peers=True),
     Script("enforcement", "enforcement.py", peers=True),
     Script("ledger_throughput", "ledger_throughput.py"),
+    Script("redis_cluster", "redis_cluster.py"),
     Script("planning", "planning.py"),
     Script("estimation", "estimation.py"),
     Script("savings", "savings.py"),

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -162,13 +162,20 @@ def request_shape(body: Mapping[str, Any], body_hash: str) -> str:
     return hashlib.sha256(encoded.encode()).hexdigest()
 
 
-def _any_volatile(value: Any) -> bool:
-    if isinstance(value, str):
-        return has_volatile(value)  # cached per text
-    if isinstance(value, Mapping):
-        return any(_any_volatile(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_any_volatile(v) for v in value)
+def _any_volatile(body: Any) -> bool:
+    # A loop over a stack, plain dicts tested first (an ABC check costs more than the test):
+    # every guarded call walks its whole body here.
+    stack = [body]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is str or isinstance(value, str):
+            if has_volatile(value):  # cached per text
+                return True
+        elif kind is dict or isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif kind is list or isinstance(value, list | tuple):
+            stack.extend(value)
     return False
 
 
@@ -202,7 +209,7 @@ class AttemptLinks:
             if attempt > 1 and known is not None:
                 self._ids.move_to_end(prompt_hash)
                 return known
-            fresh = uuid.uuid4().hex[:16]
+            fresh = secrets.token_hex(8)  # 16 hex digits, as random as a uuid4's
             self._ids[prompt_hash] = fresh
             if len(self._ids) > self._MAX:
                 self._ids.popitem(last=False)

@@ -8,6 +8,7 @@ default so unpriced spend never slips through).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,8 +55,15 @@ def classify(provider: Provider, method: str, path: str, *,
     """The endpoint a request goes to, FREE for ones that cannot spend.
 
     Returns None for an unpriced endpoint when ``allow_unpriced`` is set; raises
-    ``UnsupportedEndpointError`` for it otherwise.
+    ``UnsupportedEndpointError`` for it otherwise. The answer depends on its arguments alone,
+    and a client sends the same few paths again and again: each is decided once (an LRU).
     """
+    return _classified(provider, method, path, allow_unpriced)
+
+
+@functools.lru_cache(maxsize=1024)
+def _classified(provider: Provider, method: str, path: str,
+                allow_unpriced: bool) -> Endpoint | None:
     if method.upper() in {"GET", "DELETE", "HEAD", "OPTIONS"}:
         return Endpoint.FREE
     endpoint = Endpoint.from_path(provider, path)

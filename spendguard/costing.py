@@ -116,13 +116,12 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
     model_price = (table or default_table()).get(model)
     record = usage if isinstance(usage, Usage) else usage_from(model_price.provider, usage)
     names = _modifier_names(record, batch=batch, service_tier=service_tier)
-    modifiers = [model_price.modifier(name) for name in names]
     tier = model_price.tier_for(record.total_input_tokens)
     lines: list[CostLine] = []
     with localcontext() as context:
         context.prec = 40  # exact for any realistic token count x rate
         for kind, tokens in _buckets(record, model_price):
-            rate = _rate(model_price, kind, tier, modifiers)
+            rate = _cached_rate(model_price, kind, tier, names)
             lines.append(CostLine(kind, tokens, rate, tokens * rate / MILLION))
         for tool, count in record.tool_requests.items():
             per_1k = model_price.tool_rate_per_1k(tool)
@@ -133,7 +132,28 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
                 tuple(names), record)
 
 
-def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None) -> list[str]:
+# A rate depends only on the entry, the kind, the tier and the modifiers, and a guarded call
+# prices three times (worst case, bill): each is worked out once. A cached entry holds its
+# ModelPrice, so the id in its key cannot be reused while it is cached; bounded by clearing.
+_RATES: dict[tuple[int, str, int, tuple[str, ...]], tuple[ModelPrice, Decimal]] = {}
+_MAX_RATES = 4096
+
+
+def _cached_rate(model_price: ModelPrice, kind: str, tier: LongContextTier | None,
+                 names: tuple[str, ...]) -> Decimal:
+    key = (id(model_price), kind, id(tier), names)  # the tier belongs to the entry
+    hit = _RATES.get(key)
+    if hit is not None:
+        return hit[1]
+    # Raises for an unpriced kind or modifier, every time: only rates are cached.
+    rate = _rate(model_price, kind, tier, [model_price.modifier(name) for name in names])
+    if len(_RATES) >= _MAX_RATES:
+        _RATES.clear()
+    _RATES[key] = (model_price, rate)
+    return rate
+
+
+def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None) -> tuple[str, ...]:
     tier = billable_tier(usage.service_tier if usage.service_tier is not None else service_tier)
     names = []
     if batch or tier == "batch":
@@ -144,7 +164,7 @@ def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None) -> l
         names.append(f"speed_{usage.speed}")
     if usage.inference_geo not in (None, "global"):
         names.append(f"inference_geo_{usage.inference_geo}")
-    return names
+    return tuple(names)
 
 
 def _buckets(usage: Usage, model_price: ModelPrice) -> list[tuple[str, int]]:

@@ -252,8 +252,11 @@ class Attempt:
             self.release(f"http {status_code}")
             return
         try:
-            decoder = ContentDecoder(None if decoded else headers.get("content-encoding"))
-            body = json.loads(decoder.decode(raw) + decoder.flush())
+            encoding = None if decoded else headers.get("content-encoding")
+            if encoding:
+                decoder = ContentDecoder(encoding)
+                raw = decoder.decode(raw) + decoder.flush()
+            body = json.loads(raw)
             if (self.call.endpoint is Endpoint.RESPONSES and isinstance(body, dict)
                     and body.get("status") in ("queued", "in_progress")
                     and body.get("usage") is None):
@@ -307,8 +310,9 @@ class Guard:
         """Whether the request needs a reservation, from its method and path alone (its body is
         not touched: an upload streams through unread). Raises for an endpoint the guard
         refuses; takes off a :func:`prereserved` token, which is never sent on."""
-        token = request.headers.pop(PRERESERVED_HEADER, None)
-        if token is not None and token in _prereserved_tokens:
+        # A membership test first: popping a missing header raises (and catches) KeyError.
+        if PRERESERVED_HEADER in request.headers \
+                and request.headers.pop(PRERESERVED_HEADER) in _prereserved_tokens:
             return False
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
@@ -317,8 +321,8 @@ class Guard:
     def begin(self, request: httpx2.Request, body: bytes) -> tuple[httpx2.Request,
                                                                    Attempt | None]:
         """Reserve the worst case of a priced request, or refuse it; free requests pass."""
-        token = request.headers.get(PRERESERVED_HEADER)
-        if token is not None:
+        if PRERESERVED_HEADER in request.headers:
+            token = request.headers[PRERESERVED_HEADER]
             request = _without_header(request, PRERESERVED_HEADER)  # never sent on
             if token in _prereserved_tokens:
                 return request, None
@@ -326,6 +330,7 @@ class Guard:
                             allow_unpriced=self.options.allow_unpriced)
         if endpoint is None or endpoint is Endpoint.FREE:
             return request, None
+        table = self.table  # once per call: the default table is looked up under a lock
         parsed = parse_body(body)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
@@ -335,25 +340,24 @@ class Guard:
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered
-        route = route_request(self.provider, self.options.platform, request.url, parsed,
-                              self.table)
+        route = route_request(self.provider, self.options.platform, request.url, parsed, table)
         unguarded = route is not None and route.unguarded
         call = build_call(self.provider, endpoint,
                           parsed if route is None else route.priced_body(parsed))
         if unguarded:
             estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
-                                Decimal(0), self.table.version)
+                                Decimal(0), table.version)
         else:
-            estimate = estimate_call(call, self.table)
+            estimate = estimate_call(call, table)
         # Degrading rewrites the model in the body sent: only where the body names the model
         # it is priced as (not a platform route, nor a signed body).
-        degraded = (degrade(self.budget, call, estimate, self.table)
+        degraded = (degrade(self.budget, call, estimate, table)
                     if route is None and rewritable else None)
         if degraded is not None:
             call, estimate = degraded.call, degraded.estimate
             parsed = call.body
             request, body = _with_body(request, call.body)
-        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, self.table)
+        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, table)
         if self.options.cap_output and call.cap_field is not None and rewritable \
                 and not unguarded:
             request, call, estimate = self._fit_output(request, call, estimate, parsed)
@@ -376,7 +380,7 @@ class Guard:
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
         tags.update(bound_tags)
-        deployment = None if unguarded else self.table.get(call.model).self_hosted
+        deployment = None if unguarded else table.get(call.model).self_hosted
         if deployment is not None:
             # A self-hosted call's record carries the deployment's hourly cost beside its
             # allocated per-token cost, for `spendguard breakeven --from-ledger`.

@@ -16,6 +16,7 @@ last window. The same arithmetic runs in the Redis ledger's Lua scripts.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -105,6 +106,7 @@ def window_seconds(period: str) -> int | None:
     return None if match is None else int(match[1]) * _UNIT_S[match[2]]
 
 
+@functools.lru_cache(maxsize=256)  # read for every reserve; a key is the same for a while
 def window_keys(key: str) -> tuple[str, ...]:
     """The period keys whose totals a limit checks at ``key``: itself, and for a rolling
     window's step also the :data:`WINDOW_STEPS` steps before it, newest first."""

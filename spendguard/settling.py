@@ -69,6 +69,10 @@ def describe(exc: BaseException) -> str:
 
 def check_readable(usage: Usage) -> None:
     """Raise ``ValueError`` when a token count is beyond :data:`MAX_READABLE_TOKENS`."""
+    if max(usage.input_tokens, usage.cache_read_tokens, usage.output_tokens,
+           *usage.cache_write_tokens.values(), *usage.tool_requests.values()) \
+            <= MAX_READABLE_TOKENS:
+        return  # every call: the names are spelled out only for the error
     counts = {"input_tokens": usage.input_tokens, "cache_read_tokens": usage.cache_read_tokens,
               "output_tokens": usage.output_tokens,
               **{f"cache_write_tokens[{ttl}]": n for ttl, n in usage.cache_write_tokens.items()},

@@ -21,16 +21,22 @@ __all__ = ["CACHE_TTLS", "Usage", "usage_from"]
 CACHE_TTLS = ("5m", "1h", "30m", "12h")
 """Known cache-write TTLs: Anthropic 5m / 1h, OpenAI 30m / 12h."""
 
-_COUNTS = ("input_tokens", "cache_read_tokens", "output_tokens", "reasoning_tokens")
 _TABLES = ("cache_write_tokens", "tool_requests")
 _LABELS = ("service_tier", "speed", "inference_geo")
 _REPR_ALWAYS = ("input_tokens", "output_tokens")
 
 
+# Shared by every record with nothing in a table (most of them): nobody holds the dict.
+_EMPTY: Mapping[str, int] = MappingProxyType({})
+
+
 def _frozen(mapping: Mapping[str, int], name: str) -> Mapping[str, int]:
+    if not mapping:
+        return _EMPTY
     for key, count in mapping.items():
         _check_count(count, f"{name}[{key!r}]")
-    return MappingProxyType({key: mapping[key] for key in sorted(mapping) if mapping[key]})
+    kept = {key: mapping[key] for key in sorted(mapping) if mapping[key]}
+    return MappingProxyType(kept) if kept else _EMPTY
 
 
 def _check_count(value: object, name: str) -> None:
@@ -64,10 +70,17 @@ class Usage:
     estimated: bool = False
 
     def __post_init__(self) -> None:
-        for name in _COUNTS:
-            _check_count(getattr(self, name), name)
-        for name in _TABLES:
-            value = getattr(self, name)
+        # Built several times per guarded call: the fields are read directly, not by name.
+        for name, count in (("input_tokens", self.input_tokens),
+                            ("cache_read_tokens", self.cache_read_tokens),
+                            ("output_tokens", self.output_tokens),
+                            ("reasoning_tokens", self.reasoning_tokens)):
+            if count.__class__ is not int or count < 0:
+                _check_count(count, name)
+        for name, value in (("cache_write_tokens", self.cache_write_tokens),
+                            ("tool_requests", self.tool_requests)):
+            if value is _EMPTY:
+                continue
             if not isinstance(value, Mapping):
                 raise ConfigError(f"Usage.{name}: expected a mapping of name -> count")
             object.__setattr__(self, name, _frozen(value, name))

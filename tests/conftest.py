@@ -47,3 +47,4 @@ def fresh_default_prices() -> Iterator[None]:
 # run of each example (`run_example`).
 from tests.example_runs import run_example  # noqa: E402, F401
 from tests.ledger_backends import ledger, ledger_backend  # noqa: E402, F401
+from tests.redis_cluster_helpers import fixture_redis_cluster  # noqa: E402, F401

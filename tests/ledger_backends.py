@@ -1,9 +1,11 @@
 """The ledger-backend fixtures: one test definition, run on memory, SQLite and Redis.
 
 A test that takes ``ledger`` (an open ledger) or ``ledger_backend`` (to open fresh ones, or to
-get their URLs) runs once per backend: memory, a SQLite file in the test's ``tmp_path``, and the
-local Redis under a key prefix of the test's own, deleted when the test ends. Without a Redis
-server the Redis runs are skipped, saying how to start one. ``tests/conftest.py`` makes these
+get their URLs) runs once per backend: memory, a SQLite file in the test's ``tmp_path``, the
+local Redis server and a local 3-primary Redis Cluster (started once per session), each Redis
+one under a key prefix of the test's own, deleted when the test ends. Without a Redis server,
+or without ``redis-server`` / ``redis-cli`` for the cluster, those runs are skipped, saying
+why. ``tests/conftest.py`` makes these
 fixtures visible to every test module.
 """
 
@@ -16,18 +18,26 @@ from pathlib import Path
 import pytest
 
 from spendguard.ledger import Ledger, open_ledger
+from tests.redis_cluster_helpers import (
+    cluster_url,
+    drop_cluster_prefix,
+    requires_redis_cluster_tools,
+)
 from tests.redis_helpers import SHARED_PORT, drop_prefix, ledger_url, requires_redis
 
-BACKENDS = ["memory", "sqlite", pytest.param("redis", marks=[pytest.mark.redis,
-                                                             requires_redis])]
+BACKENDS = ["memory", "sqlite",
+            pytest.param("redis", marks=[pytest.mark.redis, requires_redis]),
+            pytest.param("redis-cluster", marks=[pytest.mark.redis, requires_redis,
+                                                 requires_redis_cluster_tools])]
 
 
 class LedgerBackend:
     """Fresh ledgers of one backend for one test; everything it opened is closed and removed."""
 
-    def __init__(self, name: str, tmp_path: Path) -> None:
+    def __init__(self, name: str, tmp_path: Path, cluster_ports: list[int]) -> None:
         self.name = name
         self._tmp_path = tmp_path
+        self._cluster_ports = cluster_ports
         self._prefixes: list[str] = []
         self._opened: list[Ledger] = []
 
@@ -43,6 +53,8 @@ class LedgerBackend:
             return f"sqlite:///{self._tmp_path / f'ledger-{fresh}.db'}"
         prefix = f"sgtest:{fresh}:"
         self._prefixes.append(prefix)
+        if self.name == "redis-cluster":
+            return cluster_url(self._cluster_ports, prefix, **options)
         return ledger_url(prefix, SHARED_PORT, **options)
 
     def open(self) -> Ledger:
@@ -56,13 +68,18 @@ class LedgerBackend:
         for opened in self._opened:
             opened.close()
         for prefix in self._prefixes:
-            drop_prefix(prefix)
+            if self.name == "redis-cluster":
+                drop_cluster_prefix(self._cluster_ports, prefix)
+            else:
+                drop_prefix(prefix)
 
 
 @pytest.fixture(params=BACKENDS)
 def ledger_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerBackend]:
     """Each backend in turn; the test opens as many fresh ledgers of it as it needs."""
-    backend = LedgerBackend(request.param, tmp_path)
+    cluster_ports: list[int] = (request.getfixturevalue("redis_cluster")
+                                if request.param == "redis-cluster" else [])
+    backend = LedgerBackend(request.param, tmp_path, cluster_ports)
     yield backend
     backend.close()
 

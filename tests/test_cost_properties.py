@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from spendguard import PriceTable, Usage, cost
+from spendguard import PriceTable, Usage, cost, costing
 from spendguard.prices import ModelPrice
 
 TABLE = PriceTable.bundled()
@@ -100,3 +100,16 @@ def test_the_total_is_the_sum_of_exact_lines(case: tuple[str, Usage]) -> None:
     assert result.total == sum(line.usd for line in result.lines)
     for line in result.lines:
         assert line.usd == line.tokens * line.usd_per_million / 1_000_000
+
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["gpt-5", "gpt-5.4", "claude-sonnet-4-5"]), st.integers(0, 2_000_000),
+       st.integers(0, 200_000), st.sampled_from([None, "flex", "priority"]))
+def test_rates_worked_out_once_price_as_rates_worked_out_afresh(
+        model: str, input_tokens: int, output: int, tier: str | None) -> None:
+    usage = Usage(input_tokens=input_tokens, output_tokens=output,
+                  service_tier=tier if model.startswith("gpt") else None)
+    remembered = cost(model, usage)
+    costing._RATES.clear()
+    assert cost(model, usage) == remembered

@@ -1,12 +1,14 @@
-"""The Ledger on Redis: the checks that are Redis's own.
+"""The Ledger on Redis: the checks that are Redis's own, on the shared server and a cluster.
 
-The contract shared by every backend lives in ``test_ledger.py`` and runs on Redis through the
-``ledger`` fixture of ``tests/ledger_backends.py``. Left here: a total tampered with through
-the Redis client, and what a Redis record keeps of each scope's limit and an adjustment.
+The contract shared by every backend lives in ``test_ledger.py`` and runs on the shared Redis
+server and on a local 3-primary Redis Cluster through the ``ledger`` fixture of
+``tests/ledger_backends.py``. Left here: a total tampered with through the Redis client, and
+what a Redis record keeps of each scope's limit and an adjustment.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -15,11 +17,12 @@ import pytest
 from spendguard.ledger import Ledger, ScopeClaim, Settlement
 from spendguard.ledger.redis import RedisLedger
 from tests.ledger_helpers import START, call_info
-from tests.redis_helpers import (
-    fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
-    ledger_url,
-    requires_redis,
+from tests.redis_cluster_helpers import (
+    Deployment,
+    fixture_redis_cluster,  # noqa: F401 - a fixture: pytest finds it here
+    fixture_redis_deployment,  # noqa: F401 - a fixture: pytest finds it here
 )
+from tests.redis_helpers import requires_redis
 from tests.test_ledger import EXPIRY, reserve, settlement
 
 D = Decimal
@@ -27,17 +30,19 @@ pytestmark = [pytest.mark.redis, requires_redis]
 
 
 @pytest.fixture
-def ledger(redis_prefix: str) -> Iterator[Ledger]:
-    opened = RedisLedger(ledger_url(redis_prefix))
+def ledger(redis_deployment: Deployment) -> Iterator[Ledger]:
+    prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"
+    opened = RedisLedger(redis_deployment.url(prefix))
     yield opened
     opened.close()
+    redis_deployment.drop(prefix)
 
 
 def test_verify_finds_totals_that_disagree_with_the_events(ledger: RedisLedger) -> None:
     ledger.settle(reserve(ledger, "2", project="10"), settlement("1"))
     assert ledger.verify() == []
     client = ledger._session.client
-    client.hset(f"{ledger.options.prefix}totals", "all project",
+    client.hset(f"{ledger.options.key_prefix}totals", "all project",
                 "0.500000000000000 0.000000000000000")
     (problem,) = ledger.verify()
     assert "'project'" in problem and "0.5" in problem

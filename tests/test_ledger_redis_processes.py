@@ -1,15 +1,17 @@
 """Many processes on one Redis budget: never an overspend; a killed worker's money recovered.
 
-Eight worker processes of eight threads each reserve and settle on one scope at once while the
-test checks after every reservation that the scope never holds more than its limit. At the
-end the totals must equal the sum of the records, with nothing left reserved, and the rest of
-the budget must still be usable (no leaked reservations).
+Eight worker processes of eight threads each (four of four on a local Redis Cluster) reserve
+and settle on one scope at once while the test checks after every reservation that the scope
+never holds more than its limit. At the end the totals must equal the sum of the records, with
+nothing left reserved, and the rest of the budget must still be usable (no leaked
+reservations).
 """
 
 from __future__ import annotations
 
 import json
 import signal
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
@@ -20,6 +22,11 @@ from spendguard.budget import Budget, reserve_call
 from spendguard.errors import BudgetExceeded
 from spendguard.ledger.redis import RedisLedger
 from tests.ledger_helpers import FakeClock, call_info, spend, worker
+from tests.redis_cluster_helpers import (
+    cluster_url,
+    drop_cluster_prefix,
+    fixture_redis_cluster,  # noqa: F401 - a fixture: pytest finds it here
+)
 from tests.redis_helpers import (
     fixture_open_redis,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
@@ -36,9 +43,23 @@ PROCESSES, THREADS, CALLS = 8, 8, 40
 
 def test_eight_processes_of_eight_threads_never_overspend_one_redis_budget(
         redis_url: str) -> None:
-    limit = D("300")  # room for 1,000 calls of the 2,560 attempted: most runs hit the limit
+    # room for 1,000 calls of the 2,560 attempted: most runs hit the limit
+    _contend(redis_url, D("300"), PROCESSES, THREADS, CALLS)
+
+
+def test_four_processes_of_four_threads_never_overspend_one_budget_on_a_redis_cluster(
+        redis_cluster: list[int]) -> None:
+    prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"
+    try:  # room for 100 calls of the 400 attempted
+        _contend(cluster_url(redis_cluster, prefix, timeout="2"), D("50"), 4, 4, 25)
+    finally:
+        drop_cluster_prefix(redis_cluster, prefix)
+
+
+def _contend(redis_url: str, limit: Decimal, processes: int, threads: int, calls: int) -> None:
+    """``processes`` workers of ``threads`` threads make ``calls`` calls each on one scope."""
     workers = [redis_worker("spend", redis_url, "shared", str(limit), str(WORST), str(ACTUAL),
-                            str(CALLS), str(THREADS)) for _ in range(PROCESSES)]
+                            str(calls), str(threads)) for _ in range(processes)]
     for process in workers:
         assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     for process in workers:  # all go at once

@@ -143,6 +143,44 @@ def test_spending_survives_reopening_the_file(tmp_path: Path) -> None:
     assert [record.actual_usd for record in reopened.records()] == [D("0.25")]
 
 
+def test_a_new_ledger_file_has_small_pages_and_writers_sync_only_at_checkpoints(
+        tmp_path: Path) -> None:
+    ledger = SqliteLedger(tmp_path / "ledger.db")
+    db = ledger._connection()
+    assert db.execute("PRAGMA page_size").fetchone() == (1024,)
+    assert db.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone() == (4096,)  # 4 MiB of WAL
+    ledger.close()
+
+
+def test_a_ledger_made_with_other_pages_keeps_them_and_checkpoints_every_4_mib(
+        tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA page_size=4096")
+    db.execute("PRAGMA journal_mode=WAL")
+    migrate(db)
+    db.close()
+    ledger = SqliteLedger(path)
+    connection = ledger._connection()
+    assert connection.execute("PRAGMA page_size").fetchone() == (4096,)
+    assert connection.execute("PRAGMA wal_autocheckpoint").fetchone() == (1024,)
+    ledger.close()
+
+
+def test_verify_reads_while_another_process_holds_the_write_lock(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    spend(Budget("10", scope="project", ledger=url), "1", "0.25")
+    other = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a writer mid-transaction, as another process may be
+    try:
+        assert SqliteLedger(tmp_path / "ledger.db", read_only=True).verify() == []
+        assert open_ledger(url).verify() == []
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
 def test_records_are_read_through_the_time_index(tmp_path: Path) -> None:
     SqliteLedger(tmp_path / "ledger.db").close()
     db = sqlite3.connect(tmp_path / "ledger.db")

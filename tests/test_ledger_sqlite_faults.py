@@ -10,6 +10,7 @@ folder gives (its -wal/-shm files cannot be created).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -154,3 +155,31 @@ def test_a_ledger_with_corrupted_pages_is_refused_on_open_and_reads_raise_ledger
     result = CliRunner().invoke(main, ["export", "--ledger", f"sqlite:///{path}"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.output.startswith("Error: ") and str(path) in result.output
+
+
+def test_a_thread_that_cannot_open_its_connection_gets_a_ledger_error_naming_the_cause(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = _ledger_with_one_call(tmp_path)
+    ledger = SqliteLedger(path)  # this thread's connection is made
+
+    def no_folder_access(target: Any, kwargs: dict[str, Any]) -> sqlite3.Connection:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    _patch_writable_connects(monkeypatch, no_folder_access, path)
+    caught: list[BaseException] = []
+
+    def reserve_in_a_new_thread() -> None:
+        try:
+            reserve_call(Budget("10", scope="team", ledger=ledger), Decimal("0.5"),
+                         call=call_info())
+        except BaseException as exc:  # handed to the test's thread
+            caught.append(exc)
+
+    thread = threading.Thread(target=reserve_in_a_new_thread)
+    thread.start()
+    thread.join()
+    assert len(caught) == 1 and isinstance(caught[0], LedgerError), caught
+    assert str(path) in str(caught[0]) and "writable" in str(caught[0])
+    monkeypatch.undo()
+    assert ledger.totals("team", "all").spent_usd == Decimal("0.25")
+    ledger.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["END_OF_LAST_MESSAGE", "END_OF_SYSTEM", "VolatileValue", "find_volatile",
@@ -28,6 +29,21 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("hex id", re.compile(r"\b[0-9a-f]{24,}\b")),
 )
 _MAX_SHOWN = 60
+# What each pattern cannot match without, as byte strings found by C substring scans over
+# the text with its digits mapped to "0" and its hex digits to "h" (a regex costs tens of µs
+# per kB; a guarded call asks about every new message): a pattern runs only where its
+# necessary part is there. Exact for ASCII text; other text runs every pattern (\d there
+# also matches other scripts' digits).
+_DIGITS = bytes.maketrans(b"0123456789", b"0" * 10)
+_HEX = bytes.maketrans(b"0123456789abcdefABCDEF", b"h" * 22)
+_NEEDS: dict[str, Callable[[str, bytes, bytes], bool]] = {
+    "uuid": lambda text, digits, hexes: "-" in text and b"h" * 8 in hexes,
+    "timestamp": lambda text, digits, hexes: b"0000-00-00" in digits,
+    "time of day": lambda text, digits, hexes: b"0:00:00" in digits,
+    "epoch time": lambda text, digits, hexes: b"0" * 10 in digits,
+    "request id": lambda text, digits, hexes: "_" in text or "-" in text,
+    "hex id": lambda text, digits, hexes: b"h" * 24 in hexes,
+}
 
 
 END_OF_SYSTEM = "the end of the system prompt"
@@ -78,9 +94,15 @@ def find_volatile(text: str, where: str) -> list[VolatileValue]:
     return [VolatileValue(where, kind, value) for kind, value in _matches(text)]
 
 
+@functools.lru_cache(maxsize=4096)
 def has_volatile(text: str) -> bool:
-    """Whether ``text`` holds any volatile value."""
-    return bool(_matches(text))
+    """Whether ``text`` holds any volatile value (each distinct text is scanned once)."""
+    if not text.isascii():
+        return bool(_matches(text))
+    raw = text.encode("ascii")
+    digits, hexes = raw.translate(_DIGITS), raw.translate(_HEX)
+    return any(_NEEDS[kind](text, digits, hexes) and pattern.search(text) is not None
+               for kind, pattern in _PATTERNS)
 
 
 # A sentence ends at . ! or ? followed by white space; a line ends a sentence too. Dots inside

@@ -113,15 +113,7 @@ def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **ren
 
     spend = spend_from_ledger(open_ledger(ledger_url), model=model, now=datetime.now(UTC))
     comparison = compare_with_ledger(spend, **rent)
-    data.update(comparison.breakeven.to_dict())
-    data["ledger"] = {
-        "model": spend.model, "since": spend.since.isoformat(), "until": spend.until.isoformat(),
-        "calls": spend.calls, "actual_usd": str(spend.actual_usd),
-        "input_tokens": spend.input_tokens, "output_tokens": spend.output_tokens,
-        "self_host_usd": str(comparison.self_host_usd), "saving_usd": str(comparison.saving_usd),
-        "utilisation": comparison.utilisation, "decode_busy": comparison.decode_busy,
-        "prefill_busy": comparison.prefill_busy,
-    }
+    data.update(comparison.to_dict())
     return f"{comparison.sentence()}\n{render_breakeven(comparison.breakeven)}"
 
 

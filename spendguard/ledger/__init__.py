@@ -1,4 +1,5 @@
-"""Ledgers, chosen by URL: ``sqlite:///path`` (the default), ``memory://`` (tests).
+"""Ledgers, chosen by URL: ``sqlite:///path`` (the default), ``memory://`` (tests), ``redis://``
+(also ``redis+cluster://``, ``redis+sentinel://``, and ``rediss…`` for TLS).
 
 ``open_ledger()`` with no URL uses ``$SPENDGUARD_LEDGER``, else a SQLite file in spendguard's
 data directory (``$SPENDGUARD_HOME``, else the platform's user data dir). One instance is kept
@@ -60,7 +61,9 @@ def __getattr__(name: str) -> Any:
 _BACKENDS: dict[str, str] = {
     "sqlite": "spendguard.ledger.sqlite:open_sqlite",
     "memory": "spendguard.ledger.memory:MemoryLedger",
-    "redis": "spendguard.ledger.redis:open_redis", "rediss": "spendguard.ledger.redis:open_redis",
+    **{scheme: "spendguard.ledger.redis:open_redis" for scheme in (
+        "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel",
+        "rediss+sentinel")},
 }
 _RECENT_MAX = 8
 
@@ -86,7 +89,9 @@ def resolve_ledger_url(url: str | os.PathLike[str] | None = None) -> str:
     if not sep or scheme not in _BACKENDS:
         raise ConfigError(
             f"ledger: {url!r} is not a ledger URL; use 'sqlite:///path/to/ledger.db' "
-            f"(sqlite:////abs/path for an absolute path), 'memory://' or 'memory://name'"
+            f"(sqlite:////abs/path for an absolute path), 'memory://', 'memory://name', or "
+            f"for Redis 'redis://host:6379/0', 'redis+cluster://host:7000,host:7001' or "
+            f"'redis+sentinel://host:26379/service_name/0' ('rediss' for TLS)"
         )
     if scheme == "sqlite":
         if not rest.startswith("/") or rest == "/":

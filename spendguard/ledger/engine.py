@@ -8,6 +8,7 @@ live here once, so both backends behave the same by construction.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
@@ -80,9 +81,15 @@ class Tx(Protocol):
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]: ...
 
 
+# A period key's window steps and warning key are pure functions of the key, and a budget uses
+# one key for a whole step (a minute of a 1h window): parsed once per key, not once per call.
+_window_keys = functools.lru_cache(maxsize=4096)(window_keys)
+_warning_key = functools.lru_cache(maxsize=4096)(warning_key)
+
+
 def window_totals(tx: Tx, claim: ScopeClaim) -> Totals:
     """What a limit is checked against: the period's totals, or a rolling window's sum."""
-    keys = window_keys(claim.period_key)
+    keys = _window_keys(claim.period_key)
     if len(keys) == 1:
         return tx.totals(claim.scope, claim.period_key)
     return tx.totals_sum(claim.scope, keys)
@@ -96,6 +103,11 @@ class TransactionalLedger(ABC):
     @abstractmethod
     def _transaction(self) -> AbstractContextManager[Tx]:
         """A write transaction: all of its effects happen, or none do."""
+
+    def _snapshot(self) -> AbstractContextManager[Tx]:
+        """A transaction that only reads, seeing one consistent state (the write one if the
+        storage has nothing lighter)."""
+        return self._transaction()
 
     def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: CallInfo, *,
                 time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
@@ -147,12 +159,7 @@ class TransactionalLedger(ABC):
             if row.state != OPEN:
                 raise LedgerError(f"reservation {reservation_id} is already {row.state}; a call "
                                   f"is settled or released exactly once")
-            tx.update_call(_closed(row, "settled", replace(
-                row.record, actual_usd=settlement.actual_usd, tokens=dict(settlement.tokens),
-                usage_estimated=settlement.usage_estimated,
-                table_version=settlement.table_version, latency_s=settlement.latency_s,
-                request_id=settlement.request_id or row.record.request_id,
-                status=settlement.status, note=settlement.note or row.record.note)))
+            tx.update_call(_closed(row, "settled", _settled(row.record, settlement)))
             tx.append_event(Event(reservation_id, "settle", settlement.time,
                                   settlement.actual_usd))
             self._move(tx, row, spent_usd=settlement.actual_usd)
@@ -195,7 +202,7 @@ class TransactionalLedger(ABC):
             return self._recover(tx, now)
 
     def verify(self) -> list[str]:
-        with self._transaction() as tx:
+        with self._snapshot() as tx:
             calls = {row.record.id: row for row in tx.all_calls()}
             expected: dict[tuple[str, str], Totals] = {}
             closing: dict[str, str] = {}
@@ -287,7 +294,7 @@ class TransactionalLedger(ABC):
                 continue
             spent = window_totals(tx, claim).spent_usd
             # A rolling window warns at most once per window length, not once per step.
-            key = warning_key(claim.period_key)
+            key = _warning_key(claim.period_key)
             if spent >= claim.warn_usd and tx.claim_crossing(claim.scope, key, claim.warn_usd,
                                                              time):
                 found.append(Crossing(claim.scope, key, spent, claim.limit_usd,
@@ -296,5 +303,18 @@ class TransactionalLedger(ABC):
 
 
 def _closed(row: CallRow, state: str, record: SpendRecord) -> CallRow:
-    # The closing time is not on the row: it lives in the event log.
-    return replace(row, state=state, record=record)
+    # The closing time is not on the row: it lives in the event log. Built field by field:
+    # dataclasses.replace reads every field by name, and this runs once per call.
+    return CallRow(record, row.claims, state, row.expires_at, row.owner_pid, row.owner_host)
+
+
+def _settled(record: SpendRecord, settlement: Settlement) -> SpendRecord:
+    """The record of an open call once settled (every call: built directly, as ``_closed``)."""
+    return SpendRecord(
+        record.id, record.time, record.scopes, record.tags, record.provider, record.model,
+        record.endpoint, dict(settlement.tokens), record.estimated_usd, settlement.actual_usd,
+        settlement.usage_estimated, settlement.table_version, settlement.latency_s,
+        settlement.request_id or record.request_id, record.attempt, settlement.status,
+        record.prompt_hash, record.prompt_text, record.estimated_input_tokens,
+        record.estimated_output_tokens, record.input_exact, settlement.note or record.note,
+        record.period_keys, record.limits_usd)

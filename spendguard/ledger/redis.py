@@ -1,4 +1,4 @@
-"""The Redis ledger (``redis://host:port/db``): budgets shared by processes on many machines.
+"""The Redis ledger (``redis://``, Cluster, Sentinel, TLS): budgets shared across machines.
 
 Each rule — reserve (check every limit, hold the worst case), settle, release, correct,
 recover an abandoned reservation — is one Lua script that Redis runs atomically, so processes
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, TypeVar
 
 from spendguard.errors import LedgerError, LedgerUnavailable
@@ -90,7 +90,7 @@ class RedisLedger:
 
     def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: CallInfo, *,
                 time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
-        merged = scaled_claims(merge_claims(claims))
+        merged, merged_json = _prepared(tuple(claims))
         worst, worst_text = scaled(amount_usd, rounding="up", field="amount_usd")
         if self._fallback is not None and self._session.resting():
             return self._fallback.reserve(merged, worst, call, time=time, expires_at=expires_at,
@@ -98,7 +98,7 @@ class RedisLedger:
         call_id = uuid.uuid4().hex
         record = _open_record(call_id, merged, worst, call, time, tags)
         args = [call_id, str(micros(time)), str(micros(expires_at)), worst_text,
-                claims_json(merged), record_json(record), str(os.getpid()), _HOST,
+                merged_json, record_json(record), str(os.getpid()), _HOST,
                 str(expires_at), str(_RECOVER_BATCH)]
         try:
             reply = self._with_redis(partial(self._session.run, "reserve", args))
@@ -361,11 +361,22 @@ class RedisLedger:
 
 
 def open_redis(url: str) -> RedisLedger:
-    """The ledger for a ``redis://`` or ``rediss://`` URL (no connection is made yet)."""
+    """The ledger for a ``redis://``, ``redis+cluster://`` or ``redis+sentinel://`` URL
+    (``rediss…`` for TLS); no connection is made yet."""
     return RedisLedger(url)
 
 
 # -- what the scripts read and write ---------------------------------------------------------
+
+@lru_cache(maxsize=256)
+def _prepared(claims: tuple[ScopeClaim, ...]) -> tuple[tuple[ScopeClaim, ...], str]:
+    """A call's claims merged, on the 15-place scale, and as the scripts read them.
+
+    A budget names the same claims call after call, so this work is done once per period.
+    """
+    merged = scaled_claims(merge_claims(claims))
+    return merged, claims_json(merged)
+
 
 def _open_record(call_id: str, claims: Sequence[ScopeClaim], worst: Decimal, call: CallInfo,
                  time: datetime, tags: Mapping[str, str]) -> SpendRecord:

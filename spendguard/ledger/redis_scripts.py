@@ -26,9 +26,10 @@ Keys, all under the ledger's prefix ``P``:
 - ``P meta`` (hash): ``schema``.
 
 Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles;
-see :mod:`spendguard.ledger.redis_codec`. Keys are built inside the scripts from the prefix,
-so the ledger needs one Redis primary (not Redis Cluster, unless the prefix holds a hash tag
-such as ``{sg}:`` that puts every key in one slot).
+see :mod:`spendguard.ledger.redis_codec`. Keys are built inside the scripts from the prefix
+(``ARGV[1]``). On Redis Cluster that prefix is the ledger's hash tag (``{spendguard:}``), so
+every key a script touches is in one slot; each script declares one key, ``P totals``, only
+so that the cluster routes it to the primary holding that slot.
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ local function event(id, kind, time, usd, detail)
   redis.call('XADD', P .. 'events', '*', 'call', id, 'kind', kind, 'time', time, 'usd', usd,
              'detail', detail or '')
 end
-local function close(id, key, kind, time, usd, detail)
+-- Moves a call from the open reservations to the records (by its record time, reserved_at).
+local function close(id, reserved_at, kind, time, usd, detail)
   redis.call('ZREM', P .. 'open', id)
-  redis.call('ZADD', P .. 'records', redis.call('HGET', key, 'time'), id)
+  redis.call('ZADD', P .. 'records', reserved_at, id)
   event(id, kind, time, usd, detail)
 end
 local function crossings(claims, time, out)
@@ -131,12 +133,13 @@ local function recover(now, most)
   local ids = redis.call('ZRANGEBYSCORE', P .. 'open', '-inf', now, 'LIMIT', 0, most)
   for _, id in ipairs(ids) do
     local key = P .. 'call:' .. id
-    local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'pid', 'host', 'exp_text')
+    local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'pid', 'host', 'exp_text',
+                         'time')
     if h[1] == 'open' then
       local note = 'recovered: reservation of pid ' .. h[4] .. ' on ' .. h[5] ..
         ' expired at ' .. h[6] .. ' without being settled; charged its worst case'
       redis.call('HSET', key, 'state', 'recovered', 'actual', h[2], 'note', note)
-      close(id, key, 'recover', now, h[2], note)
+      close(id, h[7], 'recover', now, h[2], note)
       local worst = parse(h[2])
       move(cjson.decode(h[3]), worst, neg(worst))
     else
@@ -183,16 +186,16 @@ SETTLE = _COMMON + r"""
 -- ARGV: prefix, id, actual, done, time, nonce
 local id = ARGV[2]
 local key = P .. 'call:' .. id
-local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'rec')
+local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'time')
 if not h[1] then return {'missing'} end
-if h[1] == 'recovered' then return {'recovered', h[2], h[3], h[5]} end
+if h[1] == 'recovered' then return {'recovered', h[2], h[3], redis.call('HGET', key, 'rec')} end
 if h[1] ~= 'open' then
   if h[4] == ARGV[6] then return {'ok', h[3]} end
   return {'closed', h[1]}
 end
 redis.call('HSET', key, 'state', 'settled', 'actual', ARGV[3], 'done', ARGV[4],
            'closed_by', ARGV[6])
-close(id, key, 'settle', ARGV[5], ARGV[3], '')
+close(id, h[5], 'settle', ARGV[5], ARGV[3], '')
 local claims = cjson.decode(h[3])
 move(claims, parse(ARGV[3]), neg(parse(h[2])))
 return crossings(claims, ARGV[5], {'ok', h[3]})
@@ -202,16 +205,16 @@ RELEASE = _COMMON + r"""
 -- ARGV: prefix, id, reason, time, nonce
 local id = ARGV[2]
 local key = P .. 'call:' .. id
-local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'rec')
+local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'time')
 if not h[1] then return {'missing'} end
-if h[1] == 'recovered' then return {'recovered', h[2], h[3], h[5]} end
+if h[1] == 'recovered' then return {'recovered', h[2], h[3], redis.call('HGET', key, 'rec')} end
 if h[1] ~= 'open' then
   if h[4] == ARGV[5] then return {'ok'} end
   return {'closed', h[1]}
 end
 redis.call('HSET', key, 'state', 'released', 'actual', fmt(ZERO), 'note', ARGV[3],
            'closed_by', ARGV[5])
-close(id, key, 'release', ARGV[4], fmt(ZERO), ARGV[3])
+close(id, h[5], 'release', ARGV[4], fmt(ZERO), ARGV[3])
 move(cjson.decode(h[3]), ZERO, neg(parse(h[2])), -1)
 return {'ok'}
 """

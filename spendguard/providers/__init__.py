@@ -8,6 +8,7 @@ turning SDK objects into plain dicts, reading token counts strictly, and the two
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -51,6 +52,7 @@ class StreamReader(Protocol):
     def output_text(self) -> str: ...
 
 
+@functools.cache  # read for every guarded call: the import machinery once per provider
 def _module(provider: str) -> Any:
     if provider not in PROVIDERS:
         raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
@@ -116,8 +118,10 @@ def read_table(container: Mapping[str, Any] | None, key: str, *, provider: str,
 def read_count(container: Mapping[str, Any] | None, key: str, *, provider: str, path: str,
                required: bool = False) -> int:
     """A token count: a whole number >= 0; absent is 0 unless ``required``."""
-    field = f"{path}.{key}"
     value = None if container is None else container.get(key)
+    if value.__class__ is int and value >= 0:
+        return value  # the usual case, read for every call: no field name spelled out
+    field = f"{path}.{key}"
     if value is None:
         if required:
             raise ProviderResponseError(f"{provider}: usage field {field} is missing",

@@ -145,6 +145,20 @@ class SelfHostComparison:
             return None
         return decode + (self.prefill_busy or 0.0)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The break-even and the recorded spend it was weighed against, for JSON output
+        (money as strings: exact)."""
+        s = self.spend
+        data = self.breakeven.to_dict()
+        data["ledger"] = {
+            "model": s.model, "since": s.since.isoformat(), "until": s.until.isoformat(),
+            "calls": s.calls, "actual_usd": str(s.actual_usd), "input_tokens": s.input_tokens,
+            "output_tokens": s.output_tokens, "self_host_usd": str(self.self_host_usd),
+            "saving_usd": str(self.saving_usd), "utilisation": self.utilisation,
+            "decode_busy": self.decode_busy, "prefill_busy": self.prefill_busy,
+        }
+        return data
+
     def sentence(self) -> str:
         """The comparison in one sentence for people."""
         s, rent = self.spend, self.breakeven.rent
