@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.redis_cluster_helpers import requires_redis_cluster_tools
 from tests.redis_helpers import requires_redis
 
 pytestmark = pytest.mark.xdist_group("benchmarks")
@@ -77,6 +78,18 @@ def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["backend", "processes", "reservations/s"]
     assert [line.split()[:2] for line in lines[1:-1]] == [[b, "1"] for b in backends]
+
+
+@requires_redis_cluster_tools
+def test_the_redis_cluster_benchmark_prints_its_two_rows(tmp_path: Path) -> None:
+    """Its smallest run: three calls in one process, on the cluster it starts and stops."""
+    result = run_script(tmp_path, str(BENCHMARKS / "redis_cluster.py"), "--calls", "3",
+                        "--processes", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:2] == ["ledgers", "processes"]
+    assert lines[1].startswith("1 ledger (1 primary)")
+    assert lines[2].startswith("3 ledgers (1 per primary)")
 
 
 def test_the_runner_rejects_an_unknown_script_name(tmp_path: Path) -> None:
