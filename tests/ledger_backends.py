@@ -1,4 +1,4 @@
-"""The ledger-backend fixtures: one test definition, run on memory, SQLite and Redis.
+"""The ledger-backend fixtures: one test definition, run on memory, SQLite and Redis (+ cluster).
 
 A test that takes ``ledger`` (an open ledger) or ``ledger_backend`` (to open fresh ones, or to
 get their URLs) runs once per backend: memory, a SQLite file in the test's ``tmp_path``, the
