@@ -4,9 +4,6 @@
 every decision: the order of the tiers, which to skip (learning), whether the money left covers
 the next attempt's worst case, and what each attempt cost. The shells only send requests and
 run checks, the two steps that differ between sync and async.
-
-This module is not named ``cascade.py`` on purpose: ``spendguard.cascade`` is the function, and
-a submodule of the same name would replace it on the package once imported.
 """
 
 from __future__ import annotations

@@ -15,8 +15,6 @@ from the ledger, :mod:`spendguard.loop_reserve`). A call the budget refuses insi
 the loop with ``stop_reason`` ``budget`` when the loop (``with guard:``) or the step
 (``with step:``) is entered. The stop conditions are :mod:`spendguard.stops` policies;
 ``stop=`` adds your own.
-This module is not named ``loop.py``: ``spendguard.loop`` is the function below, and a submodule
-of that name would replace it on the package once imported.
 """
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ expects cache reads and writes from the prefixes they share, takes expected outp
 caps or from the ledger's history of the same model and task, and prices it all: expected and
 worst case, with cache and batch savings and the time at a given concurrency.
 :meth:`Plan.run` / :meth:`Plan.arun` then send the requests through a (guarded) client.
-
-The package is named ``planning`` because ``spendguard.plan`` is the function: a submodule of
-that name would replace it on the package once imported.
 """
 
 from __future__ import annotations
