@@ -23,7 +23,7 @@ from spendguard.money import MILLION, ZERO, format_usd
 from spendguard.prices import LongContextTier, ModelPrice, PriceModifier, PriceTable, default_table
 from spendguard.usage import Usage, usage_from
 
-__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "billable_tier", "cost"]
+__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "billable_tier", "cost", "total_usd"]
 
 STANDARD_TIERS = frozenset({"default", "auto", "standard", "standard_only"})
 """Service-tier names that mean Standard pricing (no modifier): OpenAI's requested "auto" and
@@ -115,6 +115,11 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
     """
     model_price = (table or default_table()).get(model)
     record = usage if isinstance(usage, Usage) else usage_from(model_price.provider, usage)
+    return _priced(model_price, record, batch=batch, service_tier=service_tier)
+
+
+def _priced(model_price: ModelPrice, record: Usage, *, batch: bool,
+            service_tier: str | None) -> Cost:
     names = _modifier_names(record, batch=batch, service_tier=service_tier)
     tier = model_price.tier_for(record.total_input_tokens)
     lines: list[CostLine] = []
@@ -130,6 +135,27 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
         total = sum((line.usd for line in lines), ZERO)
     return Cost(model_price.model, total, tuple(lines), model_price.table_version, tier,
                 tuple(names), record)
+
+
+def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None = None,
+              batch: bool = False) -> Decimal:
+    """``cost(...).total`` for an entry already looked up, without building the cost lines.
+
+    The guard prices every call twice (its worst case, then the bill) and only keeps the
+    total: this multiplies the same cached rates in the same order and precision as
+    :func:`cost`, so the amount is identical. Usage with server-tool requests goes through
+    :func:`cost` itself (tool rates are priced per request, not per token).
+    """
+    if usage.tool_requests:
+        return _priced(model_price, usage, batch=batch, service_tier=service_tier).total
+    names = _modifier_names(usage, batch=batch, service_tier=service_tier)
+    tier = model_price.tier_for(usage.total_input_tokens)
+    total = ZERO
+    with localcontext() as context:
+        context.prec = 40  # as in cost(): exact for any realistic token count x rate
+        for kind, tokens in _buckets(usage, model_price):
+            total += tokens * _cached_rate(model_price, kind, tier, names) / MILLION
+    return total
 
 
 # A rate depends only on the entry, the kind, the tier and the modifiers, and a guarded call
