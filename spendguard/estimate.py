@@ -61,7 +61,12 @@ def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
     Input is priced at the highest rate it could land in: uncached, or written to a cache
     (cache writes cost more than plain input) when the request may write one.
     """
-    model_price = (table or default_table()).get(call.model)
+    return _worst_usd(call, (table or default_table()).get(call.model), input_tokens,
+                      output_tokens)
+
+
+def _worst_usd(call: Call, model_price: ModelPrice, input_tokens: int,
+               output_tokens: int) -> Decimal:
     candidates = [Usage(input_tokens=input_tokens, output_tokens=output_tokens,
                         speed=call.speed, inference_geo=call.inference_geo)]
     for ttl in call.cache_ttls:
@@ -82,5 +87,5 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
                                                             "model": model_price.count_as}
     input_tokens = count_request_tokens(call.provider.value, call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
-    worst = worst_cost_usd(call, int(input_tokens), output_tokens, table)
+    worst = _worst_usd(call, model_price, int(input_tokens), output_tokens)
     return Estimate(call.model, input_tokens, output_tokens, worst, table.version)

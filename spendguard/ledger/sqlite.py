@@ -37,6 +37,7 @@ settings of its own.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -83,6 +84,7 @@ _INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
                  "VALUES (?, ?, ?, ?, ?)")
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
                   "WHERE scope = ? AND period_key = ?")
+_ANY_EXPIRED = "SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ? LIMIT 1"
 _PUT_TOTALS = ("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
                "calls) VALUES (?, ?, ?, ?, ?)")
 # The file's page: every commit appends each page it changed to the WAL whole (about a dozen
@@ -347,7 +349,7 @@ class _Tx:
             self.open_rows.pop(row.record.id, None)
         r = row.record
         self.db.execute(_CLOSE_CALL, (
-            row.state, str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated),
+            row.state, str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated),
             r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id))
 
     def append_event(self, event: Event) -> None:
@@ -355,8 +357,13 @@ class _Tx:
                                         str(event.amount_usd), event.detail))
 
     def expired_open_calls(self, now: datetime) -> list[CallRow]:
+        # Asked on every reserve, and almost always none: one probe of the partial index
+        # answers that before any row is read and decoded.
+        cutoff = _ts(now)
+        if self.db.execute(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
+            return []
         rows = self.db.execute(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
-                               (_ts(now),)).fetchall()
+                               (cutoff,)).fetchall()
         return [_row_to_call(row) for row in rows]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
@@ -379,8 +386,12 @@ class _Tx:
             yield scope, key, Totals(Decimal(spent), Decimal(reserved), calls)
 
 
+@functools.lru_cache(maxsize=64)
 def _ts(moment: datetime) -> str:
-    """Fixed-width UTC text (``2026-05-21T10:00:00.000000+00:00``): sorts as it compares."""
+    """Fixed-width UTC text (``2026-05-21T10:00:00.000000+00:00``): sorts as it compares.
+
+    Cached: one reserve writes its time on the call, its event and the expiry probe, and a
+    settle its time on the event; each moment is formatted once."""
     return as_utc(moment).isoformat(timespec="microseconds")
 
 
@@ -393,19 +404,37 @@ def _optional_decimal(text: str | None) -> Decimal | None:
     return None if text is None else Decimal(text)
 
 
+# json.dumps with its default options, less its own call and option checks.
+_json = json.JSONEncoder().encode
+
+
+def _claims_text(claims: tuple[ScopeClaim, ...], scopes: tuple[str, ...],
+                 period_keys: tuple[str, ...]) -> tuple[str, str, str]:
+    """The JSON columns of a call's claims, scopes and period keys."""
+    # Amounts as their own text, so equal amounts written differently ("8", "8.00") keep it.
+    rows = tuple([(c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
+                   None if c.warn_usd is None else str(c.warn_usd), c.max_calls)
+                  for c in claims])
+    return _encoded_claims(rows, scopes, period_keys)
+
+
+@functools.lru_cache(maxsize=256)
+def _encoded_claims(rows: tuple[tuple[str | int | None, ...], ...], scopes: tuple[str, ...],
+                    period_keys: tuple[str, ...]) -> tuple[str, str, str]:
+    # A budget claims the same for a whole period: encoded once per period, not per call.
+    return _json([list(row) for row in rows]), _json(list(scopes)), _json(list(period_keys))
+
+
 def _call_to_row(row: CallRow) -> tuple[Any, ...]:
     r = row.record
-    claims = [[c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
-               None if c.warn_usd is None else str(c.warn_usd), c.max_calls]
-              for c in row.claims]
     return (
         r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
-        row.owner_pid, row.owner_host, json.dumps(claims), json.dumps(list(r.scopes)),
-        json.dumps(list(r.period_keys)), json.dumps(dict(r.tags)), r.provider, r.model,
+        row.owner_pid, row.owner_host, *_claims_text(row.claims, r.scopes, r.period_keys),
+        _json(dict(r.tags)), r.provider, r.model,
         r.endpoint, r.attempt, r.request_id, r.prompt_hash, r.prompt_text,
         r.estimated_input_tokens, r.estimated_output_tokens,
         None if r.input_exact is None else int(r.input_exact), str(r.estimated_usd),
-        str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated), r.table_version,
+        str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated), r.table_version,
         r.latency_s, r.status, r.note,
     )
 
