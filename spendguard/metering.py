@@ -248,12 +248,13 @@ class Attempt:
     def settle_body(self, status_code: int, headers: httpx2.Headers, raw: bytes, *,
                     decoded: bool = False) -> None:
         """Settle from a complete response body (content-encoded unless ``decoded``)."""
-        self.request_id = _request_id(headers)
+        found = read_headers(headers, _RESPONSE_HEADERS)
+        self.request_id = _request_id(found)
         if status_code >= 400:
             self.release(f"http {status_code}")
             return
         try:
-            encoding = None if decoded else headers.get("content-encoding")
+            encoding = None if decoded else found.get("content-encoding")
             if encoding:
                 decoder = ContentDecoder(encoding)
                 raw = decoder.decode(raw) + decoder.flush()
@@ -273,22 +274,46 @@ class Attempt:
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
 
     def stream_meter(self, headers: httpx2.Headers) -> StreamMeter:
-        self.request_id = _request_id(headers)
+        found = read_headers(headers, _RESPONSE_HEADERS)
+        self.request_id = _request_id(found)
         framing: Framing = SSEDecoder()
-        if headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
+        if found.get("content-type", "").startswith(EVENT_STREAM_TYPE):
             framing = EventStreamDecoder()  # Bedrock: AWS event-stream frames, not SSE
-        return StreamMeter(self, ContentDecoder(headers.get("content-encoding")),
+        return StreamMeter(self, ContentDecoder(found.get("content-encoding")),
                            stream_reader(self.call.provider.value, self.call.endpoint.value),
                            framing)
 
 
-def _request_id(headers: httpx2.Headers) -> str | None:
-    return headers.get("x-request-id") or headers.get("request-id")
+_RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
+                               b"content-type"})
+_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count"})
 
 
-def _attempt_number(request: httpx2.Request) -> int:
+def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:
+    """The values ``headers.get`` gives for those of ``names`` (lower case) that are present.
+
+    One pass over the raw headers instead of one ``get`` per name (each ``get`` of httpx
+    decodes and scans every header again). A repeated or non-ASCII header is read through
+    ``get`` itself, which joins repeats and picks the headers' encoding.
+    """
+    found: dict[str, str] = {}
+    for key, value in headers.raw:
+        name = key.lower()
+        if name in names:
+            text = name.decode("ascii")
+            if text in found or not value.isascii():
+                return {n.decode(): headers[n.decode()] for n in names if n.decode() in headers}
+            found[text] = value.decode("ascii")
+    return found
+
+
+def _request_id(found: dict[str, str]) -> str | None:
+    return found.get("x-request-id") or found.get("request-id")
+
+
+def _attempt_number(retry_count: str) -> int:
     try:
-        return int(request.headers.get("x-stainless-retry-count", "0")) + 1
+        return int(retry_count) + 1
     except ValueError:
         return 1
 
@@ -337,7 +362,8 @@ class Guard:
         parsed = parse_body(body)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
-        rewritable = not request.headers.get("authorization", "").startswith(_SIGV4)
+        found = read_headers(request.headers, _REQUEST_HEADERS)
+        rewritable = not found.get("authorization", "").startswith(_SIGV4)
         if self.options.cache_order is not None and rewritable:
             ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
             if ordered != parsed:
@@ -366,7 +392,7 @@ class Guard:
                 and not unguarded:
             request, call, estimate = self._fit_output(request, call, estimate, parsed,
                                                        budgets)
-        attempt_number = _attempt_number(request)
+        attempt_number = _attempt_number(found.get("x-stainless-retry-count", "0"))
         prompt_hash = hashlib.sha256(body).hexdigest()
         check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
                        estimate_usd=estimate.worst_usd, budgets=budgets)
