@@ -31,7 +31,12 @@ reserve + settle, so they stay at SQLite's defaults.
 
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
-settings of its own.
+settings of its own. Each reserve first asks the partial index of open reservations whether
+any has expired (``LIMIT 1``), and reads rows only when one has.
+
+Money is TEXT holding an exact Decimal, so totals are read, added in Python and written back
+inside the transaction: ``SET spent_usd = spent_usd + ?`` would have SQLite add them as
+floating-point numbers.
 """
 
 from __future__ import annotations
