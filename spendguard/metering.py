@@ -265,7 +265,8 @@ class Attempt:
                 # background=True: billed later, out of our sight; count the worst case now.
                 self.settle_worst("background")
                 return
-            usage = usage_from(self.call.provider.value, body, endpoint=self.call.endpoint.value)
+            # str() of a StrEnum member is its value, without the enum's property lookup.
+            usage = usage_from(str(self.call.provider), body, endpoint=str(self.call.endpoint))
         except Exception as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the
             # call: count the worst case and say so, but let the caller have their response.
@@ -396,10 +397,11 @@ class Guard:
         prompt_hash = hashlib.sha256(body).hexdigest()
         check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
                        estimate_usd=estimate.worst_usd, budgets=budgets)
+        provider = str(call.provider)  # a StrEnum's str() is its value, as .value is
         info = CallInfo(
-            provider=call.provider.value,
+            provider=provider,
             model=call.model,
-            endpoint=call.endpoint.value,
+            endpoint=str(call.endpoint),
             attempt=attempt_number,
             request_id=None,
             prompt_hash=prompt_hash,
@@ -407,7 +409,7 @@ class Guard:
             estimated_input_tokens=int(estimate.input_tokens),
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
-            end_user=end_user_of(call.provider.value, call.body),  # for per-user budgets
+            end_user=end_user_of(provider, call.body),  # for per-user budgets
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
         tags.update(bound_tags)

@@ -89,6 +89,8 @@ _INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
                  "VALUES (?, ?, ?, ?, ?)")
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
                   "WHERE scope = ? AND period_key = ?")
+_UPDATE_TOTALS = ("UPDATE totals SET spent_usd = ?, reserved_usd = ?, calls = ? "
+                  "WHERE scope = ? AND period_key = ?")
 _ANY_EXPIRED = "SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ? LIMIT 1"
 _PUT_TOTALS = ("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
                "calls) VALUES (?, ?, ?, ?, ?)")
@@ -303,18 +305,25 @@ class _Tx:
     Totals read or written in the transaction are kept (``seen``): the write lock is held
     until it ends, so no other process can change them meanwhile, and the rules' later reads
     of the same row (settle's warning check, a rolling window's current step) cost nothing.
+    A row read is known to exist (``stored``), so writing it back updates it in place rather
+    than replacing it (a delete and an insert in the table's b-tree).
     """
 
     def __init__(self, db: sqlite3.Connection, open_rows: dict[str, CallRow]) -> None:
         self.db = db
         self.open_rows = open_rows
         self.seen: dict[tuple[str, str], Totals] = {}
+        self.stored: set[tuple[str, str]] = set()
 
     def totals(self, scope: str, period_key: str) -> Totals:
         known = self.seen.get((scope, period_key))
         if known is None:
             row = self.db.execute(_SELECT_TOTALS, (scope, period_key)).fetchone()
-            known = Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]), row[2])
+            if row is None:
+                known = Totals()
+            else:
+                known = Totals(Decimal(row[0]), Decimal(row[1]), row[2])
+                self.stored.add((scope, period_key))
             self.seen[(scope, period_key)] = known
         return known
 
@@ -327,13 +336,20 @@ class _Tx:
         steps = dict.fromkeys(period_keys, Totals())
         steps.update((key, Totals(Decimal(spent), Decimal(reserved), calls))
                      for key, spent, reserved, calls in rows)
+        self.stored.update((scope, key) for key, *_ in rows)
         self.seen.update(((scope, key), totals) for key, totals in steps.items())
         return sum_totals(steps.values())
 
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
-        self.seen[(scope, period_key)] = totals
+        key = (scope, period_key)
+        self.seen[key] = totals
+        if key in self.stored:
+            self.db.execute(_UPDATE_TOTALS, (str(totals.spent_usd), str(totals.reserved_usd),
+                                             totals.calls, scope, period_key))
+            return
         self.db.execute(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
                                       str(totals.reserved_usd), totals.calls))
+        self.stored.add(key)
 
     def insert_call(self, row: CallRow) -> None:
         self.db.execute(_INSERT_CALL, _call_to_row(row))
