@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from spendguard.errors import LedgerError
-from spendguard.ledger.base import ScopeClaim, SpendRecord, Totals
+from spendguard.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
 from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import parse_tag
 from spendguard.ledger.limits import sum_totals
@@ -81,10 +81,11 @@ _INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 28
 _SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
 # The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
 # keyed by its text, so these are compiled once per connection.
-_CALL_STATE = "SELECT state FROM calls WHERE id = ?"
 _CLOSE_CALL = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
                "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? "
                "WHERE id = ?")
+# The close of an open row this process remembers: the state test replaces reading it first.
+_CLOSE_OPEN_CALL = f"{_CLOSE_CALL} AND state = 'open'"
 _INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
                  "VALUES (?, ?, ?, ?, ?)")
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
@@ -196,6 +197,20 @@ class SqliteLedger(TransactionalLedger):
             _roll_back(db)
             raise
 
+    def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
+        try:
+            return super().settle(reservation_id, settlement)
+        except _StaleOpenRow:  # rolled back; the row is read from the file this time
+            self._open_rows.pop(reservation_id, None)
+            return super().settle(reservation_id, settlement)
+
+    def release(self, reservation_id: str, *, reason: str, time: datetime) -> bool:
+        try:
+            return super().release(reservation_id, reason=reason, time=time)
+        except _StaleOpenRow:
+            self._open_rows.pop(reservation_id, None)
+            return super().release(reservation_id, reason=reason, time=time)
+
     def totals(self, scope: str, period_key: str) -> Totals:
         try:
             return _Tx(self._connection(), {}).totals(scope, period_key)
@@ -299,6 +314,10 @@ def _roll_back(db: sqlite3.Connection) -> None:
             db.execute("ROLLBACK")
 
 
+class _StaleOpenRow(Exception):
+    """An open row remembered by this process was closed by another one (recovered)."""
+
+
 class _Tx:
     """The storage operations of :class:`~spendguard.ledger.engine.Tx` on one connection.
 
@@ -314,6 +333,7 @@ class _Tx:
         self.open_rows = open_rows
         self.seen: dict[tuple[str, str], Totals] = {}
         self.stored: set[tuple[str, str]] = set()
+        self.unverified: str | None = None  # an open row from memory, its state not yet read
 
     def totals(self, scope: str, period_key: str) -> Totals:
         known = self.seen.get((scope, period_key))
@@ -359,9 +379,9 @@ class _Tx:
     def get_call(self, call_id: str) -> CallRow | None:
         known = self.open_rows.get(call_id)
         if known is not None:
-            state = self.db.execute(_CALL_STATE, (call_id,)).fetchone()
-            if state == (OPEN,):
-                return known
+            # Taken on trust: closing it checks that it is still open (update_call).
+            self.unverified = call_id
+            return known
         row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
         return None if row is None else _row_to_call(row)
 
@@ -369,9 +389,16 @@ class _Tx:
         if row.state != OPEN:
             self.open_rows.pop(row.record.id, None)
         r = row.record
-        self.db.execute(_CLOSE_CALL, (
-            row.state, str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated),
-            r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id))
+        values = (row.state, str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated),
+                  r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id)
+        if r.id != self.unverified:
+            self.db.execute(_CLOSE_CALL, values)
+            return
+        self.unverified = None
+        if self.db.execute(_CLOSE_OPEN_CALL, values).rowcount != 1:
+            # Another process recovered it meanwhile: nothing was written yet; start again
+            # from the row in the file.
+            raise _StaleOpenRow(r.id)
 
     def append_event(self, event: Event) -> None:
         self.db.execute(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
