@@ -115,8 +115,9 @@ class SqliteLedger(TransactionalLedger):
         self._local = threading.local()
         self._generation = 0
         self._all: list[sqlite3.Connection] = []
-        # Reservations this instance made and has not closed: settling one then needs only
-        # its state from the file, not the whole row parsed back.
+        # Reservations this instance made and has not closed: settling one reads nothing of
+        # it back; the closing UPDATE checks it is still open (another process may have
+        # recovered it, and then it is read from the file after all).
         self._open_rows: dict[str, CallRow] = {}
         self._all_lock = threading.Lock()
         self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
