@@ -102,8 +102,10 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash
     shape = request_shape(call.body, body_hash)
     for scoped, rules in checks:
         now = scoped.now()
+        # The ledger reader only for a velocity rule, the one rule that reads spend.
+        spend_since = None if rules.max_usd_per_minute is None else _spend_since(scoped)
         trip, refuse = RUNAWAYS.check(scoped.scope, rules, shape=shape, attempt=attempt,
-                                      now=now, spend_since=_spend_since(scoped))
+                                      now=now, spend_since=spend_since)
         if trip is not None:
             _tell(scoped, trip, call, now)
         if refuse and scoped.enforce:  # observe mode: told and recorded, never refused

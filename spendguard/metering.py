@@ -33,7 +33,7 @@ from spendguard.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
 from spendguard.learned_bounds import learned_input_bound
 from spendguard.ledger.base import CallInfo
 from spendguard.prices import ModelPrice, PriceTable, default_table
-from spendguard.providers import stream_reader
+from spendguard.providers import stream_reader, usage_reader
 from spendguard.reservations import Reservation, remaining_for_call, reserve_call
 from spendguard.routing import route_request
 from spendguard.scopes import collect_budgets
@@ -42,7 +42,7 @@ from spendguard.sse import ContentDecoder, SSEDecoder
 from spendguard.stream_meter import Framing, StreamMeter
 from spendguard.templates import end_user_of
 from spendguard.tokens import TokenCount
-from spendguard.usage import Usage, usage_from
+from spendguard.usage import Usage
 
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
 
@@ -266,7 +266,8 @@ class Attempt:
                 self.settle_worst("background")
                 return
             # str() of a StrEnum member is its value, without the enum's property lookup.
-            usage = usage_from(str(self.call.provider), body, endpoint=str(self.call.endpoint))
+            read_usage = usage_reader(str(self.call.provider))  # what usage_from calls
+            usage = read_usage(body, endpoint=str(self.call.endpoint))
         except Exception as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the
             # call: count the worst case and say so, but let the caller have their response.
