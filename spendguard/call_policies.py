@@ -51,10 +51,14 @@ class Degraded:
     requested_model: str
 
 
-def degrade(budget: Budget | None, call: Call, estimate: Estimate,
-            table: PriceTable) -> Degraded | None:
-    """The cheaper call to make instead of ``call``, when a budget's degrade policy says so."""
-    budgets = collect_budgets(budget)
+def degrade(budget: Budget | None, call: Call, estimate: Estimate, table: PriceTable, *,
+            budgets: tuple[Budget, ...] | None = None) -> Degraded | None:
+    """The cheaper call to make instead of ``call``, when a budget's degrade policy says so.
+
+    ``budgets`` are the call's (``collect_budgets(budget)``), when the caller has them already.
+    """
+    if budgets is None:
+        budgets = collect_budgets(budget)
     policy_budget = next((b for b in reversed(budgets) if b.degrade is not None), None)
     if policy_budget is None or policy_budget.degrade is None:
         return None
@@ -82,21 +86,26 @@ def degrade(budget: Budget | None, call: Call, estimate: Estimate,
 
 
 def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash: str,
-                   estimate_usd: Decimal) -> None:
+                   estimate_usd: Decimal, budgets: tuple[Budget, ...] | None = None) -> None:
     """Raise :class:`RunawayRefused` when a runaway rule of any of the call's scopes refuses it.
 
     A newly tripped rule is logged, handed to the budget's ``on_warn`` and written to the
-    ledger once; refusals during the cool-down that follows are silent.
+    ledger once; refusals during the cool-down that follows are silent. ``budgets`` are the
+    call's (``collect_budgets(budget)``), when the caller has them already.
     """
+    if budgets is None:
+        budgets = collect_budgets(budget)
     # Rules belong to budgets: a call charged to no budget has no scope to protect.
-    checks = [(b, b.runaway) for b in collect_budgets(budget) if b.runaway is not None]
+    checks = [(b, b.runaway) for b in budgets if b.runaway is not None]
     if not checks:
         return
     shape = request_shape(call.body, body_hash)
     for scoped, rules in checks:
         now = scoped.now()
+        # The ledger reader only for a velocity rule, the one rule that reads spend.
+        spend_since = None if rules.max_usd_per_minute is None else _spend_since(scoped)
         trip, refuse = RUNAWAYS.check(scoped.scope, rules, shape=shape, attempt=attempt,
-                                      now=now, spend_since=_spend_since(scoped))
+                                      now=now, spend_since=spend_since)
         if trip is not None:
             _tell(scoped, trip, call, now)
         if refuse and scoped.enforce:  # observe mode: told and recorded, never refused

@@ -23,7 +23,7 @@ from spendguard.money import MILLION, ZERO, format_usd
 from spendguard.prices import LongContextTier, ModelPrice, PriceModifier, PriceTable, default_table
 from spendguard.usage import Usage, usage_from
 
-__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "billable_tier", "cost"]
+__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "billable_tier", "cost", "total_usd"]
 
 STANDARD_TIERS = frozenset({"default", "auto", "standard", "standard_only"})
 """Service-tier names that mean Standard pricing (no modifier): OpenAI's requested "auto" and
@@ -115,6 +115,11 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
     """
     model_price = (table or default_table()).get(model)
     record = usage if isinstance(usage, Usage) else usage_from(model_price.provider, usage)
+    return _priced(model_price, record, batch=batch, service_tier=service_tier)
+
+
+def _priced(model_price: ModelPrice, record: Usage, *, batch: bool,
+            service_tier: str | None) -> Cost:
     names = _modifier_names(record, batch=batch, service_tier=service_tier)
     tier = model_price.tier_for(record.total_input_tokens)
     lines: list[CostLine] = []
@@ -132,24 +137,61 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
                 tuple(names), record)
 
 
-# A rate depends only on the entry, the kind, the tier and the modifiers, and a guarded call
-# prices three times (worst case, bill): each is worked out once. A cached entry holds its
-# ModelPrice, so the id in its key cannot be reused while it is cached; bounded by clearing.
-_RATES: dict[tuple[int, str, int, tuple[str, ...]], tuple[ModelPrice, Decimal]] = {}
+def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None = None,
+              batch: bool = False) -> Decimal:
+    """``cost(...).total`` for an entry already looked up, without building the cost lines.
+
+    The guard prices every call twice (its worst case, then the bill) and only keeps the
+    total: this multiplies the same cached rates in the same order and precision as
+    :func:`cost`, so the amount is identical. Usage with server-tool requests goes through
+    :func:`cost` itself (tool rates are priced per request, not per token).
+    """
+    if usage.tool_requests:
+        return _priced(model_price, usage, batch=batch, service_tier=service_tier).total
+    names = _modifier_names(usage, batch=batch, service_tier=service_tier)
+    tier = model_price.tier_for(usage.total_input_tokens)
+    rates = _rate_vector(model_price, tier, names)
+    total = ZERO
+    with localcontext() as context:
+        context.prec = 40  # as in cost(): exact for any realistic token count x rate
+        for kind, tokens in _buckets(usage, model_price):
+            rate = rates.get(kind)
+            if rate is None:
+                rate = _cached_rate(model_price, kind, tier, names)
+            total += tokens * rate / MILLION
+    return total
+
+
+# A rate depends only on the entry, the tier, the modifiers and the kind, and a guarded call
+# prices twice (worst case, bill): each (entry, tier, modifiers) has one vector of rates by
+# kind, filled as kinds are priced. A cached vector holds its ModelPrice, so the id in its key
+# cannot be reused while it is cached; bounded by clearing.
+_RATES: dict[tuple[int, int, tuple[str, ...]], tuple[ModelPrice, dict[str, Decimal]]] = {}
 _MAX_RATES = 4096
+
+
+def _rate_vector(model_price: ModelPrice, tier: LongContextTier | None,
+                 names: tuple[str, ...]) -> dict[str, Decimal]:
+    """The rates by kind worked out so far for one entry, tier and set of modifiers."""
+    key = (id(model_price), id(tier), names)  # the tier belongs to the entry
+    hit = _RATES.get(key)
+    if hit is not None:
+        return hit[1]
+    if len(_RATES) >= _MAX_RATES:
+        _RATES.clear()
+    rates: dict[str, Decimal] = {}
+    _RATES[key] = (model_price, rates)
+    return rates
 
 
 def _cached_rate(model_price: ModelPrice, kind: str, tier: LongContextTier | None,
                  names: tuple[str, ...]) -> Decimal:
-    key = (id(model_price), kind, id(tier), names)  # the tier belongs to the entry
-    hit = _RATES.get(key)
-    if hit is not None:
-        return hit[1]
-    # Raises for an unpriced kind or modifier, every time: only rates are cached.
-    rate = _rate(model_price, kind, tier, [model_price.modifier(name) for name in names])
-    if len(_RATES) >= _MAX_RATES:
-        _RATES.clear()
-    _RATES[key] = (model_price, rate)
+    rates = _rate_vector(model_price, tier, names)
+    rate = rates.get(kind)
+    if rate is None:
+        # Raises for an unpriced kind or modifier, every time: only rates are cached.
+        rate = _rate(model_price, kind, tier, [model_price.modifier(name) for name in names])
+        rates[kind] = rate
     return rate
 
 
@@ -171,7 +213,8 @@ def _buckets(usage: Usage, model_price: ModelPrice) -> list[tuple[str, int]]:
     buckets = [("input", usage.input_tokens)]
     if usage.cache_read_tokens:
         buckets.append(("cache_read", usage.cache_read_tokens))
-    buckets += [(f"cache_write_{ttl}", n) for ttl, n in usage.cache_write_tokens.items()]
+    for ttl, n in usage.cache_write_tokens.items():
+        buckets.append((f"cache_write_{ttl}", n))
     if usage.output_tokens or model_price.output_usd_per_million is not None:
         buckets.append(("output", usage.output_tokens))
     return buckets

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from spendguard.calls import Call, Endpoint
-from spendguard.costing import billable_tier, cost
+from spendguard.costing import billable_tier, total_usd
 from spendguard.errors import ConfigError
 from spendguard.prices import ModelPrice, PriceTable, default_table
 from spendguard.tokens import TokenCount, count_request_tokens
@@ -61,17 +61,21 @@ def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
     Input is priced at the highest rate it could land in: uncached, or written to a cache
     (cache writes cost more than plain input) when the request may write one.
     """
+    return _worst_usd(call, (table or default_table()).get(call.model), input_tokens,
+                      output_tokens)
+
+
+def _worst_usd(call: Call, model_price: ModelPrice, input_tokens: int,
+               output_tokens: int) -> Decimal:
     candidates = [Usage(input_tokens=input_tokens, output_tokens=output_tokens,
                         speed=call.speed, inference_geo=call.inference_geo)]
-    model_price = (table or default_table()).get(call.model)
     for ttl in call.cache_ttls:
         if ttl in model_price.cache_write_usd_per_million:
             candidates.append(Usage(cache_write_tokens={ttl: input_tokens},
                                     output_tokens=output_tokens, speed=call.speed,
                                     inference_geo=call.inference_geo))
     tier = billable_tier(call.service_tier)
-    return max(cost(call.model, usage, service_tier=tier, table=table).total
-               for usage in candidates)
+    return max(total_usd(model_price, usage, service_tier=tier) for usage in candidates)
 
 
 def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
@@ -83,5 +87,5 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
                                                             "model": model_price.count_as}
     input_tokens = count_request_tokens(call.provider.value, call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
-    worst = worst_cost_usd(call, int(input_tokens), output_tokens, table)
+    worst = _worst_usd(call, model_price, int(input_tokens), output_tokens)
     return Estimate(call.model, input_tokens, output_tokens, worst, table.version)

@@ -182,25 +182,29 @@ def _factor(ratios: Iterable[Decimal]) -> Decimal | None:
     return None if factor >= 1 else factor
 
 
-def _learning_ledger(budget: Budget | None) -> Ledger | None:
+def _learning_ledger(budget: Budget | None,
+                     budgets: tuple[Budget, ...] | None) -> Ledger | None:
     """The ledger whose history bounds a call: the client's budget's, else the innermost
     budget's; None when no budget applies or one of them opted out (``learn_bounds=False``)."""
-    budgets = collect_budgets(budget)
+    if budgets is None:
+        budgets = collect_budgets(budget)
     if not budgets or not all(b.learn_bounds for b in budgets):
         return None
     return (budget or budgets[-1]).ledger
 
 
 def learned_input_bound(budget: Budget | None, call: Call, estimate: Estimate,
-                        table: PriceTable) -> tuple[Estimate, Mapping[str, str]]:
+                        table: PriceTable, *, budgets: tuple[Budget, ...] | None = None,
+                        ) -> tuple[Estimate, Mapping[str, str]]:
     """``estimate`` with its inexact input bound tightened from the ledger's history, and the
     tags that let later calls learn from this one; ``estimate`` itself (no tags) when there is
-    no history to learn from, the input is exact, or the ledger cannot be read."""
+    no history to learn from, the input is exact, or the ledger cannot be read. ``budgets``
+    are the call's (``collect_budgets(budget)``), when the caller has them already."""
     counted = estimate.input_tokens
     if counted.exact or counted <= 0:
         return estimate, {}
     try:
-        ledger = _learning_ledger(budget)
+        ledger = _learning_ledger(budget, budgets)
     except Exception:  # opening the ledger failed: reserving will say why
         return estimate, {}
     factor = None if ledger is None else _learner(ledger).factor(ledger, call.provider.value,

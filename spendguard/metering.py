@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -26,22 +26,23 @@ import httpx2
 from spendguard.budget import Budget
 from spendguard.call_policies import AttemptLinks, call_tags, check_runaways, degrade
 from spendguard.calls import Call, Endpoint, Provider, build_call, classify, parse_body
-from spendguard.costing import Cost, billable_tier, cost
+from spendguard.costing import billable_tier, total_usd
 from spendguard.errors import SpendguardError
 from spendguard.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
 from spendguard.learned_bounds import learned_input_bound
 from spendguard.ledger.base import CallInfo
 from spendguard.prices import ModelPrice, PriceTable, default_table
-from spendguard.providers import stream_reader
+from spendguard.providers import stream_reader, usage_reader
 from spendguard.reservations import Reservation, remaining_for_call, reserve_call
 from spendguard.routing import route_request
+from spendguard.scopes import collect_budgets
 from spendguard.settling import base_rate_usage, check_readable, describe, log_once, overrun_note
 from spendguard.sse import ContentDecoder, SSEDecoder
 from spendguard.stream_meter import Framing, StreamMeter
 from spendguard.templates import end_user_of
 from spendguard.tokens import TokenCount
-from spendguard.usage import Usage, usage_from
+from spendguard.usage import Usage
 
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
 
@@ -134,8 +135,8 @@ class Attempt:
             return
         try:
             check_readable(usage)
-            model_price, actual = self._price(usage, model)
-            overrun = overrun_note(usage, actual.total, self.estimate.worst_usd, model_price,
+            model_price, actual_usd = self._price(usage, model)
+            overrun = overrun_note(usage, actual_usd, self.estimate.worst_usd, model_price,
                                    self.call.choices)
         except Exception as exc:  # a label, counter or number we cannot price
             if self.unguarded:  # opted into pricing from the response, and that failed too
@@ -151,8 +152,8 @@ class Attempt:
             self.reservation.response_model = (model if isinstance(model, str) and model
                                                else self.call.model)
             self._record(lambda: self.reservation.settle(
-                actual_usd=actual.total, tokens=usage.token_counts(),
-                usage_estimated=usage.estimated, table_version=actual.table_version,
+                actual_usd=actual_usd, tokens=usage.token_counts(),
+                usage_estimated=usage.estimated, table_version=model_price.table_version,
                 latency_s=self.latency_s(), request_id=self.request_id, status=status,
                 note=note))
 
@@ -165,18 +166,18 @@ class Attempt:
                 usage_estimated=usage.estimated, table_version=self.guard.table.version,
                 latency_s=self.latency_s(), request_id=self.request_id, status="unpriced"))
 
-    def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Cost]:
-        priced_model = self.call.model
+    def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Decimal]:
+        """The entry that prices the bill, and the bill in USD (``cost(...).total``)."""
         table = self.guard.table
-        if isinstance(model, str) and model and model != priced_model and not self.routed:
-            try:
-                table.get(model)
-                priced_model = model
-            except SpendguardError:
-                pass  # the response names a snapshot we don't know; the request's model prices it
+        model_price: ModelPrice | None = None
+        if isinstance(model, str) and model and model != self.call.model and not self.routed:
+            # A snapshot we don't know (raises): the request's model prices it.
+            with suppress(SpendguardError):
+                model_price = table.get(model)
+        if model_price is None:
+            model_price = table.get(self.call.model)
         tier = usage.service_tier or self.call.service_tier
-        actual = cost(priced_model, usage, service_tier=billable_tier(tier), table=table)
-        return table.get(priced_model), actual
+        return model_price, total_usd(model_price, usage, service_tier=billable_tier(tier))
 
     def settle_worst(self, status: str, note: str | None = None,
                      floor_usd: Decimal | None = None) -> None:
@@ -210,7 +211,7 @@ class Attempt:
             try:
                 labels_dropped = base_rate_usage(read)
                 check_readable(labels_dropped)
-                floor = self._price(labels_dropped, None)[1].total
+                floor = self._price(labels_dropped, None)[1]
             except Exception:
                 floor = None  # the counts themselves are unusable: the worst case it is
         # One cause, one warning: the reason without its numbers (a count, an id) names it.
@@ -247,12 +248,13 @@ class Attempt:
     def settle_body(self, status_code: int, headers: httpx2.Headers, raw: bytes, *,
                     decoded: bool = False) -> None:
         """Settle from a complete response body (content-encoded unless ``decoded``)."""
-        self.request_id = _request_id(headers)
+        found = read_headers(headers, _RESPONSE_HEADERS)
+        self.request_id = _request_id(found)
         if status_code >= 400:
             self.release(f"http {status_code}")
             return
         try:
-            encoding = None if decoded else headers.get("content-encoding")
+            encoding = None if decoded else found.get("content-encoding")
             if encoding:
                 decoder = ContentDecoder(encoding)
                 raw = decoder.decode(raw) + decoder.flush()
@@ -263,7 +265,9 @@ class Attempt:
                 # background=True: billed later, out of our sight; count the worst case now.
                 self.settle_worst("background")
                 return
-            usage = usage_from(self.call.provider.value, body, endpoint=self.call.endpoint.value)
+            # str() of a StrEnum member is its value, without the enum's property lookup.
+            read_usage = usage_reader(str(self.call.provider))  # what usage_from calls
+            usage = read_usage(body, endpoint=str(self.call.endpoint))
         except Exception as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the
             # call: count the worst case and say so, but let the caller have their response.
@@ -272,22 +276,46 @@ class Attempt:
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
 
     def stream_meter(self, headers: httpx2.Headers) -> StreamMeter:
-        self.request_id = _request_id(headers)
+        found = read_headers(headers, _RESPONSE_HEADERS)
+        self.request_id = _request_id(found)
         framing: Framing = SSEDecoder()
-        if headers.get("content-type", "").startswith(EVENT_STREAM_TYPE):
+        if found.get("content-type", "").startswith(EVENT_STREAM_TYPE):
             framing = EventStreamDecoder()  # Bedrock: AWS event-stream frames, not SSE
-        return StreamMeter(self, ContentDecoder(headers.get("content-encoding")),
+        return StreamMeter(self, ContentDecoder(found.get("content-encoding")),
                            stream_reader(self.call.provider.value, self.call.endpoint.value),
                            framing)
 
 
-def _request_id(headers: httpx2.Headers) -> str | None:
-    return headers.get("x-request-id") or headers.get("request-id")
+_RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
+                               b"content-type"})
+_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count"})
 
 
-def _attempt_number(request: httpx2.Request) -> int:
+def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:
+    """The values ``headers.get`` gives for those of ``names`` (lower case) that are present.
+
+    One pass over the raw headers instead of one ``get`` per name (each ``get`` of httpx
+    decodes and scans every header again). A repeated or non-ASCII header is read through
+    ``get`` itself, which joins repeats and picks the headers' encoding.
+    """
+    found: dict[str, str] = {}
+    for key, value in headers.raw:
+        name = key.lower()
+        if name in names:
+            text = name.decode("ascii")
+            if text in found or not value.isascii():
+                return {n.decode(): headers[n.decode()] for n in names if n.decode() in headers}
+            found[text] = value.decode("ascii")
+    return found
+
+
+def _request_id(found: dict[str, str]) -> str | None:
+    return found.get("x-request-id") or found.get("request-id")
+
+
+def _attempt_number(retry_count: str) -> int:
     try:
-        return int(request.headers.get("x-stainless-retry-count", "0")) + 1
+        return int(retry_count) + 1
     except ValueError:
         return 1
 
@@ -331,10 +359,13 @@ class Guard:
         if endpoint is None or endpoint is Endpoint.FREE:
             return request, None
         table = self.table  # once per call: the default table is looked up under a lock
+        # Once per call: every policy below and the reservation read the same budgets.
+        budgets = collect_budgets(self.budget)
         parsed = parse_body(body)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
-        rewritable = not request.headers.get("authorization", "").startswith(_SIGV4)
+        found = read_headers(request.headers, _REQUEST_HEADERS)
+        rewritable = not found.get("authorization", "").startswith(_SIGV4)
         if self.options.cache_order is not None and rewritable:
             ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
             if ordered != parsed:
@@ -351,24 +382,27 @@ class Guard:
             estimate = estimate_call(call, table)
         # Degrading rewrites the model in the body sent: only where the body names the model
         # it is priced as (not a platform route, nor a signed body).
-        degraded = (degrade(self.budget, call, estimate, table)
+        degraded = (degrade(self.budget, call, estimate, table, budgets=budgets)
                     if route is None and rewritable else None)
         if degraded is not None:
             call, estimate = degraded.call, degraded.estimate
             parsed = call.body
             request, body = _with_body(request, call.body)
-        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, table)
+        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, table,
+                                                   budgets=budgets)
         if self.options.cap_output and call.cap_field is not None and rewritable \
                 and not unguarded:
-            request, call, estimate = self._fit_output(request, call, estimate, parsed)
-        attempt_number = _attempt_number(request)
+            request, call, estimate = self._fit_output(request, call, estimate, parsed,
+                                                       budgets)
+        attempt_number = _attempt_number(found.get("x-stainless-retry-count", "0"))
         prompt_hash = hashlib.sha256(body).hexdigest()
         check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
-                       estimate_usd=estimate.worst_usd)
+                       estimate_usd=estimate.worst_usd, budgets=budgets)
+        provider = str(call.provider)  # a StrEnum's str() is its value, as .value is
         info = CallInfo(
-            provider=call.provider.value,
+            provider=provider,
             model=call.model,
-            endpoint=call.endpoint.value,
+            endpoint=str(call.endpoint),
             attempt=attempt_number,
             request_id=None,
             prompt_hash=prompt_hash,
@@ -376,7 +410,7 @@ class Guard:
             estimated_input_tokens=int(estimate.input_tokens),
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
-            end_user=end_user_of(call.provider.value, call.body),  # for per-user budgets
+            end_user=end_user_of(provider, call.body),  # for per-user budgets
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
         tags.update(bound_tags)
@@ -386,15 +420,17 @@ class Guard:
             # allocated per-token cost, for `spendguard breakeven --from-ledger`.
             tags["deployment_usd_per_hour"] = str(deployment.usd_per_gpu_hour
                                                   * deployment.gpu_count)
-        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags)
+        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags,
+                                   budgets=budgets)
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
                                 info.attempt, routed=route is not None and not unguarded,
                                 unguarded=unguarded)
 
     def _fit_output(self, request: httpx2.Request, call: Call, estimate: Estimate,
-                    wire_body: dict[str, Any]) -> tuple[httpx2.Request, Call, Estimate]:
+                    wire_body: dict[str, Any], budgets: tuple[Budget, ...],
+                    ) -> tuple[httpx2.Request, Call, Estimate]:
         """Lower the output cap so the worst case fits what the budget has left."""
-        remaining = remaining_for_call(self.budget)
+        remaining = remaining_for_call(self.budget, budgets=budgets)
         if remaining is None or estimate.worst_usd <= remaining:
             return request, call, estimate
         input_tokens = int(estimate.input_tokens)

@@ -205,6 +205,8 @@ class ModelPrice:
             ) from None
 
 
+_MAX_HOST_URLS = 1024  # distinct request URLs whose host is remembered per table
+
 class PriceTable:
     """An immutable set of model prices, looked up by exact id or declared alias.
 
@@ -219,6 +221,8 @@ class PriceTable:
                          for model, entry in valid.entries.items()}
         self._aliases = {alias: model for model, entry in self._entries.items()
                          for alias in entry.aliases}
+        # host_for's answers by URL: a client asks about the same few URLs on every call.
+        self._host_of: dict[str, Host | None] = {}
 
     @classmethod
     def bundled(cls) -> PriceTable:
@@ -242,8 +246,14 @@ class PriceTable:
 
     def host_for(self, url: str) -> Host | None:
         """The host whose base URL ``url`` lies under (the longest match), if any."""
+        if url in self._host_of:
+            return self._host_of[url]
         matches = [host for host in self._valid.hosts.values() if host.matches(url)]
-        return max(matches, key=lambda host: len(host.base_url)) if matches else None
+        found = max(matches, key=lambda host: len(host.base_url)) if matches else None
+        if len(self._host_of) >= _MAX_HOST_URLS:
+            self._host_of.clear()
+        self._host_of[url] = found
+        return found
 
     def __contains__(self, model: object) -> bool:
         return model in self._entries or model in self._aliases

@@ -173,18 +173,23 @@ class Reservation:
 
 
 def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
-                 call: CallInfo, extra_tags: Mapping[str, str] | None = None) -> Reservation:
+                 call: CallInfo, extra_tags: Mapping[str, str] | None = None,
+                 budgets: tuple[Budget, ...] | None = None) -> Reservation:
     """Reserve a call's worst case in every budget it is charged to, all or none.
 
     The budgets are the client's, the ones entered around the call and all their parents.
     Raises ``BudgetExceeded`` naming the tightest scope the call does not fit in. With no
     budget anywhere the call is still recorded, unlimited, in the default ledger. ``extra_tags`` are
-    added to the user's (spendguard's own, such as the call id linking retries).
+    added to the user's (spendguard's own, such as the call id linking retries). ``budgets``
+    are ``collect_budgets(client_budget)`` when the caller has them already (the guard
+    collects them once per call); the templates' children are added here.
     """
     worst = parse_usd(worst_usd, field="worst_usd")
     user_tags = current_tags()
     tags = user_tags if not extra_tags else {**user_tags, **extra_tags}
-    budgets = with_templates(collect_budgets(client_budget), call, user_tags)
+    if budgets is None:
+        budgets = collect_budgets(client_budget)
+    budgets = with_templates(budgets, call, user_tags)
     primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
     clock = utc_now if primary is None else primary.clock
     now = as_utc(clock())
@@ -217,9 +222,11 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     return reservation
 
 
-def remaining_for_call(client_budget: Budget | None) -> Decimal | None:
+def remaining_for_call(client_budget: Budget | None, *,
+                       budgets: tuple[Budget, ...] | None = None) -> Decimal | None:
     """The least any budget of a call has left (USD), or None when no budget applies."""
-    budgets = collect_budgets(client_budget)
+    if budgets is None:
+        budgets = collect_budgets(client_budget)
     # An observing budget never refuses, so it must not shrink a call either.
     return min((budget.remaining for budget in budgets if budget.enforce), default=None)
 

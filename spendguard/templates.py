@@ -87,7 +87,7 @@ def end_user_of(provider: str, body: Mapping[str, Any]) -> str | None:
 def with_templates(budgets: tuple[Budget, ...], call: CallInfo,
                    tags: Mapping[str, str]) -> tuple[Budget, ...]:
     """``budgets`` and, after each, the children its templates make for this call."""
-    if not any(budget.templates for budget in budgets):
+    if not any([budget.templates for budget in budgets]):  # a list: no generator resumed
         return budgets
     out: list[Budget] = []
     for budget in budgets:

@@ -22,7 +22,7 @@ import httpx2
 
 from spendguard.errors import SpendguardError
 from spendguard.eventstream import EVENT_STREAM_TYPE
-from spendguard.metering import Attempt, Guard, StreamMeter
+from spendguard.metering import Attempt, Guard, StreamMeter, read_headers
 from spendguard.settling import describe
 
 __all__ = ["AsyncGuardTransport", "ClientGuard", "GuardTransport", "client_guard", "install",
@@ -63,8 +63,11 @@ _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout,
 
 def _is_event_stream(response: httpx2.Response) -> bool:
     # Bedrock streams AWS event-stream frames; everything else streams SSE.
-    return response.headers.get("content-type", "").startswith(("text/event-stream",
-                                                               EVENT_STREAM_TYPE))
+    content_type = read_headers(response.headers, _CONTENT_TYPE).get("content-type", "")
+    return content_type.startswith(("text/event-stream", EVENT_STREAM_TYPE))
+
+
+_CONTENT_TYPE = frozenset({b"content-type"})
 
 
 def _response(inner: httpx2.Response, stream: httpx2.SyncByteStream | httpx2.AsyncByteStream,

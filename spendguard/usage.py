@@ -81,6 +81,9 @@ class Usage:
                             ("tool_requests", self.tool_requests)):
             if value is _EMPTY:
                 continue
+            if value.__class__ is dict and not value:  # the default: no second call to freeze
+                object.__setattr__(self, name, _EMPTY)
+                continue
             if not isinstance(value, Mapping):
                 raise ConfigError(f"Usage.{name}: expected a mapping of name -> count")
             object.__setattr__(self, name, _frozen(value, name))

@@ -113,9 +113,13 @@ class TransactionalLedger(ABC):
                 time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
         merged = merge_claims(claims)
         call_id = uuid.uuid4().hex
+        # Lists made into tuples: a generator would be resumed once per claim, on every call.
+        scopes = tuple([c.scope for c in merged])
+        period_keys = tuple([c.period_key for c in merged])
+        limits = tuple([c.limit_usd for c in merged])
         row = CallRow(
             record=SpendRecord(
-                id=call_id, time=time, scopes=tuple(c.scope for c in merged), tags=dict(tags),
+                id=call_id, time=time, scopes=scopes, tags=dict(tags),
                 provider=call.provider, model=call.model, endpoint=call.endpoint, tokens={},
                 estimated_usd=amount_usd, actual_usd=ZERO, usage_estimated=False,
                 table_version="", latency_s=None, request_id=call.request_id,
@@ -124,8 +128,7 @@ class TransactionalLedger(ABC):
                 estimated_input_tokens=call.estimated_input_tokens,
                 estimated_output_tokens=call.estimated_output_tokens,
                 input_exact=call.input_exact,
-                period_keys=tuple(c.period_key for c in merged),
-                limits_usd=tuple(c.limit_usd for c in merged),
+                period_keys=period_keys, limits_usd=limits,
             ),
             claims=merged, state=OPEN, expires_at=expires_at, owner_pid=os.getpid(),
             owner_host=_HOST,

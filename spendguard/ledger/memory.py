@@ -21,6 +21,9 @@ from spendguard.ledger.limits import sum_totals
 __all__ = ["MemoryLedger"]
 
 
+_NOTHING = Totals()  # frozen: one shared "no totals yet" instead of a new one per read
+
+
 @dataclass
 class _Store:
     calls: dict[str, CallRow] = field(default_factory=dict)
@@ -30,7 +33,7 @@ class _Store:
     crossings: set[tuple[str, str, Decimal]] = field(default_factory=set)
 
     def totals(self, scope: str, period_key: str) -> Totals:
-        return self.totals_by_key.get((scope, period_key), Totals())
+        return self.totals_by_key.get((scope, period_key), _NOTHING)
 
     def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
         return sum_totals(self.totals(scope, key) for key in period_keys)

@@ -31,12 +31,18 @@ reserve + settle, so they stay at SQLite's defaults.
 
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
-settings of its own.
+settings of its own. Each reserve first asks the partial index of open reservations whether
+any has expired (``LIMIT 1``), and reads rows only when one has.
+
+Money is TEXT holding an exact Decimal, so totals are read, added in Python and written back
+inside the transaction: ``SET spent_usd = spent_usd + ?`` would have SQLite add them as
+floating-point numbers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -49,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from spendguard.errors import LedgerError
-from spendguard.ledger.base import ScopeClaim, SpendRecord, Totals
+from spendguard.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
 from spendguard.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
 from spendguard.ledger.filters import parse_tag
 from spendguard.ledger.limits import sum_totals
@@ -75,14 +81,18 @@ _INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 28
 _SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
 # The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
 # keyed by its text, so these are compiled once per connection.
-_CALL_STATE = "SELECT state FROM calls WHERE id = ?"
 _CLOSE_CALL = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
                "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? "
                "WHERE id = ?")
+# The close of an open row this process remembers: the state test replaces reading it first.
+_CLOSE_OPEN_CALL = f"{_CLOSE_CALL} AND state = 'open'"
 _INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
                  "VALUES (?, ?, ?, ?, ?)")
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
                   "WHERE scope = ? AND period_key = ?")
+_UPDATE_TOTALS = ("UPDATE totals SET spent_usd = ?, reserved_usd = ?, calls = ? "
+                  "WHERE scope = ? AND period_key = ?")
+_ANY_EXPIRED = "SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ? LIMIT 1"
 _PUT_TOTALS = ("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
                "calls) VALUES (?, ?, ?, ?, ?)")
 # The file's page: every commit appends each page it changed to the WAL whole (about a dozen
@@ -105,8 +115,9 @@ class SqliteLedger(TransactionalLedger):
         self._local = threading.local()
         self._generation = 0
         self._all: list[sqlite3.Connection] = []
-        # Reservations this instance made and has not closed: settling one then needs only
-        # its state from the file, not the whole row parsed back.
+        # Reservations this instance made and has not closed: settling one reads nothing of
+        # it back; the closing UPDATE checks it is still open (another process may have
+        # recovered it, and then it is read from the file after all).
         self._open_rows: dict[str, CallRow] = {}
         self._all_lock = threading.Lock()
         self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
@@ -186,6 +197,20 @@ class SqliteLedger(TransactionalLedger):
         except BaseException:
             _roll_back(db)
             raise
+
+    def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
+        try:
+            return super().settle(reservation_id, settlement)
+        except _StaleOpenRow:  # rolled back; the row is read from the file this time
+            self._open_rows.pop(reservation_id, None)
+            return super().settle(reservation_id, settlement)
+
+    def release(self, reservation_id: str, *, reason: str, time: datetime) -> bool:
+        try:
+            return super().release(reservation_id, reason=reason, time=time)
+        except _StaleOpenRow:
+            self._open_rows.pop(reservation_id, None)
+            return super().release(reservation_id, reason=reason, time=time)
 
     def totals(self, scope: str, period_key: str) -> Totals:
         try:
@@ -290,24 +315,36 @@ def _roll_back(db: sqlite3.Connection) -> None:
             db.execute("ROLLBACK")
 
 
+class _StaleOpenRow(Exception):
+    """An open row remembered by this process was closed by another one (recovered)."""
+
+
 class _Tx:
     """The storage operations of :class:`~spendguard.ledger.engine.Tx` on one connection.
 
     Totals read or written in the transaction are kept (``seen``): the write lock is held
     until it ends, so no other process can change them meanwhile, and the rules' later reads
     of the same row (settle's warning check, a rolling window's current step) cost nothing.
+    A row read is known to exist (``stored``), so writing it back updates it in place rather
+    than replacing it (a delete and an insert in the table's b-tree).
     """
 
     def __init__(self, db: sqlite3.Connection, open_rows: dict[str, CallRow]) -> None:
         self.db = db
         self.open_rows = open_rows
         self.seen: dict[tuple[str, str], Totals] = {}
+        self.stored: set[tuple[str, str]] = set()
+        self.unverified: str | None = None  # an open row from memory, its state not yet read
 
     def totals(self, scope: str, period_key: str) -> Totals:
         known = self.seen.get((scope, period_key))
         if known is None:
             row = self.db.execute(_SELECT_TOTALS, (scope, period_key)).fetchone()
-            known = Totals() if row is None else Totals(Decimal(row[0]), Decimal(row[1]), row[2])
+            if row is None:
+                known = Totals()
+            else:
+                known = Totals(Decimal(row[0]), Decimal(row[1]), row[2])
+                self.stored.add((scope, period_key))
             self.seen[(scope, period_key)] = known
         return known
 
@@ -320,13 +357,20 @@ class _Tx:
         steps = dict.fromkeys(period_keys, Totals())
         steps.update((key, Totals(Decimal(spent), Decimal(reserved), calls))
                      for key, spent, reserved, calls in rows)
+        self.stored.update((scope, key) for key, *_ in rows)
         self.seen.update(((scope, key), totals) for key, totals in steps.items())
         return sum_totals(steps.values())
 
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
-        self.seen[(scope, period_key)] = totals
+        key = (scope, period_key)
+        self.seen[key] = totals
+        if key in self.stored:
+            self.db.execute(_UPDATE_TOTALS, (str(totals.spent_usd), str(totals.reserved_usd),
+                                             totals.calls, scope, period_key))
+            return
         self.db.execute(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
                                       str(totals.reserved_usd), totals.calls))
+        self.stored.add(key)
 
     def insert_call(self, row: CallRow) -> None:
         self.db.execute(_INSERT_CALL, _call_to_row(row))
@@ -336,9 +380,9 @@ class _Tx:
     def get_call(self, call_id: str) -> CallRow | None:
         known = self.open_rows.get(call_id)
         if known is not None:
-            state = self.db.execute(_CALL_STATE, (call_id,)).fetchone()
-            if state == (OPEN,):
-                return known
+            # Taken on trust: closing it checks that it is still open (update_call).
+            self.unverified = call_id
+            return known
         row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
         return None if row is None else _row_to_call(row)
 
@@ -346,17 +390,29 @@ class _Tx:
         if row.state != OPEN:
             self.open_rows.pop(row.record.id, None)
         r = row.record
-        self.db.execute(_CLOSE_CALL, (
-            row.state, str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated),
-            r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id))
+        values = (row.state, str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated),
+                  r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id)
+        if r.id != self.unverified:
+            self.db.execute(_CLOSE_CALL, values)
+            return
+        self.unverified = None
+        if self.db.execute(_CLOSE_OPEN_CALL, values).rowcount != 1:
+            # Another process recovered it meanwhile: nothing was written yet; start again
+            # from the row in the file.
+            raise _StaleOpenRow(r.id)
 
     def append_event(self, event: Event) -> None:
         self.db.execute(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
                                         str(event.amount_usd), event.detail))
 
     def expired_open_calls(self, now: datetime) -> list[CallRow]:
+        # Asked on every reserve, and almost always none: one probe of the partial index
+        # answers that before any row is read and decoded.
+        cutoff = _ts(now)
+        if self.db.execute(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
+            return []
         rows = self.db.execute(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
-                               (_ts(now),)).fetchall()
+                               (cutoff,)).fetchall()
         return [_row_to_call(row) for row in rows]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
@@ -379,8 +435,12 @@ class _Tx:
             yield scope, key, Totals(Decimal(spent), Decimal(reserved), calls)
 
 
+@functools.lru_cache(maxsize=64)
 def _ts(moment: datetime) -> str:
-    """Fixed-width UTC text (``2026-05-21T10:00:00.000000+00:00``): sorts as it compares."""
+    """Fixed-width UTC text (``2026-05-21T10:00:00.000000+00:00``): sorts as it compares.
+
+    Cached: one reserve writes its time on the call, its event and the expiry probe, and a
+    settle its time on the event; each moment is formatted once."""
     return as_utc(moment).isoformat(timespec="microseconds")
 
 
@@ -393,19 +453,37 @@ def _optional_decimal(text: str | None) -> Decimal | None:
     return None if text is None else Decimal(text)
 
 
+# json.dumps with its default options, less its own call and option checks.
+_json = json.JSONEncoder().encode
+
+
+def _claims_text(claims: tuple[ScopeClaim, ...], scopes: tuple[str, ...],
+                 period_keys: tuple[str, ...]) -> tuple[str, str, str]:
+    """The JSON columns of a call's claims, scopes and period keys."""
+    # Amounts as their own text, so equal amounts written differently ("8", "8.00") keep it.
+    rows = tuple([(c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
+                   None if c.warn_usd is None else str(c.warn_usd), c.max_calls)
+                  for c in claims])
+    return _encoded_claims(rows, scopes, period_keys)
+
+
+@functools.lru_cache(maxsize=256)
+def _encoded_claims(rows: tuple[tuple[str | int | None, ...], ...], scopes: tuple[str, ...],
+                    period_keys: tuple[str, ...]) -> tuple[str, str, str]:
+    # A budget claims the same for a whole period: encoded once per period, not per call.
+    return _json([list(row) for row in rows]), _json(list(scopes)), _json(list(period_keys))
+
+
 def _call_to_row(row: CallRow) -> tuple[Any, ...]:
     r = row.record
-    claims = [[c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
-               None if c.warn_usd is None else str(c.warn_usd), c.max_calls]
-              for c in row.claims]
     return (
         r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
-        row.owner_pid, row.owner_host, json.dumps(claims), json.dumps(list(r.scopes)),
-        json.dumps(list(r.period_keys)), json.dumps(dict(r.tags)), r.provider, r.model,
+        row.owner_pid, row.owner_host, *_claims_text(row.claims, r.scopes, r.period_keys),
+        _json(dict(r.tags)), r.provider, r.model,
         r.endpoint, r.attempt, r.request_id, r.prompt_hash, r.prompt_text,
         r.estimated_input_tokens, r.estimated_output_tokens,
         None if r.input_exact is None else int(r.input_exact), str(r.estimated_usd),
-        str(r.actual_usd), json.dumps(dict(r.tokens)), int(r.usage_estimated), r.table_version,
+        str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated), r.table_version,
         r.latency_s, r.status, r.note,
     )
 
