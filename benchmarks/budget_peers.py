@@ -175,7 +175,7 @@ def _seed_tiktoken_cache() -> None:
     """Give tiktoken spendguard's bundled o200k/cl100k files: offline it would download them."""
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return
-    from spendguard.tokens.bpe import DATA_DIR
+    from spendguard._costing.tokens.bpe import DATA_DIR
 
     folder = Path(tempfile.mkdtemp(prefix="spendguard-bench-tiktoken-"))
     for name in ("o200k_base", "cl100k_base"):

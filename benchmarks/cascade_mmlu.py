@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from spendguard.cascade_learning import Learning, MemoryStats
-from spendguard.costing import cost
-from spendguard.money import ZERO
-from spendguard.prices import price
-from spendguard.usage import Usage
+from spendguard._core.money import ZERO
+from spendguard._costing.cost import cost
+from spendguard._costing.prices import price
+from spendguard._costing.usage import Usage
+from spendguard._strategies.cascade.learning import Learning, MemoryStats
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "routellm-mmlu.csv"

@@ -17,8 +17,8 @@ margin, not tokenizer accuracy against a real provider; output is the emulator's
 in flight.
 
 Part 2 compares, per provider, the input reserved with the static bound and with the bound
-learned from the ledger (``spendguard.learned_bounds``), each against what was billed, on the
-same prompts: every kind first builds its history (``--history`` calls, at least the 20 a
+learned from the ledger (``spendguard._budget.learned_bounds``), each against what was billed, on
+the same prompts: every kind first builds its history (``--history`` calls, at least the 20 a
 learned bound needs), then ``--measured`` more calls are compared. Here the emulator bills
 Claude input as spendguard's central estimate × a factor within ``1 ± --spread`` drawn from
 each prompt (``Emulator(anthropic_token_spread=...)``), standing in for the spread of a real
@@ -43,10 +43,10 @@ from corpus import SYSTEM_PROMPT, chat_messages, text
 from harness import add_quick, fmt_ratio, markdown_table, percentile, round_robin
 
 import spendguard
-from spendguard.learned_bounds import MIN_SAMPLES
+from spendguard._budget.learned_bounds import MIN_SAMPLES
+from spendguard._costing.tokens import count_request_tokens
+from spendguard._costing.tokens.bpe import encoding
 from spendguard.testing import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Emulator
-from spendguard.tokens import count_request_tokens
-from spendguard.tokens.bpe import encoding
 
 TOOLS_OPENAI = [{"type": "function", "function": {
     "name": "lookup_invoice", "description": "Find an invoice by number and return its lines.",

@@ -33,7 +33,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from spendguard.ledger import CallInfo, ScopeClaim, Settlement, open_ledger
+from spendguard._budget.ledger import CallInfo, ScopeClaim, Settlement, open_ledger
 
 CALL = CallInfo(provider="openai", model="gpt-4o-mini", endpoint="chat", attempt=1,
                 estimated_input_tokens=1200, estimated_output_tokens=500, input_exact=True)

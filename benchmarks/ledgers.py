@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from spendguard.errors import ConfigError, LedgerError
-from spendguard.ledger import open_ledger
+from spendguard._budget.ledger import open_ledger
+from spendguard._core.errors import ConfigError, LedgerError
 
 __all__ = ["REDIS_URL", "LedgerChoice", "available_ledgers", "drop_bench_keys"]
 

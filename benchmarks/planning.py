@@ -13,8 +13,8 @@ Completions shape (question first, as people write it). Four figures, in request
   planner that tokenises each request in full pays). It is timed on the first
   ``--raw-sample`` requests (the corpus is uniform, so the rate holds for all of it); pass
   ``--raw-sample 0`` to time the whole corpus;
-- *counting*: ``spendguard.tokens.count_request_tokens`` on every request: the same texts, but
-  a string already seen (a shared document) is not encoded again;
+- *counting*: ``spendguard._costing.tokens.count_request_tokens`` on every request: the same texts,
+  but a string already seen (a shared document) is not encoded again;
 - *plan*: ``spendguard.plan(corpus)``: counting, shared-prefix analysis, expected cache use,
   output, prices, batch and time;
 - *plan, ordered*: ``spendguard.plan(corpus, cache_order=True)``: the same after ordering
@@ -32,8 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 import spendguard
-from spendguard.tokens import count_request_tokens
-from spendguard.tokens.bpe import encoding
+from spendguard._costing.tokens import count_request_tokens
+from spendguard._costing.tokens.bpe import encoding
 
 SYSTEM = "You are a contracts analyst. Answer in one sentence, citing the clause."
 
@@ -101,7 +101,7 @@ def main() -> None:
 
     results = [
         (f"raw tiktoken ({len(sample):,} requests)", len(sample), best_s(raw, args.repeat)),
-        ("counting (spendguard.tokens)", len(bodies), best_s(counting, args.repeat)),
+        ("counting (spendguard._costing.tokens)", len(bodies), best_s(counting, args.repeat)),
         ("plan", len(bodies), best_s(lambda: spendguard.plan(bodies), args.repeat)),
         ("plan, ordered for the cache", len(bodies),
          best_s(lambda: spendguard.plan(bodies, cache_order=True), args.repeat)),

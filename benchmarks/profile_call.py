@@ -52,8 +52,8 @@ from ledgers import LedgerChoice, available_ledgers, drop_bench_keys
 from overhead import BASE_URL, canned
 
 import spendguard
-from spendguard import estimate as estimate_module
-from spendguard import metering
+from spendguard._costing import estimate as estimate_module
+from spendguard._guard import metering
 
 MODEL = "gpt-4o-mini"
 PHASES = ("parse", "count", "price", "reserve", "begin, other", "send", "read usage", "settle",

@@ -46,8 +46,8 @@ from corpus import text
 from harness import add_quick, markdown_table
 
 import spendguard
+from spendguard._costing.usage import Usage
 from spendguard.testing import ANTHROPIC_BASE_URL, Emulator, ManualClock, Prompt
-from spendguard.usage import Usage
 
 AGENT_MODEL = "claude-sonnet-4-6"
 WEAK, STRONG = "claude-haiku-4-5", "claude-opus-4-6"
@@ -192,7 +192,7 @@ def deferrable(count: int) -> Part:
     batch: Callable[..., Any] | None = getattr(spendguard, "batch", None)
     if batch is None:
         return Part("deferrable work", naive.spent, None, floor, "not built (batch)")
-    from spendguard.batching import Polling
+    from spendguard._strategies.batch import Polling
 
     world = World()
     client, guarded = world.client()

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import _client
 import httpx2
 
 import spendguard
-from spendguard.batching import Polling
-from spendguard.money import ZERO, format_usd
+from spendguard import Polling, format_usd
 from spendguard.testing import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Emulator, ManualClock
 
 TICKETS = [
@@ -66,8 +66,8 @@ def main() -> None:
     print(f"submitted {len(TICKETS) * 5} requests as {len(run.job_ids)} batch job(s); "
           f"worst case reserved {format_usd(run.worst_usd, places=4)}")
     results = run.results()
-    paid = sum((r.cost_usd for r in results), ZERO)
-    ordinary = sum((r.standard_usd for r in results), ZERO)
+    paid = sum((r.cost_usd for r in results), Decimal(0))
+    ordinary = sum((r.standard_usd for r in results), Decimal(0))
     first = results[0].response.choices[0].message.content
     print(f"first summary: {first[:70]}...")
     print(f"batch cost {format_usd(paid, places=6)}; the same tokens as ordinary calls "
@@ -82,10 +82,10 @@ def main() -> None:
                for t in TICKETS[:3]]
     replies = [h.result() for h in handles]  # anthropic.types.Message, as messages.create gives
     outcomes = [h.outcome() for h in handles]  # the same results, with route and cost
-    saved = sum((o.savings_usd for o in outcomes), ZERO)
+    saved = sum((o.savings_usd for o in outcomes), Decimal(0))
     print(f"{len(replies)} deferred Anthropic replies, e.g. {replies[0].content[0].text[:50]}...;"
           f" saved {format_usd(saved, places=6)} of "
-          f"{format_usd(sum((o.standard_usd for o in outcomes), ZERO), places=6)}")
+          f"{format_usd(sum((o.standard_usd for o in outcomes), Decimal(0)), places=6)}")
 
     # 3. A deadline the batch would miss: at the deadline minus 10 minutes, what the batch has
     #    not finished is cancelled and sent as ordinary calls (full price, still budgeted).
@@ -93,7 +93,7 @@ def main() -> None:
                               deadline=timedelta(hours=1), fallback=True, polling=polling)
     rescued = urgent.results()
     print(f"deadline in 1 hour: routes {[r.route for r in rescued]}, cost "
-          f"{format_usd(sum((r.cost_usd for r in rescued), ZERO), places=6)} at full price")
+          f"{format_usd(sum((r.cost_usd for r in rescued), Decimal(0)), places=6)} at full price")
     print(f"budget: {format_usd(budget.spent, places=6)} spent of $1.00, "
           f"{format_usd(budget.reserved, places=6)} still reserved")
     print("jobs stay in the ledger: `spendguard batches list --ledger <url>` shows them")

@@ -21,7 +21,7 @@ from typing import Literal
 import _client
 
 import spendguard
-from spendguard.report import render_text, write_html
+from spendguard import render_report_text, write_report_html
 
 OUT = Path("finance-out")
 
@@ -87,8 +87,8 @@ def main() -> None:
     # 2. The report, as a table and as a page to send to finance.
     report = spendguard.report_spend(ledger, by="scope")
     print()
-    print(render_text(report))
-    print(f"report page: {write_html(report, OUT / 'spend.html')}")
+    print(render_report_text(report))
+    print(f"report page: {write_report_html(report, OUT / 'spend.html')}")
 
     # 3. Reconcile with the provider's cost report, then accept the difference.
     costs = stand_in_cost_report(ledger, OUT / "openai-costs.json")

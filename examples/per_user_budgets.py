@@ -9,7 +9,7 @@ from __future__ import annotations
 import _client
 
 import spendguard
-from spendguard.report import render_text
+from spendguard import render_report_text
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
         print(f"{user}: ok, {mine.calls} calls and ${mine.spent:.5f} in the last hour")
 
     report = spendguard.report_spend(ledger, by="scope")
-    print(render_text(report), end="")
+    print(render_report_text(report), end="")
 
 
 if __name__ == "__main__":

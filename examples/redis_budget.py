@@ -21,7 +21,7 @@ from decimal import Decimal
 import _client
 
 import spendguard
-from spendguard.ledger.draining import drain
+from spendguard import drain_ledger
 
 LIMIT_USD = Decimal("0.01")
 
@@ -66,7 +66,7 @@ def main() -> None:
         print(f"ledger verified: {ledger.verify() == []}")
 
         archive = f"sqlite:///{tempfile.mkdtemp(prefix='spendguard-archive-')}/archive.db"
-        first, again = drain(url, archive), drain(url, archive)
+        first, again = drain_ledger(url, archive), drain_ledger(url, archive)
         print(f"drained {first.written} records into {archive}; again: {again.written} new")
     finally:
         import redis  # noqa: PLC0415 - only to tidy up this example's keys

@@ -19,8 +19,8 @@ import httpx2
 from _client import ledger_url
 
 import spendguard
-from spendguard.ledger import open_ledger
-from spendguard.sizing.selfhosted import self_hosted_from_ledger
+from spendguard import open_ledger
+from spendguard.sizing import self_hosted_from_ledger
 from spendguard.testing import Emulator
 
 PRICES = """schema = 1

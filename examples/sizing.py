@@ -10,8 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import spendguard
-from spendguard.sizing import serving_capacity
-from spendguard.sizing.report import render_breakeven, render_size
+from spendguard.sizing import render_breakeven, render_size, serving_capacity
 
 # 1. What does Llama 3.3 70B at FP8 need for 16 users at 8k context?
 sized = spendguard.size_model("llama-3.3-70b", precision="fp8", context=8192, concurrency=16)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from spendguard.errors import (
+from spendguard._core.errors import (
     BudgetConfigError,
     BudgetExceeded,
     ConfigError,
@@ -26,219 +26,261 @@ from spendguard.errors import (
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it; resolved lazily by __getattr__ below.
+# public name -> module that defines it ("module:name" where it is named otherwise
+# there); resolved lazily by __getattr__ below.
 _LAZY: dict[str, str] = {
+    # named in the docs and examples
+    "CallEvent": "spendguard._budget.events",
+    "CallOverrun": "spendguard._budget.thresholds",
+    "Endpoint": "spendguard._costing.endpoints",
+    "Polling": "spendguard._strategies.batch",
+    "ThresholdCrossed": "spendguard._budget.thresholds",
+    "acount_tokens_exact": "spendguard._costing.tokens",
+    "batch_results": "spendguard._strategies.batch",
+    "check_prices": "spendguard._costing.prices.check",
+    "count_request_tokens": "spendguard._costing.tokens",
+    "drain_ledger": "spendguard._budget.ledger.drain:drain",
+    "exact_finding": "spendguard._strategies.loop.novelty:exact",
+    "format_usd": "spendguard._core.money",
+    "load_price_file": "spendguard._costing.prices",
+    "normalise_finding": "spendguard._strategies.loop.novelty:normalise",
+    "project_next_usd": "spendguard._strategies.loop.stops",
+    "render_report_text": "spendguard._reporting.report:render_text",
+    "stream_reader": "spendguard._costing.providers",
+    "subscribe": "spendguard._budget.events",
+    "unsubscribe": "spendguard._budget.events",
+    "write_report_html": "spendguard._reporting.report:write_html",
     # prices, usage and cost
-    "Cost": "spendguard.costing",
-    "ModelPrice": "spendguard.prices",
-    "PriceTable": "spendguard.prices",
-    "Usage": "spendguard.usage",
-    "cost": "spendguard.costing",
-    "price": "spendguard.prices",
-    "register_prices": "spendguard.prices",
-    "usage_from": "spendguard.usage",
+    "Cost": "spendguard._costing.cost",
+    "ModelPrice": "spendguard._costing.prices",
+    "PriceTable": "spendguard._costing.prices",
+    "Usage": "spendguard._costing.usage",
+    "cost": "spendguard._costing.cost",
+    "price": "spendguard._costing.prices",
+    "register_prices": "spendguard._costing.prices",
+    "usage_from": "spendguard._costing.usage",
     # offline token counting
-    "TokenCount": "spendguard.tokens",
-    "count_tokens": "spendguard.tokens",
-    "count_tokens_exact": "spendguard.tokens",
+    "TokenCount": "spendguard._costing.tokens",
+    "count_tokens": "spendguard._costing.tokens",
+    "count_tokens_exact": "spendguard._costing.tokens",
     # guarded clients
-    "OpenAI": "spendguard.openai_clients",
-    "AsyncOpenAI": "spendguard.openai_clients",
-    "Anthropic": "spendguard.anthropic_clients",
-    "AsyncAnthropic": "spendguard.anthropic_clients",
-    "AzureOpenAI": "spendguard.openai_clients",
-    "AsyncAzureOpenAI": "spendguard.openai_clients",
-    "AzureDeployment": "spendguard.openai_clients",
-    "AnthropicBedrock": "spendguard.anthropic_clients",
-    "AsyncAnthropicBedrock": "spendguard.anthropic_clients",
-    "AnthropicVertex": "spendguard.anthropic_clients",
-    "AsyncAnthropicVertex": "spendguard.anthropic_clients",
-    "SelfHosted": "spendguard.selfhosted",
-    "wrap": "spendguard.clients",
-    "install": "spendguard.autoguard",
-    "uninstall": "spendguard.autoguard",
+    "OpenAI": "spendguard._dropin.openai",
+    "AsyncOpenAI": "spendguard._dropin.openai",
+    "Anthropic": "spendguard._dropin.anthropic",
+    "AsyncAnthropic": "spendguard._dropin.anthropic",
+    "AzureOpenAI": "spendguard._dropin.openai",
+    "AsyncAzureOpenAI": "spendguard._dropin.openai",
+    "AzureDeployment": "spendguard._dropin.openai",
+    "AnthropicBedrock": "spendguard._dropin.anthropic",
+    "AsyncAnthropicBedrock": "spendguard._dropin.anthropic",
+    "AnthropicVertex": "spendguard._dropin.anthropic",
+    "AsyncAnthropicVertex": "spendguard._dropin.anthropic",
+    "SelfHosted": "spendguard._costing.prices.selfhosted",
+    "wrap": "spendguard._guard.clients",
+    "install": "spendguard._adoption.install",
+    "uninstall": "spendguard._adoption.install",
     # budgets, scopes and the ledger
-    "Budget": "spendguard.budget",
-    "BudgetWarning": "spendguard.errors",
-    "SpendRecord": "spendguard.ledger",
-    "open_ledger": "spendguard.ledger",
-    "tags": "spendguard.scopes",
+    "Budget": "spendguard._budget.budget",
+    "BudgetWarning": "spendguard._core.errors",
+    "SpendRecord": "spendguard._budget.ledger",
+    "open_ledger": "spendguard._budget.ledger",
+    "tags": "spendguard._budget.scopes",
     # runaway detection and degrading before refusing
-    "Degrade": "spendguard.degrade",
-    "RunawayRefused": "spendguard.errors",
-    "RunawayRules": "spendguard.runaway",
-    "RunawayTrip": "spendguard.runaway",
-    "lift_runaway": "spendguard.runaway",
+    "Degrade": "spendguard._budget.degrade",
+    "RunawayRefused": "spendguard._core.errors",
+    "RunawayRules": "spendguard._budget.runaway",
+    "RunawayTrip": "spendguard._budget.runaway",
+    "lift_runaway": "spendguard._budget.runaway",
     # cascade and loop guard
-    "cascade": "spendguard.cascading",
-    "acascade": "spendguard.cascading",
-    "CascadeResult": "spendguard.cascading",
-    "CascadeAttempt": "spendguard.cascading",
-    "AttemptOutcome": "spendguard.cascading",
-    "CascadeFailed": "spendguard.errors",
-    "Learning": "spendguard.cascade_learning",
-    "MemoryStats": "spendguard.cascade_learning",
-    "LedgerStats": "spendguard.cascade_learning",
-    "Candidate": "spendguard.checks",
-    "Check": "spendguard.checks",
-    "Verdict": "spendguard.checks",
-    "always_pass": "spendguard.checks",
-    "check_all": "spendguard.checks",
-    "check_any": "spendguard.checks",
-    "check_judge": "spendguard.checks",
-    "check_matches": "spendguard.checks",
-    "check_parses": "spendguard.checks",
-    "check_with": "spendguard.checks",
-    "loop": "spendguard.loop_guard",
-    "LoopGuard": "spendguard.loop_guard",
-    "StopReason": "spendguard.stops",
-    "stop_after_seconds": "spendguard.stops",
-    "stop_after_steps": "spendguard.stops",
-    "stop_after_usd": "spendguard.stops",
-    "stop_all": "spendguard.stops",
-    "stop_any": "spendguard.stops",
-    "stop_never": "spendguard.stops",
-    "stop_when": "spendguard.stops",
-    "stop_when_stalled": "spendguard.stops",
-    "stop_when_unaffordable": "spendguard.stops",
+    "cascade": "spendguard._strategies.cascade",
+    "acascade": "spendguard._strategies.cascade",
+    "CascadeResult": "spendguard._strategies.cascade",
+    "CascadeAttempt": "spendguard._strategies.cascade",
+    "AttemptOutcome": "spendguard._strategies.cascade",
+    "CascadeFailed": "spendguard._core.errors",
+    "Learning": "spendguard._strategies.cascade.learning",
+    "MemoryStats": "spendguard._strategies.cascade.learning",
+    "LedgerStats": "spendguard._strategies.cascade.learning",
+    "Candidate": "spendguard._strategies.cascade.checks",
+    "Check": "spendguard._strategies.cascade.checks",
+    "Verdict": "spendguard._strategies.cascade.checks",
+    "always_pass": "spendguard._strategies.cascade.checks",
+    "check_all": "spendguard._strategies.cascade.checks",
+    "check_any": "spendguard._strategies.cascade.checks",
+    "check_judge": "spendguard._strategies.cascade.checks",
+    "check_matches": "spendguard._strategies.cascade.checks",
+    "check_parses": "spendguard._strategies.cascade.checks",
+    "check_with": "spendguard._strategies.cascade.checks",
+    "loop": "spendguard._strategies.loop",
+    "LoopGuard": "spendguard._strategies.loop",
+    "StopReason": "spendguard._strategies.loop.stops",
+    "stop_after_seconds": "spendguard._strategies.loop.stops",
+    "stop_after_steps": "spendguard._strategies.loop.stops",
+    "stop_after_usd": "spendguard._strategies.loop.stops",
+    "stop_all": "spendguard._strategies.loop.stops",
+    "stop_any": "spendguard._strategies.loop.stops",
+    "stop_never": "spendguard._strategies.loop.stops",
+    "stop_when": "spendguard._strategies.loop.stops",
+    "stop_when_stalled": "spendguard._strategies.loop.stops",
+    "stop_when_unaffordable": "spendguard._strategies.loop.stops",
     # GPU sizing and self-hosting break-even
-    "size_model": "spendguard.sizing",
-    "breakeven": "spendguard.sizing",
-    "SizingResult": "spendguard.sizing",
-    "GpuOption": "spendguard.sizing",
-    "BreakEven": "spendguard.sizing",
+    "size_model": "spendguard._sizing",
+    "breakeven": "spendguard._sizing",
+    "SizingResult": "spendguard._sizing",
+    "GpuOption": "spendguard._sizing",
+    "BreakEven": "spendguard._sizing",
     # plan before fan-out, cache ordering
-    "plan": "spendguard.planning",
-    "Plan": "spendguard.planning",
-    "PlanResult": "spendguard.planning",
-    "order_for_cache": "spendguard.caching",
-    "CacheOrder": "spendguard.caching",
-    "OrderedRequest": "spendguard.caching",
-    "cache_stats": "spendguard.caching",
-    "CacheStats": "spendguard.caching",
+    "plan": "spendguard._strategies.plan",
+    "Plan": "spendguard._strategies.plan",
+    "PlanResult": "spendguard._strategies.plan",
+    "order_for_cache": "spendguard._caching.order",
+    "CacheOrder": "spendguard._caching.order",
+    "OrderedRequest": "spendguard._caching.order",
+    "cache_stats": "spendguard._caching.order",
+    "CacheStats": "spendguard._caching.order",
     # spend logs for finance
-    "export_spend": "spendguard.export",
-    "validate_focus": "spendguard.export",
-    "report_spend": "spendguard.report",
-    "reconcile_spend": "spendguard.reconcile",
+    "export_spend": "spendguard._reporting.export",
+    "validate_focus": "spendguard._reporting.export",
+    "report_spend": "spendguard._reporting.report",
+    "reconcile_spend": "spendguard._reporting.reconcile",
     # deferrable work through the batch APIs
-    "BatchJob": "spendguard.batching",
-    "BatchLimits": "spendguard.batching",
-    "BatchRequest": "spendguard.batching",
-    "BatchResult": "spendguard.batching",
-    "BatchRun": "spendguard.batching",
-    "Deferred": "spendguard.batching",
-    "abatch": "spendguard.batching",
-    "acancel_batch": "spendguard.batching",
-    "aresume_batches": "spendguard.batching",
-    "batch": "spendguard.batching",
-    "batch_jobs": "spendguard.batching",
-    "cancel_batch": "spendguard.batching",
-    "reopen_batches": "spendguard.batching",
-    "resume_batches": "spendguard.batching",
-    "BatchRequestFailed": "spendguard.errors",
+    "BatchJob": "spendguard._strategies.batch",
+    "BatchLimits": "spendguard._strategies.batch",
+    "BatchRequest": "spendguard._strategies.batch",
+    "BatchResult": "spendguard._strategies.batch",
+    "BatchRun": "spendguard._strategies.batch",
+    "Deferred": "spendguard._strategies.batch",
+    "abatch": "spendguard._strategies.batch",
+    "acancel_batch": "spendguard._strategies.batch",
+    "aresume_batches": "spendguard._strategies.batch",
+    "batch": "spendguard._strategies.batch",
+    "batch_jobs": "spendguard._strategies.batch",
+    "cancel_batch": "spendguard._strategies.batch",
+    "reopen_batches": "spendguard._strategies.batch",
+    "resume_batches": "spendguard._strategies.batch",
+    "BatchRequestFailed": "spendguard._core.errors",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from spendguard.anthropic_clients import Anthropic as Anthropic
-    from spendguard.anthropic_clients import AnthropicBedrock as AnthropicBedrock
-    from spendguard.anthropic_clients import AnthropicVertex as AnthropicVertex
-    from spendguard.anthropic_clients import AsyncAnthropic as AsyncAnthropic
-    from spendguard.anthropic_clients import AsyncAnthropicBedrock as AsyncAnthropicBedrock
-    from spendguard.anthropic_clients import AsyncAnthropicVertex as AsyncAnthropicVertex
-    from spendguard.autoguard import install as install
-    from spendguard.autoguard import uninstall as uninstall
-    from spendguard.batching import BatchJob as BatchJob
-    from spendguard.batching import BatchLimits as BatchLimits
-    from spendguard.batching import BatchRequest as BatchRequest
-    from spendguard.batching import BatchResult as BatchResult
-    from spendguard.batching import BatchRun as BatchRun
-    from spendguard.batching import Deferred as Deferred
-    from spendguard.batching import abatch as abatch
-    from spendguard.batching import acancel_batch as acancel_batch
-    from spendguard.batching import aresume_batches as aresume_batches
-    from spendguard.batching import batch as batch
-    from spendguard.batching import batch_jobs as batch_jobs
-    from spendguard.batching import cancel_batch as cancel_batch
-    from spendguard.batching import reopen_batches as reopen_batches
-    from spendguard.batching import resume_batches as resume_batches
-    from spendguard.budget import Budget as Budget
-    from spendguard.caching import CacheOrder as CacheOrder
-    from spendguard.caching import CacheStats as CacheStats
-    from spendguard.caching import OrderedRequest as OrderedRequest
-    from spendguard.caching import cache_stats as cache_stats
-    from spendguard.caching import order_for_cache as order_for_cache
-    from spendguard.cascade_learning import Learning as Learning
-    from spendguard.cascade_learning import LedgerStats as LedgerStats
-    from spendguard.cascade_learning import MemoryStats as MemoryStats
-    from spendguard.cascading import AttemptOutcome as AttemptOutcome
-    from spendguard.cascading import CascadeAttempt as CascadeAttempt
-    from spendguard.cascading import CascadeResult as CascadeResult
-    from spendguard.cascading import acascade as acascade
-    from spendguard.cascading import cascade as cascade
-    from spendguard.checks import Candidate as Candidate
-    from spendguard.checks import Check as Check
-    from spendguard.checks import Verdict as Verdict
-    from spendguard.checks import always_pass as always_pass
-    from spendguard.checks import check_all as check_all
-    from spendguard.checks import check_any as check_any
-    from spendguard.checks import check_judge as check_judge
-    from spendguard.checks import check_matches as check_matches
-    from spendguard.checks import check_parses as check_parses
-    from spendguard.checks import check_with as check_with
-    from spendguard.clients import wrap as wrap
-    from spendguard.costing import Cost as Cost
-    from spendguard.costing import cost as cost
-    from spendguard.degrade import Degrade as Degrade
-    from spendguard.errors import BatchRequestFailed as BatchRequestFailed
-    from spendguard.errors import BudgetWarning as BudgetWarning
-    from spendguard.errors import CascadeFailed as CascadeFailed
-    from spendguard.errors import RunawayRefused as RunawayRefused
-    from spendguard.export import export_spend as export_spend
-    from spendguard.export import validate_focus as validate_focus
-    from spendguard.ledger import SpendRecord as SpendRecord
-    from spendguard.ledger import open_ledger as open_ledger
-    from spendguard.loop_guard import LoopGuard as LoopGuard
-    from spendguard.loop_guard import loop as loop
-    from spendguard.openai_clients import AsyncAzureOpenAI as AsyncAzureOpenAI
-    from spendguard.openai_clients import AsyncOpenAI as AsyncOpenAI
-    from spendguard.openai_clients import AzureDeployment as AzureDeployment
-    from spendguard.openai_clients import AzureOpenAI as AzureOpenAI
-    from spendguard.openai_clients import OpenAI as OpenAI
-    from spendguard.planning import Plan as Plan
-    from spendguard.planning import PlanResult as PlanResult
-    from spendguard.planning import plan as plan
-    from spendguard.prices import ModelPrice as ModelPrice
-    from spendguard.prices import PriceTable as PriceTable
-    from spendguard.prices import price as price
-    from spendguard.prices import register_prices as register_prices
-    from spendguard.reconcile import reconcile_spend as reconcile_spend
-    from spendguard.report import report_spend as report_spend
-    from spendguard.runaway import RunawayRules as RunawayRules
-    from spendguard.runaway import RunawayTrip as RunawayTrip
-    from spendguard.runaway import lift_runaway as lift_runaway
-    from spendguard.scopes import tags as tags
-    from spendguard.selfhosted import SelfHosted as SelfHosted
-    from spendguard.sizing import BreakEven as BreakEven
-    from spendguard.sizing import GpuOption as GpuOption
-    from spendguard.sizing import SizingResult as SizingResult
-    from spendguard.sizing import breakeven as breakeven
-    from spendguard.sizing import size_model as size_model
-    from spendguard.stops import StopReason as StopReason
-    from spendguard.stops import stop_after_seconds as stop_after_seconds
-    from spendguard.stops import stop_after_steps as stop_after_steps
-    from spendguard.stops import stop_after_usd as stop_after_usd
-    from spendguard.stops import stop_all as stop_all
-    from spendguard.stops import stop_any as stop_any
-    from spendguard.stops import stop_never as stop_never
-    from spendguard.stops import stop_when as stop_when
-    from spendguard.stops import stop_when_stalled as stop_when_stalled
-    from spendguard.stops import stop_when_unaffordable as stop_when_unaffordable
-    from spendguard.tokens import TokenCount as TokenCount
-    from spendguard.tokens import count_tokens as count_tokens
-    from spendguard.tokens import count_tokens_exact as count_tokens_exact
-    from spendguard.usage import Usage as Usage
-    from spendguard.usage import usage_from as usage_from
+    from spendguard._adoption.install import install as install
+    from spendguard._adoption.install import uninstall as uninstall
+    from spendguard._budget.budget import Budget as Budget
+    from spendguard._budget.degrade import Degrade as Degrade
+    from spendguard._budget.events import CallEvent as CallEvent
+    from spendguard._budget.events import subscribe as subscribe
+    from spendguard._budget.events import unsubscribe as unsubscribe
+    from spendguard._budget.ledger import SpendRecord as SpendRecord
+    from spendguard._budget.ledger import open_ledger as open_ledger
+    from spendguard._budget.ledger.drain import drain as drain_ledger
+    from spendguard._budget.runaway import RunawayRules as RunawayRules
+    from spendguard._budget.runaway import RunawayTrip as RunawayTrip
+    from spendguard._budget.runaway import lift_runaway as lift_runaway
+    from spendguard._budget.scopes import tags as tags
+    from spendguard._budget.thresholds import CallOverrun as CallOverrun
+    from spendguard._budget.thresholds import ThresholdCrossed as ThresholdCrossed
+    from spendguard._caching.order import CacheOrder as CacheOrder
+    from spendguard._caching.order import CacheStats as CacheStats
+    from spendguard._caching.order import OrderedRequest as OrderedRequest
+    from spendguard._caching.order import cache_stats as cache_stats
+    from spendguard._caching.order import order_for_cache as order_for_cache
+    from spendguard._core.errors import BatchRequestFailed as BatchRequestFailed
+    from spendguard._core.errors import BudgetWarning as BudgetWarning
+    from spendguard._core.errors import CascadeFailed as CascadeFailed
+    from spendguard._core.errors import RunawayRefused as RunawayRefused
+    from spendguard._core.money import format_usd as format_usd
+    from spendguard._costing.cost import Cost as Cost
+    from spendguard._costing.cost import cost as cost
+    from spendguard._costing.endpoints import Endpoint as Endpoint
+    from spendguard._costing.prices import ModelPrice as ModelPrice
+    from spendguard._costing.prices import PriceTable as PriceTable
+    from spendguard._costing.prices import load_price_file as load_price_file
+    from spendguard._costing.prices import price as price
+    from spendguard._costing.prices import register_prices as register_prices
+    from spendguard._costing.prices.check import check_prices as check_prices
+    from spendguard._costing.prices.selfhosted import SelfHosted as SelfHosted
+    from spendguard._costing.providers import stream_reader as stream_reader
+    from spendguard._costing.tokens import TokenCount as TokenCount
+    from spendguard._costing.tokens import acount_tokens_exact as acount_tokens_exact
+    from spendguard._costing.tokens import count_request_tokens as count_request_tokens
+    from spendguard._costing.tokens import count_tokens as count_tokens
+    from spendguard._costing.tokens import count_tokens_exact as count_tokens_exact
+    from spendguard._costing.usage import Usage as Usage
+    from spendguard._costing.usage import usage_from as usage_from
+    from spendguard._dropin.anthropic import Anthropic as Anthropic
+    from spendguard._dropin.anthropic import AnthropicBedrock as AnthropicBedrock
+    from spendguard._dropin.anthropic import AnthropicVertex as AnthropicVertex
+    from spendguard._dropin.anthropic import AsyncAnthropic as AsyncAnthropic
+    from spendguard._dropin.anthropic import AsyncAnthropicBedrock as AsyncAnthropicBedrock
+    from spendguard._dropin.anthropic import AsyncAnthropicVertex as AsyncAnthropicVertex
+    from spendguard._dropin.openai import AsyncAzureOpenAI as AsyncAzureOpenAI
+    from spendguard._dropin.openai import AsyncOpenAI as AsyncOpenAI
+    from spendguard._dropin.openai import AzureDeployment as AzureDeployment
+    from spendguard._dropin.openai import AzureOpenAI as AzureOpenAI
+    from spendguard._dropin.openai import OpenAI as OpenAI
+    from spendguard._guard.clients import wrap as wrap
+    from spendguard._reporting.export import export_spend as export_spend
+    from spendguard._reporting.export import validate_focus as validate_focus
+    from spendguard._reporting.reconcile import reconcile_spend as reconcile_spend
+    from spendguard._reporting.report import render_text as render_report_text
+    from spendguard._reporting.report import report_spend as report_spend
+    from spendguard._reporting.report import write_html as write_report_html
+    from spendguard._sizing import BreakEven as BreakEven
+    from spendguard._sizing import GpuOption as GpuOption
+    from spendguard._sizing import SizingResult as SizingResult
+    from spendguard._sizing import breakeven as breakeven
+    from spendguard._sizing import size_model as size_model
+    from spendguard._strategies.batch import BatchJob as BatchJob
+    from spendguard._strategies.batch import BatchLimits as BatchLimits
+    from spendguard._strategies.batch import BatchRequest as BatchRequest
+    from spendguard._strategies.batch import BatchResult as BatchResult
+    from spendguard._strategies.batch import BatchRun as BatchRun
+    from spendguard._strategies.batch import Deferred as Deferred
+    from spendguard._strategies.batch import Polling as Polling
+    from spendguard._strategies.batch import abatch as abatch
+    from spendguard._strategies.batch import acancel_batch as acancel_batch
+    from spendguard._strategies.batch import aresume_batches as aresume_batches
+    from spendguard._strategies.batch import batch as batch
+    from spendguard._strategies.batch import batch_jobs as batch_jobs
+    from spendguard._strategies.batch import batch_results as batch_results
+    from spendguard._strategies.batch import cancel_batch as cancel_batch
+    from spendguard._strategies.batch import reopen_batches as reopen_batches
+    from spendguard._strategies.batch import resume_batches as resume_batches
+    from spendguard._strategies.cascade import AttemptOutcome as AttemptOutcome
+    from spendguard._strategies.cascade import CascadeAttempt as CascadeAttempt
+    from spendguard._strategies.cascade import CascadeResult as CascadeResult
+    from spendguard._strategies.cascade import acascade as acascade
+    from spendguard._strategies.cascade import cascade as cascade
+    from spendguard._strategies.cascade.checks import Candidate as Candidate
+    from spendguard._strategies.cascade.checks import Check as Check
+    from spendguard._strategies.cascade.checks import Verdict as Verdict
+    from spendguard._strategies.cascade.checks import always_pass as always_pass
+    from spendguard._strategies.cascade.checks import check_all as check_all
+    from spendguard._strategies.cascade.checks import check_any as check_any
+    from spendguard._strategies.cascade.checks import check_judge as check_judge
+    from spendguard._strategies.cascade.checks import check_matches as check_matches
+    from spendguard._strategies.cascade.checks import check_parses as check_parses
+    from spendguard._strategies.cascade.checks import check_with as check_with
+    from spendguard._strategies.cascade.learning import Learning as Learning
+    from spendguard._strategies.cascade.learning import LedgerStats as LedgerStats
+    from spendguard._strategies.cascade.learning import MemoryStats as MemoryStats
+    from spendguard._strategies.loop import LoopGuard as LoopGuard
+    from spendguard._strategies.loop import loop as loop
+    from spendguard._strategies.loop.novelty import exact as exact_finding
+    from spendguard._strategies.loop.novelty import normalise as normalise_finding
+    from spendguard._strategies.loop.stops import StopReason as StopReason
+    from spendguard._strategies.loop.stops import project_next_usd as project_next_usd
+    from spendguard._strategies.loop.stops import stop_after_seconds as stop_after_seconds
+    from spendguard._strategies.loop.stops import stop_after_steps as stop_after_steps
+    from spendguard._strategies.loop.stops import stop_after_usd as stop_after_usd
+    from spendguard._strategies.loop.stops import stop_all as stop_all
+    from spendguard._strategies.loop.stops import stop_any as stop_any
+    from spendguard._strategies.loop.stops import stop_never as stop_never
+    from spendguard._strategies.loop.stops import stop_when as stop_when
+    from spendguard._strategies.loop.stops import stop_when_stalled as stop_when_stalled
+    from spendguard._strategies.loop.stops import stop_when_unaffordable as stop_when_unaffordable
+    from spendguard._strategies.plan import Plan as Plan
+    from spendguard._strategies.plan import PlanResult as PlanResult
+    from spendguard._strategies.plan import plan as plan
 
 __all__ = [
     "Anthropic",
@@ -265,6 +307,8 @@ __all__ = [
     "BudgetWarning",
     "CacheOrder",
     "CacheStats",
+    "CallEvent",
+    "CallOverrun",
     "Candidate",
     "CascadeAttempt",
     "CascadeFailed",
@@ -274,6 +318,7 @@ __all__ = [
     "Cost",
     "Deferred",
     "Degrade",
+    "Endpoint",
     "GpuOption",
     "Learning",
     "LedgerError",
@@ -286,6 +331,7 @@ __all__ = [
     "OrderedRequest",
     "Plan",
     "PlanResult",
+    "Polling",
     "PriceFileError",
     "PriceTable",
     "ProviderResponseError",
@@ -297,6 +343,7 @@ __all__ = [
     "SpendRecord",
     "SpendguardError",
     "StopReason",
+    "ThresholdCrossed",
     "TokenCount",
     "TokenizerError",
     "UnknownModelError",
@@ -307,10 +354,12 @@ __all__ = [
     "abatch",
     "acancel_batch",
     "acascade",
+    "acount_tokens_exact",
     "always_pass",
     "aresume_batches",
     "batch",
     "batch_jobs",
+    "batch_results",
     "breakeven",
     "cache_stats",
     "cancel_batch",
@@ -320,20 +369,29 @@ __all__ = [
     "check_judge",
     "check_matches",
     "check_parses",
+    "check_prices",
     "check_with",
     "cost",
+    "count_request_tokens",
     "count_tokens",
     "count_tokens_exact",
+    "drain_ledger",
+    "exact_finding",
     "export_spend",
+    "format_usd",
     "install",
     "lift_runaway",
+    "load_price_file",
     "loop",
+    "normalise_finding",
     "open_ledger",
     "order_for_cache",
     "plan",
     "price",
+    "project_next_usd",
     "reconcile_spend",
     "register_prices",
+    "render_report_text",
     "reopen_batches",
     "report_spend",
     "resume_batches",
@@ -347,19 +405,24 @@ __all__ = [
     "stop_when",
     "stop_when_stalled",
     "stop_when_unaffordable",
+    "stream_reader",
+    "subscribe",
     "tags",
     "uninstall",
+    "unsubscribe",
     "usage_from",
     "validate_focus",
     "wrap",
+    "write_report_html",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module 'spendguard' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
+    module_name, _, attribute = where.partition(":")
+    value = getattr(importlib.import_module(module_name), attribute or name)
     globals()[name] = value
     return value
 

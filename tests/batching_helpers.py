@@ -9,8 +9,8 @@ from typing import Any
 import httpx2
 
 import spendguard
-from spendguard.batching import Polling
-from spendguard.ledger.base import Ledger
+from spendguard._budget.ledger.base import Ledger
+from spendguard._strategies.batch import Polling
 from spendguard.testing import (
     ANTHROPIC_BASE_URL,
     OPENAI_BASE_URL,

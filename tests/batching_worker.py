@@ -11,7 +11,7 @@ import json
 import sys
 
 import spendguard
-from spendguard.batching import Polling
+from spendguard._strategies.batch import Polling
 
 
 def submit(ledger_url: str, scope: str, base_url: str, provider: str, count: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
-from spendguard.prices import _reset_default_table  # noqa: E402
+from spendguard._costing.prices import _reset_default_table  # noqa: E402
 
 # No test may reach a provider or read a real key.
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from spendguard import cost
-from spendguard.budget import Budget, CallInfo, Reservation, reserve_call
-from spendguard.prices import price
-from spendguard.usage import Usage
+from spendguard._budget.budget import Budget, CallInfo, Reservation, reserve_call
+from spendguard._costing.prices import price
+from spendguard._costing.usage import Usage
 
 D = Decimal
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from spendguard.ledger import Ledger, open_ledger
+from spendguard._budget.ledger import Ledger, open_ledger
 from tests.redis_cluster_helpers import (
     cluster_url,
     drop_cluster_prefix,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import spendguard
-from spendguard.budget import Budget, CallInfo, Reservation, reserve_call
+from spendguard._budget.budget import Budget, CallInfo, Reservation, reserve_call
 
 # The worker scripts import spendguard from this checkout, whether or not it is installed.
 REPO_ROOT = Path(spendguard.__file__).resolve().parent.parent

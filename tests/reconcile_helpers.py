@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from spendguard.budget import Budget
+from spendguard._budget.budget import Budget
 from tests.finance_helpers import book
 from tests.ledger_helpers import FakeClock
 

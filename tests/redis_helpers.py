@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from spendguard.ledger.redis import RedisLedger
+from spendguard._budget.ledger.redis import RedisLedger
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_HOST, SHARED_PORT = "127.0.0.1", 6379
@@ -164,8 +164,8 @@ def redis_worker(*args: str) -> subprocess.Popen[str]:
 
 def _spend(url: str, scope: str, limit: str, worst: str, actual: str, calls: str,
            threads: str, max_calls: str = "-", period: str | None = None) -> None:
-    from spendguard.budget import Budget, CallInfo, reserve_call
-    from spendguard.errors import BudgetExceeded
+    from spendguard._budget.budget import Budget, CallInfo, reserve_call
+    from spendguard._core.errors import BudgetExceeded
 
     info = CallInfo(provider="openai", model="gpt-test", endpoint="chat")
     cap = None if max_calls == "-" else int(max_calls)

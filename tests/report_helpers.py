@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import spendguard
-from spendguard.budget import Budget
+from spendguard._budget.budget import Budget
 from tests.finance_helpers import book, list_cost
 from tests.ledger_helpers import FakeClock
 

@@ -15,30 +15,24 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spendguard"
 
-# Lowest first. A top-level module or package of spendguard belongs to exactly one layer.
+# Lowest first: each top-level package of spendguard is one layer's folder.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("foundation", frozenset({"errors", "money", "periods", "terminal"})),
-    ("data", frozenset({"endpoints", "price_schema", "prices", "price_check", "price_sections",
-                        "selfhosted", "routing", "usage", "providers", "costing", "tokens",
-                        "calls", "estimate", "sizing", "eventstream"})),
-    ("budget and ledger", frozenset({"ledger", "budget", "scopes", "thresholds",
-                                     "reservations", "runaway", "degrade", "templates",
-                                     "events", "observing", "learned_bounds"})),
+    ("foundation", frozenset({"_core"})),
+    # GPU sizing is pure arithmetic over two tables; self-hosted prices are built on it.
+    ("sizing", frozenset({"_sizing"})),
+    ("prices, tokens, usage and cost", frozenset({"_costing"})),
+    ("budget and ledger", frozenset({"_budget"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
-    ("request shaping", frozenset({"caching", "cache_order"})),
-    ("choke point", frozenset({"sse", "metering", "transport", "clients", "call_policies",
-                               "settling", "stream_meter"})),
-    ("strategies", frozenset({"replies", "planning", "batching",
-                              "cascading", "checks", "cascade_learning", "loop_guard",
-                              "loop_reserve", "stops", "novelty"})),
+    ("request shaping", frozenset({"_caching"})),
+    ("choke point", frozenset({"_guard"})),
+    ("strategies", frozenset({"_strategies"})),
     # The opt-in door for code we don't own (install, spendguard run) and the telemetry
     # subscriber it can switch on.
-    ("adoption", frozenset({"autoguard", "running", "telemetry", "_boot"})),
-    ("reporting", frozenset({"export", "report", "reconcile"})),
+    ("adoption", frozenset({"_adoption"})),
+    ("reporting", frozenset({"_reporting"})),
     ("emulator", frozenset({"testing"})),
-    ("public surface", frozenset({"openai_clients", "anthropic_clients", "demo", "cli",
-                                  "__init__"})),
+    ("public surface", frozenset({"_dropin", "cli", "sizing", "telemetry", "__init__"})),
 )
 
 
@@ -52,7 +46,7 @@ def _layer_of(unit: str) -> int:
 
 
 def _unit(module: str) -> str:
-    """``spendguard.ledger.sqlite`` -> ``ledger``; ``spendguard`` -> ``__init__``."""
+    """``spendguard._budget.ledger.sqlite`` -> ``ledger``; ``spendguard`` -> ``__init__``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -117,10 +111,10 @@ def test_no_module_imports_a_higher_layer(path: Path) -> None:
 
 
 def test_the_rule_sees_lazy_type_checking_and_string_imports() -> None:
-    money = PACKAGE / "money.py"
+    money = PACKAGE / "_core" / "money.py"
     source = money.read_text(encoding="utf-8") + (
-        "\n\ndef _late() -> None:\n    from spendguard.cascading import cascade\n"
-        "\nif TYPE_CHECKING:\n    from .loop_guard import LoopGuard\n"
-        "\n_TABLE = {'report': 'spendguard.report'}\n")
-    assert {"spendguard.cascading", "spendguard.loop_guard",
-            "spendguard.report"} <= _imports(money, source)
+        "\n\ndef _late() -> None:\n    from spendguard._strategies.cascade import cascade\n"
+        "\nif TYPE_CHECKING:\n    from .._strategies.loop import LoopGuard\n"
+        "\n_TABLE = {'report': 'spendguard._reporting.report'}\n")
+    assert {"spendguard._strategies.cascade", "spendguard._strategies.loop",
+            "spendguard._reporting.report"} <= _imports(money, source)

@@ -16,9 +16,9 @@ import openai
 import pytest
 
 import spendguard
-from spendguard.autoguard import installed
-from spendguard.errors import BudgetExceeded, ConfigError
-from spendguard.ledger import open_ledger
+from spendguard._adoption.install import installed
+from spendguard._budget.ledger import open_ledger
+from spendguard._core.errors import BudgetExceeded, ConfigError
 from spendguard.testing import Emulator
 
 MESSAGES: Any = [{"role": "user", "content": "Say something short."}]

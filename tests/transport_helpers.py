@@ -11,7 +11,7 @@ import openai
 import pytest
 
 import spendguard
-from spendguard.ledger.base import SpendRecord
+from spendguard._budget.ledger.base import SpendRecord
 
 OPENAI_CHAT = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC_MESSAGES = "https://api.anthropic.com/v1/messages"

@@ -46,7 +46,7 @@ class _LazyGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
-        from spendguard.errors import SpendguardError  # noqa: PLC0415 - keeps --help fast
+        from spendguard._core.errors import SpendguardError  # noqa: PLC0415 - keeps --help fast
 
         try:
             return super().invoke(ctx)

@@ -15,7 +15,10 @@ from typing import IO, Any
 
 import click
 
-from spendguard.batching import (
+from spendguard._core.errors import SpendguardError
+from spendguard._core.money import format_usd
+from spendguard._core.terminal import printable
+from spendguard._strategies.batch import (
     BatchJob,
     BatchResult,
     batch_jobs,
@@ -23,10 +26,7 @@ from spendguard.batching import (
     cancel_batch,
     reopen_batches,
 )
-from spendguard.batching.polling import Polling
-from spendguard.errors import SpendguardError
-from spendguard.money import format_usd
-from spendguard.terminal import printable
+from spendguard._strategies.batch.polling import Polling
 
 __all__ = ["batches"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from spendguard._core.errors import ConfigError, UnknownModelError
 from spendguard.cli.size import Count, raise_as_click
-from spendguard.errors import ConfigError, UnknownModelError
 
 __all__ = ["breakeven"]
 
@@ -51,9 +51,9 @@ def breakeven(*, gpu: str | None, count: int | None, usd_per_gpu_hour: str | Non
 
     Rent counts every rented hour, busy or idle (30-day month).
     """
-    from spendguard.sizing import breakeven as compute  # noqa: PLC0415 - fast --help
-    from spendguard.sizing.capacity import serving_capacity  # noqa: PLC0415
-    from spendguard.sizing.report import render_breakeven  # noqa: PLC0415
+    from spendguard._sizing import breakeven as compute  # noqa: PLC0415 - fast --help
+    from spendguard._sizing.capacity import serving_capacity  # noqa: PLC0415
+    from spendguard._sizing.report import render_breakeven  # noqa: PLC0415
 
     if self_hosted is not None:
         _self_hosted(self_hosted, api_model, from_ledger=from_ledger, ledger_url=ledger_url,
@@ -104,12 +104,12 @@ def breakeven(*, gpu: str | None, count: int | None, usd_per_gpu_hour: str | Non
 
 
 def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **rent: Any) -> str:
-    from spendguard.ledger import open_ledger  # noqa: PLC0415
-    from spendguard.sizing.ledger_compare import (  # noqa: PLC0415
+    from spendguard._budget.ledger import open_ledger  # noqa: PLC0415
+    from spendguard._sizing.ledger_compare import (  # noqa: PLC0415
         compare_with_ledger,
         spend_from_ledger,
     )
-    from spendguard.sizing.report import render_breakeven  # noqa: PLC0415
+    from spendguard._sizing.report import render_breakeven  # noqa: PLC0415
 
     spend = spend_from_ledger(open_ledger(ledger_url), model=model, now=datetime.now(UTC))
     comparison = compare_with_ledger(spend, **rent)
@@ -119,10 +119,10 @@ def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **ren
 
 def _self_hosted(name: str, api_model: str | None, *, from_ledger: bool, ledger_url: str | None,
                  hours_per_day: str, as_json: bool) -> None:
-    """The deployment's recorded traffic vs the API (spendguard.sizing.selfhosted)."""
-    from spendguard.ledger import open_ledger  # noqa: PLC0415
-    from spendguard.prices import default_table  # noqa: PLC0415
-    from spendguard.sizing.selfhosted import self_hosted_from_ledger  # noqa: PLC0415
+    """The deployment's recorded traffic vs the API (spendguard._reporting.selfhosted)."""
+    from spendguard._budget.ledger import open_ledger  # noqa: PLC0415
+    from spendguard._costing.prices import default_table  # noqa: PLC0415
+    from spendguard._reporting.selfhosted import self_hosted_from_ledger  # noqa: PLC0415
 
     if not from_ledger:
         raise click.UsageError("--self-hosted compares recorded traffic: add --from-ledger")

@@ -22,7 +22,7 @@ def _quiet(_line: str = "") -> None:
               help="Print only what the demo made (ledger, folder, requests, export) as JSON.")
 def demo(ledger_url: str | None, out_dir: Path | None, as_json: bool) -> None:
     """Show spendguard's whole job in seconds, offline, against the provider emulator."""
-    from spendguard.demo import run_demo  # noqa: PLC0415 - keeps `spendguard --help` fast
+    from spendguard.cli.demo_story import run_demo  # noqa: PLC0415 - keeps `spendguard --help` fast
 
     shown = run_demo(ledger_url=ledger_url, out_dir=out_dir,
                      echo=_quiet if as_json else click.echo)

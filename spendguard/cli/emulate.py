@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from spendguard.errors import ConfigError
+from spendguard._core.errors import ConfigError
 from spendguard.testing import Emulator, serve
 
 __all__ = ["emulate"]

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from spendguard.errors import ConfigError, UnknownModelError
+from spendguard._core.errors import ConfigError, UnknownModelError
 
 __all__ = ["OVER_BUDGET_EXIT", "estimate"]
 
@@ -37,8 +37,8 @@ def estimate(*, file: str, budget_usd: str | None, as_json: bool, cache_order: b
     line. Exit status is 0 when the plan fits --budget (or none is given) and 3 when its worst
     case exceeds it.
     """
-    from spendguard.money import format_usd, parse_usd  # noqa: PLC0415 - fast --help
-    from spendguard.planning import plan  # noqa: PLC0415
+    from spendguard._core.money import format_usd, parse_usd  # noqa: PLC0415 - fast --help
+    from spendguard._strategies.plan import plan  # noqa: PLC0415
 
     try:
         limit = None if budget_usd is None else parse_usd(budget_usd, field="budget")

@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 import click
 
-from spendguard.errors import ConfigError
-from spendguard.export import FORMATS, export_spend, parse_moment, validate_focus
-from spendguard.ledger import resolve_ledger_url
-from spendguard.ledger.filters import parse_tag
-from spendguard.money import format_usd
+from spendguard._budget.ledger import resolve_ledger_url
+from spendguard._budget.ledger.filters import parse_tag
+from spendguard._core.errors import ConfigError
+from spendguard._core.money import format_usd
+from spendguard._reporting.export import FORMATS, export_spend, parse_moment, validate_focus
 
 __all__ = ["export", "filter_options", "option_error"]
 

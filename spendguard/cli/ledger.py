@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import click
 
-from spendguard.errors import SpendguardError
+from spendguard._core.errors import SpendguardError
 
 __all__ = ["ledger"]
 
@@ -29,7 +29,7 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
 
     Exits 1 when any total disagrees with its events (each difference is printed).
     """
-    from spendguard.ledger import open_ledger  # noqa: PLC0415 - keeps --help fast
+    from spendguard._budget.ledger import open_ledger  # noqa: PLC0415 - keeps --help fast
 
     opened = open_ledger(ledger_url, read_only=True)
     problems = opened.verify()
@@ -53,7 +53,7 @@ def recover(ledger_url: str | None, as_json: bool) -> None:
 
     spendguard does this by itself on the next reservation; this does it now.
     """
-    from spendguard.ledger import open_ledger  # noqa: PLC0415
+    from spendguard._budget.ledger import open_ledger  # noqa: PLC0415
 
     opened = open_ledger(ledger_url)
     # Opening a SQLite ledger already recovers what has expired: those count too.
@@ -80,8 +80,8 @@ def drain(destination: str, ledger_url: str | None, since: datetime | None,
 
     Running it again copies only what is new, so it can run from cron.
     """
-    from spendguard.ledger import drain as drain_ledger  # noqa: PLC0415
-    from spendguard.ledger import resolve_ledger_url  # noqa: PLC0415
+    from spendguard._budget.ledger import resolve_ledger_url  # noqa: PLC0415
+    from spendguard._budget.ledger.drain import drain as drain_ledger  # noqa: PLC0415
 
     try:
         result = drain_ledger(resolve_ledger_url(ledger_url), destination,

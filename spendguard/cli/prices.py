@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from spendguard.errors import ConfigError
-from spendguard.prices import ModelPrice, default_table
+from spendguard._core.errors import ConfigError
+from spendguard._costing.prices import ModelPrice, default_table
 
 __all__ = ["prices"]
 
@@ -123,7 +123,7 @@ def check(litellm_file: Path | None, as_json: bool, provider: str | None,
     table lacks are listed, not counted. Without genai-prices installed, a LiteLLM file alone
     is compared. Exit 0: all listed rates agree; 1: some differ; 2: nothing to compare with.
     """
-    from spendguard.price_check import check_prices  # noqa: PLC0415
+    from spendguard._costing.prices.check import check_prices  # noqa: PLC0415
 
     table = default_table()
     when = on_date.replace(tzinfo=UTC) if on_date else datetime.now(UTC)

@@ -8,13 +8,13 @@ from decimal import Decimal, InvalidOperation
 
 import click
 
+from spendguard._budget.ledger import resolve_ledger_url
+from spendguard._core.errors import ConfigError
+from spendguard._core.money import format_usd
+from spendguard._core.periods import PERIODS
+from spendguard._core.terminal import printable
+from spendguard._reporting.reconcile import PROVIDERS, Difference, Reconciliation, reconcile_spend
 from spendguard.cli.export import option_error
-from spendguard.errors import ConfigError
-from spendguard.ledger import resolve_ledger_url
-from spendguard.money import format_usd
-from spendguard.periods import PERIODS
-from spendguard.reconcile import PROVIDERS, Difference, Reconciliation, reconcile_spend
-from spendguard.terminal import printable
 
 __all__ = ["reconcile"]
 

@@ -7,10 +7,10 @@ from datetime import datetime
 
 import click
 
+from spendguard._core.errors import ConfigError
+from spendguard._reporting.report import render_text, report_spend, write_html
+from spendguard._reporting.report.summary import check_by
 from spendguard.cli.export import filter_options, option_error
-from spendguard.errors import ConfigError
-from spendguard.report import render_text, report_spend, write_html
-from spendguard.report.summary import check_by
 
 __all__ = ["report"]
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import click
 
-from spendguard.errors import ConfigError
-from spendguard.money import format_usd
-from spendguard.running import ENV_VAR, RunSettings
+from spendguard._adoption.running import ENV_VAR, RunSettings
+from spendguard._core.errors import ConfigError
+from spendguard._core.money import format_usd
 
 __all__ = ["run"]
 
-_BOOT_DIR = Path(__file__).resolve().parent.parent / "_boot"
+_BOOT_DIR = Path(__file__).resolve().parent.parent / "_adoption" / "boot"
 _COUNTS = ("calls", "released", "input_tokens", "output_tokens", "refusals", "warnings",
            "would_refuse")
 _MONEY = ("cost_usd", "refused_usd", "would_refuse_usd")

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
-from spendguard.errors import ConfigError, UnknownModelError
+from spendguard._core.errors import ConfigError, UnknownModelError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spendguard.sizing.memory import Task
-    from spendguard.sizing.sizer import Mode
+    from spendguard._sizing.memory import Task
+    from spendguard._sizing.sizer import Mode
 
 __all__ = ["Count", "raise_as_click", "size"]
 
@@ -76,7 +76,7 @@ def raise_as_click(exc: ConfigError | UnknownModelError) -> NoReturn:
 def _list_catalogues(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from spendguard.sizing import default_gpus, default_models  # noqa: PLC0415
+    from spendguard._sizing import default_gpus, default_models  # noqa: PLC0415
 
     click.echo("GPUs (datasheet GB = 1e9 B; dense BF16 TFLOP/s; on-demand USD per GPU-hour):")
     for gpu in default_gpus():
@@ -130,8 +130,8 @@ def size(*, model: str | None, params: int | None, active_params: int | None, pr
 
     GB is 1e9 bytes and GiB 2^30 bytes; every estimate is labelled as one.
     """
-    from spendguard.sizing import size_model  # noqa: PLC0415 - keep `spendguard --help` fast
-    from spendguard.sizing.report import render_size  # noqa: PLC0415
+    from spendguard._sizing import size_model  # noqa: PLC0415 - keep `spendguard --help` fast
+    from spendguard._sizing.report import render_size  # noqa: PLC0415
 
     if model is None and params is None:
         raise click.UsageError("give --model NAME|PATH, or --params N for an estimated shape")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from spendguard.errors import ConfigError
+from spendguard._core.errors import ConfigError
 
 __all__ = ["ManualClock"]
 

@@ -1,6 +1,6 @@
 """Token counts for emulated usage, from the same counters spendguard's estimates use.
 
-``spendguard.tokens`` counts offline (tiktoken for OpenAI models, a bounded estimate for
+``spendguard._costing.tokens`` counts offline (tiktoken for OpenAI models, a bounded estimate for
 Claude, a loose bound for unknown models). Where a count is a bounded estimate, the emulator
 reports its central value (``TokenCount.expected``): a provider lands near it, not at the
 bound spendguard reserves. Text for a model with no known tokenizer falls back to a stated
@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from spendguard.errors import UnknownModelError
-from spendguard.tokens import TokenCount, count_request_tokens, count_tokens
+from spendguard._core.errors import UnknownModelError
+from spendguard._costing.tokens import TokenCount, count_request_tokens, count_tokens
 
 __all__ = ["input_tokens", "text_tokens"]
 

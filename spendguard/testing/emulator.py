@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from spendguard.errors import ConfigError
+from spendguard._core.errors import ConfigError
 from spendguard.testing.clock import ManualClock
 from spendguard.testing.faults import Fault, FaultQueue
 from spendguard.testing.replies import Responder

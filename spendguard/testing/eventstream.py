@@ -1,6 +1,6 @@
 """Writing AWS event-stream frames, as Bedrock streams them (the emulator's side of the wire).
 
-The reading side is botocore's parser (:mod:`spendguard.eventstream`); a frame written here
+The reading side is botocore's parser (:mod:`spendguard._costing.eventstream`); a frame written here
 is checked by it, checksums included. Layout (AWS "Event stream encoding"): a 12-byte prelude
 (total length, headers length, prelude CRC32), string headers, the payload, a message CRC32.
 """

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from spendguard.errors import ConfigError
+from spendguard._core.errors import ConfigError
 
 __all__ = ["Fault", "FaultQueue"]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from spendguard.eventstream import EVENT_STREAM_TYPE
+from spendguard._costing.eventstream import EVENT_STREAM_TYPE
 from spendguard.testing import anthropic_api, openai_api
 from spendguard.testing.eventstream import bedrock_chunk_frame
 from spendguard.testing.state import Ctx

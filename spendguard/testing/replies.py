@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spendguard.errors import ConfigError
+from spendguard._core.errors import ConfigError
 from spendguard.testing.counting import text_tokens
 
 __all__ = ["Prompt", "Rendered", "Reply", "Responder", "ToolCall", "render"]

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
-from spendguard.errors import ConfigError
+from spendguard._core.errors import ConfigError
 from spendguard.testing.emulator import Emulator
 from spendguard.testing.wire import EMULATOR_HEADER, WireRequest, normalise_path
 

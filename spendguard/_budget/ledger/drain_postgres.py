@@ -1,0 +1,158 @@
+"""A PostgreSQL table of finished calls, for finance: where :func:`drain` can keep records.
+
+``postgresql://user@host:5432/db`` (libpq's URI, options included, e.g.
+``?options=-csearch_path%3Dfinance`` for a schema). One row per record in
+``spendguard_records``, keyed by the record's id, so draining the same records again inserts
+nothing. Money is ``NUMERIC`` (exact, as written); scopes, period keys and limits are parallel
+arrays; tags and tokens are ``JSONB``. The table grows by named migrations, applied on open
+under an advisory lock inside one transaction and recorded in ``spendguard_migrations``, so
+two drains starting at once cannot both apply one. Never edit a released migration: add the
+next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from spendguard._budget.ledger.base import SpendRecord
+from spendguard._core.errors import ConfigError, LedgerError
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["MIGRATIONS", "PostgresArchive", "is_postgres_url"]
+
+Migration = Callable[["psycopg.Cursor[Any]"], None]
+MIGRATIONS: list[Migration] = []
+_LOCK_KEY = 0x5BE9D6A0  # pg_advisory_xact_lock key for migrations: any constant of our own
+_COLUMNS = (
+    "id", "time", "status", "scopes", "period_keys", "limits_usd", "tags", "provider", "model",
+    "endpoint", "attempt", "request_id", "tokens", "estimated_usd", "actual_usd",
+    "usage_estimated", "table_version", "latency_s", "prompt_hash", "prompt_text",
+    "estimated_input_tokens", "estimated_output_tokens", "input_exact", "note", "source",
+    "drained_at",
+)
+_INSERT = (f"INSERT INTO spendguard_records ({', '.join(_COLUMNS)}) "
+           f"VALUES ({', '.join(['%s'] * len(_COLUMNS))}) ON CONFLICT (id) DO NOTHING")
+
+
+def migration(function: Migration) -> Migration:
+    """Register ``function`` as the next migration; its name is its identity forever."""
+    MIGRATIONS.append(function)
+    return function
+
+
+@migration
+def p001_records(cursor: psycopg.Cursor[Any]) -> None:
+    cursor.execute("""
+        CREATE TABLE spendguard_records (
+            id TEXT PRIMARY KEY,
+            time TIMESTAMPTZ NOT NULL,
+            status TEXT NOT NULL,
+            scopes TEXT[] NOT NULL,
+            period_keys TEXT[] NOT NULL,
+            limits_usd NUMERIC[] NOT NULL,
+            tags JSONB NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            request_id TEXT,
+            tokens JSONB NOT NULL,
+            estimated_usd NUMERIC NOT NULL,
+            actual_usd NUMERIC NOT NULL,
+            usage_estimated BOOLEAN NOT NULL,
+            table_version TEXT NOT NULL,
+            latency_s DOUBLE PRECISION,
+            prompt_hash TEXT,
+            prompt_text TEXT,
+            estimated_input_tokens BIGINT,
+            estimated_output_tokens BIGINT,
+            input_exact BOOLEAN,
+            note TEXT,
+            source TEXT NOT NULL,
+            drained_at TIMESTAMPTZ NOT NULL
+        )""")
+    # Finance reads by month, by model, by scope.
+    cursor.execute("CREATE INDEX spendguard_records_time ON spendguard_records (time)")
+    cursor.execute("CREATE INDEX spendguard_records_model ON spendguard_records (model, time)")
+    cursor.execute("CREATE INDEX spendguard_records_scopes ON spendguard_records USING GIN "
+                   "(scopes)")
+
+
+def is_postgres_url(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+class PostgresArchive:
+    """The ``spendguard_records`` table in one PostgreSQL database, migrated when opened."""
+
+    def __init__(self, url: str, *, connect_timeout_s: int = 5) -> None:
+        try:
+            import psycopg  # noqa: PLC0415 - optional dependency, loaded on first use
+        except ImportError:
+            raise ConfigError("drain: a PostgreSQL destination needs psycopg; install it with "
+                              "pip install 'spendguard-llm[postgres]'") from None
+        self.url = _masked(url)
+        try:
+            self._db = psycopg.connect(url, connect_timeout=connect_timeout_s)
+            self.migrated = migrate(self._db)
+        except psycopg.Error as exc:
+            raise LedgerError(f"cannot open the PostgreSQL archive {self.url}: {exc}") from exc
+
+    def write(self, records: Sequence[SpendRecord], *, source: str) -> int:
+        """Insert the records not there yet, in one transaction; returns how many were new."""
+        import psycopg  # noqa: PLC0415
+
+        now = datetime.now(UTC)
+        try:
+            with self._db.transaction(), self._db.cursor() as cursor:
+                cursor.executemany(_INSERT, [_row(record, source, now) for record in records])
+                return max(cursor.rowcount, 0)
+        except psycopg.Error as exc:
+            raise LedgerError(f"cannot write the PostgreSQL archive {self.url}: {exc}") from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def migrate(db: psycopg.Connection[Any]) -> list[str]:
+    """Apply the migrations ``db`` lacks, atomically; returns their names."""
+    with db.transaction(), db.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        cursor.execute("CREATE TABLE IF NOT EXISTS spendguard_migrations "
+                       "(name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)")
+        cursor.execute("SELECT name FROM spendguard_migrations")
+        applied = {name for (name,) in cursor.fetchall()}
+        pending = [function for function in MIGRATIONS if function.__name__ not in applied]
+        for function in pending:
+            function(cursor)
+            cursor.execute("INSERT INTO spendguard_migrations VALUES (%s, %s)",
+                           (function.__name__, datetime.now(UTC)))
+    return [function.__name__ for function in pending]
+
+
+def _row(record: SpendRecord, source: str, now: datetime) -> tuple[Any, ...]:
+    from psycopg.types.json import Jsonb  # noqa: PLC0415
+
+    limits = list(record.limits_usd) + [None] * (len(record.scopes) - len(record.limits_usd))
+    return (
+        record.id, record.time, record.status, list(record.scopes), list(record.period_keys),
+        limits, Jsonb(dict(record.tags)), record.provider, record.model, record.endpoint,
+        record.attempt, record.request_id, Jsonb(dict(record.tokens)), record.estimated_usd,
+        record.actual_usd, record.usage_estimated, record.table_version, record.latency_s,
+        record.prompt_hash, record.prompt_text, record.estimated_input_tokens,
+        record.estimated_output_tokens, record.input_exact, record.note, source, now,
+    )
+
+
+def _masked(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
+

@@ -1,0 +1,323 @@
+"""The accounting rules every transactional ledger shares, over a small storage interface.
+
+SQLite and the in-memory ledger differ only in how they store rows and how they make a
+transaction; the rules — check every limit and hold the worst case in one transaction, settle,
+release, recover abandoned reservations, report warning levels once, replay events to verify —
+live here once, so both backends behave the same by construction.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Protocol
+
+from spendguard._budget.ledger.base import (
+    CallInfo,
+    Crossing,
+    ScopeClaim,
+    Settlement,
+    SpendRecord,
+    Totals,
+)
+from spendguard._budget.ledger.limits import merge_claims, refusal, sum_totals
+from spendguard._core.errors import LedgerError
+from spendguard._core.money import ZERO
+from spendguard._core.periods import warning_key, window_keys
+
+__all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
+           "sum_totals", "window_totals"]
+
+OPEN = "open"
+_HOST = socket.gethostname()
+
+
+@dataclass(frozen=True, slots=True)
+class CallRow:
+    """A call as stored: its eventual record, the claims it holds, and who owns it."""
+
+    record: SpendRecord
+    claims: tuple[ScopeClaim, ...]
+    state: str  # open | settled | released | recovered | adjustment
+    expires_at: datetime | None = None
+    owner_pid: int | None = None
+    owner_host: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One line of the append-only log."""
+
+    call_id: str
+    kind: str  # reserve | settle | release | recover | adjust
+    time: datetime
+    amount_usd: Decimal
+    detail: str | None = None
+
+
+class Tx(Protocol):
+    """The storage operations one transaction offers the accounting rules."""
+
+    def totals(self, scope: str, period_key: str) -> Totals: ...
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals: ...
+    def put_totals(self, scope: str, period_key: str, totals: Totals) -> None: ...
+    def insert_call(self, row: CallRow) -> None: ...
+    def get_call(self, call_id: str) -> CallRow | None: ...
+    def update_call(self, row: CallRow) -> None: ...
+    def append_event(self, event: Event) -> None: ...
+    def expired_open_calls(self, now: datetime) -> list[CallRow]: ...
+    def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
+                       time: datetime) -> bool: ...
+    def all_events(self) -> Iterator[Event]: ...
+    def all_calls(self) -> Iterator[CallRow]: ...
+    def all_totals(self) -> Iterator[tuple[str, str, Totals]]: ...
+
+
+# A period key's window steps and warning key are pure functions of the key, and a budget uses
+# one key for a whole step (a minute of a 1h window): parsed once per key, not once per call.
+_window_keys = functools.lru_cache(maxsize=4096)(window_keys)
+_warning_key = functools.lru_cache(maxsize=4096)(warning_key)
+
+
+def window_totals(tx: Tx, claim: ScopeClaim) -> Totals:
+    """What a limit is checked against: the period's totals, or a rolling window's sum."""
+    keys = _window_keys(claim.period_key)
+    if len(keys) == 1:
+        return tx.totals(claim.scope, claim.period_key)
+    return tx.totals_sum(claim.scope, keys)
+
+
+class TransactionalLedger(ABC):
+    """A ledger whose storage can run the accounting rules inside one transaction."""
+
+    url: str
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[Tx]:
+        """A write transaction: all of its effects happen, or none do."""
+
+    def _snapshot(self) -> AbstractContextManager[Tx]:
+        """A transaction that only reads, seeing one consistent state (the write one if the
+        storage has nothing lighter)."""
+        return self._transaction()
+
+    def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: CallInfo, *,
+                time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
+        merged = merge_claims(claims)
+        call_id = uuid.uuid4().hex
+        # Lists made into tuples: a generator would be resumed once per claim, on every call.
+        scopes = tuple([c.scope for c in merged])
+        period_keys = tuple([c.period_key for c in merged])
+        limits = tuple([c.limit_usd for c in merged])
+        row = CallRow(
+            record=SpendRecord(
+                id=call_id, time=time, scopes=scopes, tags=dict(tags),
+                provider=call.provider, model=call.model, endpoint=call.endpoint, tokens={},
+                estimated_usd=amount_usd, actual_usd=ZERO, usage_estimated=False,
+                table_version="", latency_s=None, request_id=call.request_id,
+                attempt=call.attempt, status=OPEN, prompt_hash=call.prompt_hash,
+                prompt_text=call.prompt_text,
+                estimated_input_tokens=call.estimated_input_tokens,
+                estimated_output_tokens=call.estimated_output_tokens,
+                input_exact=call.input_exact,
+                period_keys=period_keys, limits_usd=limits,
+            ),
+            claims=merged, state=OPEN, expires_at=expires_at, owner_pid=os.getpid(),
+            owner_host=_HOST,
+        )
+        with self._transaction() as tx:
+            # Abandoned reservations are charged first, so they can't hold a budget forever.
+            self._recover(tx, time)
+            current = [window_totals(tx, c) for c in merged]
+            refused = refusal(merged, current, amount_usd)
+            if refused is not None:
+                raise refused
+            tx.insert_call(row)
+            tx.append_event(Event(call_id, "reserve", time, amount_usd))
+            for claim, checked in zip(merged, current, strict=True):
+                # A rolling window's sum was checked; the call goes in its current step.
+                step = tx.totals(claim.scope, claim.period_key) if "@" in claim.period_key \
+                    else checked
+                tx.put_totals(claim.scope, claim.period_key,
+                              Totals(step.spent_usd, step.reserved_usd + amount_usd,
+                                     step.calls + 1))
+        return call_id
+
+    def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
+        with self._transaction() as tx:
+            row = self._get(tx, reservation_id)
+            if row.state == "recovered":
+                # The owner outlived the expiry: keep the recovered charge, correct it to the truth.
+                self._correct(tx, row, settlement.actual_usd - row.record.estimated_usd,
+                              settlement, "late settle after recovery")
+                return self._crossings(tx, row.claims, settlement.time)
+            if row.state != OPEN:
+                raise LedgerError(f"reservation {reservation_id} is already {row.state}; a call "
+                                  f"is settled or released exactly once")
+            tx.update_call(_closed(row, "settled", _settled(row.record, settlement)))
+            tx.append_event(Event(reservation_id, "settle", settlement.time,
+                                  settlement.actual_usd))
+            self._move(tx, row, spent_usd=settlement.actual_usd)
+            return self._crossings(tx, row.claims, settlement.time)
+
+    def release(self, reservation_id: str, *, reason: str, time: datetime) -> bool:
+        with self._transaction() as tx:
+            row = self._get(tx, reservation_id)
+            if row.state == "recovered":
+                nothing = Settlement(time, ZERO, {}, False, "", 0.0, None, "released")
+                self._correct(tx, row, -row.record.estimated_usd, nothing,
+                              f"late release after recovery: {reason}")
+                return True
+            if row.state != OPEN:
+                return False
+            tx.update_call(_closed(row, "released", replace(
+                row.record, status="released", note=reason)))
+            tx.append_event(Event(reservation_id, "release", time, ZERO, reason))
+            self._move(tx, row, spent_usd=ZERO, calls=-1)  # not billed: not counted
+            return True
+
+    def adjust(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, *, time: datetime,
+               note: str, tags: Mapping[str, str] | None = None, provider: str = "",
+               model: str = "") -> str:
+        merged = merge_claims(claims)
+        call_id = uuid.uuid4().hex
+        record = SpendRecord(
+            id=call_id, time=time, scopes=tuple(c.scope for c in merged), tags=dict(tags or {}),
+            provider=provider, model=model, endpoint="", tokens={}, estimated_usd=ZERO,
+            actual_usd=amount_usd, usage_estimated=False, table_version="", latency_s=None,
+            request_id=None, attempt=0, status="adjustment", note=note,
+            period_keys=tuple(c.period_key for c in merged),
+            limits_usd=tuple(c.limit_usd for c in merged))
+        with self._transaction() as tx:
+            self._insert_adjustment(tx, CallRow(record, merged, "adjustment"), time)
+        return call_id
+
+    def recover_expired(self, now: datetime) -> list[str]:
+        with self._transaction() as tx:
+            return self._recover(tx, now)
+
+    def verify(self) -> list[str]:
+        with self._snapshot() as tx:
+            calls = {row.record.id: row for row in tx.all_calls()}
+            expected: dict[tuple[str, str], Totals] = {}
+            closing: dict[str, str] = {}
+            for event in tx.all_events():
+                row = calls.get(event.call_id)
+                if row is None:
+                    return [f"event {event.kind} refers to unknown call {event.call_id}"]
+                held = event.amount_usd if event.kind == "reserve" else (
+                    ZERO if event.kind == "adjust" else -row.record.estimated_usd)
+                spent = ZERO if event.kind in ("reserve", "release") else event.amount_usd
+                counted = {"reserve": 1, "release": -1}.get(event.kind, 0)
+                if event.kind != "reserve":
+                    closing[event.call_id] = event.kind
+                for claim in row.claims:
+                    key = (claim.scope, claim.period_key)
+                    old = expected.get(key, Totals())
+                    expected[key] = Totals(old.spent_usd + spent, old.reserved_usd + held,
+                                           old.calls + counted)
+            stored = {(scope, key): totals for scope, key, totals in tx.all_totals()}
+        problems = [f"totals of {scope!r} in {key}: stored {stored.get((scope, key))}, events "
+                    f"give {want}"
+                    for (scope, key), want in expected.items()
+                    if stored.get((scope, key), Totals()) != want]
+        problems += [f"totals of {scope!r} in {key} have no events" for scope, key in stored
+                     if (scope, key) not in expected and stored[(scope, key)] != Totals()]
+        for call_id, row in calls.items():
+            if (row.state == OPEN) == (call_id in closing):
+                problems.append(f"call {call_id} is {row.state} but its events say "
+                                f"{closing.get(call_id, 'open')}")
+        return problems
+
+    # -- the rules, inside a transaction ------------------------------------------------
+
+    def _get(self, tx: Tx, reservation_id: str) -> CallRow:
+        row = tx.get_call(reservation_id)
+        if row is None:
+            raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
+        return row
+
+    def _move(self, tx: Tx, row: CallRow, *, spent_usd: Decimal, calls: int = 0) -> None:
+        """Take a call's worst case out of reserved and add what it cost to spent."""
+        for claim in row.claims:
+            old = tx.totals(claim.scope, claim.period_key)
+            tx.put_totals(claim.scope, claim.period_key,
+                          Totals(old.spent_usd + spent_usd,
+                                 old.reserved_usd - row.record.estimated_usd,
+                                 old.calls + calls))
+
+    def _recover(self, tx: Tx, now: datetime) -> list[str]:
+        recovered = []
+        for row in tx.expired_open_calls(now):
+            worst = row.record.estimated_usd
+            note = (f"recovered: reservation of pid {row.owner_pid} on {row.owner_host} expired "
+                    f"at {row.expires_at} without being settled; charged its worst case")
+            tx.update_call(_closed(row, "recovered", replace(
+                row.record, actual_usd=worst, usage_estimated=True, status="recovered",
+                note=note)))
+            tx.append_event(Event(row.record.id, "recover", now, worst, note))
+            self._move(tx, row, spent_usd=worst)
+            recovered.append(row.record.id)
+        return recovered
+
+    def _correct(self, tx: Tx, row: CallRow, amount_usd: Decimal, settlement: Settlement,
+                 note: str) -> None:
+        record = replace(
+            row.record, id=uuid.uuid4().hex, time=settlement.time, tokens=dict(settlement.tokens),
+            estimated_usd=ZERO, actual_usd=amount_usd,
+            usage_estimated=settlement.usage_estimated, table_version=settlement.table_version,
+            latency_s=settlement.latency_s,
+            request_id=settlement.request_id or row.record.request_id, status="adjustment",
+            note=f"{note} of call {row.record.id} ({settlement.status})")
+        self._insert_adjustment(tx, CallRow(record, row.claims, "adjustment"), settlement.time)
+
+    def _insert_adjustment(self, tx: Tx, row: CallRow, time: datetime) -> None:
+        tx.insert_call(row)
+        tx.append_event(Event(row.record.id, "adjust", time, row.record.actual_usd,
+                              row.record.note))
+        for claim in row.claims:
+            old = tx.totals(claim.scope, claim.period_key)
+            tx.put_totals(claim.scope, claim.period_key,
+                          Totals(old.spent_usd + row.record.actual_usd, old.reserved_usd,
+                                 old.calls))
+
+    def _crossings(self, tx: Tx, claims: Iterable[ScopeClaim], time: datetime) -> list[Crossing]:
+        """Warning levels reached and not yet reported by any process sharing this ledger."""
+        found = []
+        for claim in claims:
+            if claim.warn_usd is None or claim.limit_usd is None:
+                continue
+            spent = window_totals(tx, claim).spent_usd
+            # A rolling window warns at most once per window length, not once per step.
+            key = _warning_key(claim.period_key)
+            if spent >= claim.warn_usd and tx.claim_crossing(claim.scope, key, claim.warn_usd,
+                                                             time):
+                found.append(Crossing(claim.scope, key, spent, claim.limit_usd,
+                                      claim.warn_usd))
+        return found
+
+
+def _closed(row: CallRow, state: str, record: SpendRecord) -> CallRow:
+    # The closing time is not on the row: it lives in the event log. Built field by field:
+    # dataclasses.replace reads every field by name, and this runs once per call.
+    return CallRow(record, row.claims, state, row.expires_at, row.owner_pid, row.owner_host)
+
+
+def _settled(record: SpendRecord, settlement: Settlement) -> SpendRecord:
+    """The record of an open call once settled (every call: built directly, as ``_closed``)."""
+    return SpendRecord(
+        record.id, record.time, record.scopes, record.tags, record.provider, record.model,
+        record.endpoint, dict(settlement.tokens), record.estimated_usd, settlement.actual_usd,
+        settlement.usage_estimated, settlement.table_version, settlement.latency_s,
+        settlement.request_id or record.request_id, record.attempt, settlement.status,
+        record.prompt_hash, record.prompt_text, record.estimated_input_tokens,
+        record.estimated_output_tokens, record.input_exact, settlement.note or record.note,
+        record.period_keys, record.limits_usd)

@@ -1,0 +1,135 @@
+"""The in-memory ledger (``memory://``): the same rules as SQLite, kept in this process only.
+
+For tests and throwaway scripts. One lock serialises transactions, so it is safe across
+threads and asyncio tasks; nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from spendguard._budget.ledger.base import SpendRecord, Totals
+from spendguard._budget.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.filters import record_matches
+from spendguard._budget.ledger.limits import sum_totals
+
+__all__ = ["MemoryLedger"]
+
+
+_NOTHING = Totals()  # frozen: one shared "no totals yet" instead of a new one per read
+
+
+@dataclass
+class _Store:
+    calls: dict[str, CallRow] = field(default_factory=dict)
+    open_calls: dict[str, CallRow] = field(default_factory=dict)  # so expiry needn't scan all
+    events: list[Event] = field(default_factory=list)
+    totals_by_key: dict[tuple[str, str], Totals] = field(default_factory=dict)
+    crossings: set[tuple[str, str, Decimal]] = field(default_factory=set)
+
+    def totals(self, scope: str, period_key: str) -> Totals:
+        return self.totals_by_key.get((scope, period_key), _NOTHING)
+
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        return sum_totals(self.totals(scope, key) for key in period_keys)
+
+    def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
+        self.totals_by_key[(scope, period_key)] = totals
+
+    def insert_call(self, row: CallRow) -> None:
+        self.calls[row.record.id] = row
+        if row.state == OPEN:
+            self.open_calls[row.record.id] = row
+
+    def get_call(self, call_id: str) -> CallRow | None:
+        return self.calls.get(call_id)
+
+    def update_call(self, row: CallRow) -> None:
+        self.calls[row.record.id] = row
+        if row.state != OPEN:
+            self.open_calls.pop(row.record.id, None)
+
+    def append_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    def expired_open_calls(self, now: datetime) -> list[CallRow]:
+        return [row for row in self.open_calls.values()
+                if row.expires_at is not None and row.expires_at <= now]
+
+    def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
+                       time: datetime) -> bool:
+        key = (scope, period_key, warn_usd)
+        if key in self.crossings:
+            return False
+        self.crossings.add(key)
+        return True
+
+    def all_events(self) -> Iterator[Event]:
+        return iter(list(self.events))
+
+    def all_calls(self) -> Iterator[CallRow]:
+        return iter(list(self.calls.values()))
+
+    def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
+        return iter([(scope, key, t) for (scope, key), t in self.totals_by_key.items()])
+
+
+class _Locked(AbstractContextManager[_Store]):
+    """The store, under the ledger's lock, for one transaction. A plain class rather than a
+    ``@contextmanager`` generator: entered two or three times per guarded call."""
+
+    __slots__ = ("_lock", "_store")
+
+    def __init__(self, lock: threading.RLock, store: _Store) -> None:
+        self._lock = lock
+        self._store = store
+
+    def __enter__(self) -> _Store:
+        self._lock.acquire()
+        return self._store
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.release()
+
+
+class MemoryLedger(TransactionalLedger):
+    """A ledger held in a dict; ``memory://name`` gives the same one throughout a process."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self._store = _Store()
+        self._lock = threading.RLock()
+        self._locked = _Locked(self._lock, self._store)  # holds no state of its own
+
+    def _transaction(self) -> _Locked:
+        # The rules check everything before they write, so a refusal leaves no partial state.
+        return self._locked
+
+    def totals(self, scope: str, period_key: str) -> Totals:
+        with self._lock:
+            return self._store.totals(scope, period_key)
+
+    def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
+        with self._lock:
+            return self._store.totals_sum(scope, period_keys)
+
+    def records(self, *, since: datetime | None = None, until: datetime | None = None,
+                scope: str | None = None, tag: str | None = None,
+                model: str | None = None) -> Iterator[SpendRecord]:
+        with self._lock:
+            rows = [row.record for row in self._store.calls.values() if row.state != OPEN]
+        rows.sort(key=lambda record: (record.time, record.id))
+        return (record for record in rows
+                if record_matches(record, since=since, until=until, scope=scope, tag=tag,
+                                  model=model))
+
+    def close(self) -> None:
+        """Nothing to release: the data lives as long as this object."""
+
+    def __repr__(self) -> str:
+        return f"MemoryLedger({self.url!r})"

@@ -1,0 +1,89 @@
+"""Money: Decimal USD, parsed strictly and shown consistently."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from decimal import Context, Decimal, InvalidOperation, localcontext
+
+from spendguard._core.errors import ConfigError
+
+__all__ = ["MAX_LIMIT_USD", "MILLION", "ZERO", "exact_sums", "format_usd", "parse_usd"]
+
+ZERO = Decimal(0)
+MILLION = Decimal(1_000_000)
+# The largest limit a budget takes: far above any real spending, and far inside what every
+# ledger keeps exactly (Redis: 9e15 USD). Larger is a typo or a stand-in for "no limit".
+MAX_LIMIT_USD = Decimal(10) ** 12
+_SIGNIFICANT = 2  # digits shown of an amount too small for the places asked
+_PLAIN_DIGITS = 18
+# Python's default 28 digits would round a sum such as 10^24 + 0.000001; 100 keep any total a
+# ledger can hold exact (ratios computed inside stay cheap at 100 digits).
+_SUMS = Context(prec=100)  # whole-dollar digits written out before switching to 1.234567E+21
+
+
+def parse_usd(value: object, *, field: str, allow_zero: bool = True,
+              maximum: Decimal | None = None) -> Decimal:
+    """An amount of USD as Decimal; rejects floats, NaN, infinities, negatives and any amount
+    above ``maximum``.
+
+    Floats are refused because ``0.1`` is not 0.1: pass ``Decimal("0.1")``, ``"0.1"`` or an int.
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"{field}: expected an amount in USD, got a bool ({value!r})")
+    if isinstance(value, float):
+        raise ConfigError(
+            f"{field}: floats are not accepted for money ({value!r} is not exact); "
+            f"pass a string or Decimal instead, e.g. {field}=\"{value}\""
+        )
+    if isinstance(value, Decimal):
+        amount = value
+    elif isinstance(value, int):
+        amount = Decimal(value)
+    elif isinstance(value, str):
+        try:
+            amount = Decimal(value.strip().removeprefix("$"))
+        except InvalidOperation:
+            raise ConfigError(
+                f"{field}: {value!r} is not a number of USD; write it like \"12.50\""
+            ) from None
+    else:
+        raise ConfigError(
+            f"{field}: expected Decimal, str or int USD, got {type(value).__name__}"
+        )
+    if not amount.is_finite():
+        raise ConfigError(f"{field}: {value!r} is not a finite amount of USD")
+    if amount < 0:
+        raise ConfigError(f"{field}: {value!r} is negative; amounts of USD must be >= 0")
+    if not allow_zero and amount == 0:
+        raise ConfigError(f"{field}: must be greater than 0 USD")
+    if maximum is not None and amount > maximum:
+        raise ConfigError(f"{field}: {value!r} is above the largest amount accepted here "
+                          f"({format_usd(maximum, places=0)}); for no limit at all, make the "
+                          f"calls outside any budget (they are still recorded)")
+    return amount
+
+
+def exact_sums() -> AbstractContextManager[Context]:
+    """A decimal context in which adding up a ledger's amounts (reports, exports) is exact."""
+    return localcontext(_SUMS)
+
+
+def format_usd(amount: Decimal, *, places: int = 4) -> str:
+    """``$1,234.5678``-style text for people; exports use the exact ``str(Decimal)``.
+
+    Never shows a non-zero amount as zero: one too small for ``places`` gets two significant
+    digits (``$0.0000012``). Any finite amount works (beyond 10^18 USD: ``$1.234567E+21``).
+    """
+    if not amount.is_finite():
+        return f"${amount}"
+    sign = "-" if amount < 0 else ""
+    size = abs(amount)
+    if size and size.adjusted() >= _PLAIN_DIGITS:
+        return f"{sign}${size:.6E}"
+    with localcontext() as context:
+        context.prec = _PLAIN_DIGITS + max(places, _SIGNIFICANT - size.adjusted()) + 2
+        rounded = size.quantize(Decimal(1).scaleb(-places))
+        if size and not rounded:
+            places = _SIGNIFICANT - 1 - size.adjusted()
+            rounded = size.quantize(Decimal(1).scaleb(-places))
+        return f"{sign if rounded else ''}${rounded:,.{places}f}"

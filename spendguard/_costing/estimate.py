@@ -1,0 +1,91 @@
+"""What a call can cost at most, before it is sent.
+
+Pure arithmetic over a :class:`~spendguard._costing.calls.Call`: input tokens counted offline (exact
+for OpenAI models, a stated upper bound for Anthropic), output tokens from the request's cap (or the
+model's maximum when the request sets none), priced with the tables. The worst case is what the
+budget reserves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from spendguard._core.errors import ConfigError
+from spendguard._costing.calls import Call, Endpoint
+from spendguard._costing.cost import billable_tier, total_usd
+from spendguard._costing.prices import ModelPrice, PriceTable, default_table
+from spendguard._costing.tokens import TokenCount, count_request_tokens
+from spendguard._costing.usage import Usage
+
+__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """The pre-flight numbers of one call: tokens and the worst-case cost in USD."""
+
+    model: str
+    input_tokens: TokenCount
+    output_tokens_worst: int
+    worst_usd: Decimal
+    table_version: str
+
+    @property
+    def exact_input(self) -> bool:
+        """True when the input was counted with the model's own tokenizer."""
+        return self.input_tokens.exact
+
+
+def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) -> int:
+    """The most output tokens the call can produce across all its choices."""
+    if call.endpoint is Endpoint.EMBEDDINGS:
+        return 0
+    ceiling = model_price.max_output_tokens or model_price.context_window
+    if ceiling is None:
+        raise ConfigError(
+            f"{call.model}: the price table knows no maximum output for this model and the "
+            "request sets no output cap; set max_tokens (or max_completion_tokens / "
+            "max_output_tokens), or add max_output_tokens to the model's price entry"
+        )
+    if model_price.context_window:
+        ceiling = min(ceiling, max(model_price.context_window - input_tokens, 0))
+    per_choice = ceiling if call.output_cap is None else min(call.output_cap, ceiling)
+    return per_choice * call.choices
+
+
+def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
+                   table: PriceTable | None = None) -> Decimal:
+    """The dearest way the provider could bill these tokens.
+
+    Input is priced at the highest rate it could land in: uncached, or written to a cache
+    (cache writes cost more than plain input) when the request may write one.
+    """
+    return _worst_usd(call, (table or default_table()).get(call.model), input_tokens,
+                      output_tokens)
+
+
+def _worst_usd(call: Call, model_price: ModelPrice, input_tokens: int,
+               output_tokens: int) -> Decimal:
+    candidates = [Usage(input_tokens=input_tokens, output_tokens=output_tokens,
+                        speed=call.speed, inference_geo=call.inference_geo)]
+    for ttl in call.cache_ttls:
+        if ttl in model_price.cache_write_usd_per_million:
+            candidates.append(Usage(cache_write_tokens={ttl: input_tokens},
+                                    output_tokens=output_tokens, speed=call.speed,
+                                    inference_geo=call.inference_geo))
+    tier = billable_tier(call.service_tier)
+    return max(total_usd(model_price, usage, service_tier=tier) for usage in candidates)
+
+
+def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
+    """The worst case of one call, ready to reserve."""
+    table = table or default_table()
+    model_price = table.get(call.model)
+    # Platform and host entries count with their model's tokenizer (a bound when unknown).
+    body = call.body if model_price.count_as is None else {**call.body,
+                                                            "model": model_price.count_as}
+    input_tokens = count_request_tokens(call.provider.value, call.endpoint, body)
+    output_tokens = max_output_tokens(call, model_price, int(input_tokens))
+    worst = _worst_usd(call, model_price, int(input_tokens), output_tokens)
+    return Estimate(call.model, input_tokens, output_tokens, worst, table.version)

@@ -1,0 +1,378 @@
+"""Prices per model: look-up by exact id or declared alias, user overrides, the table version.
+
+The data lives in TOML files (``pricing/openai.toml``, ``pricing/anthropic.toml``, shipped in the
+wheel as ``spendguard/_pricing``); :mod:`spendguard._costing.prices.schema` validates them. Rates
+are Decimal USD **per million tokens**; a miss is an
+:class:`~spendguard._core.errors.UnknownModelError`, never a silent $0.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from types import MappingProxyType
+
+from spendguard._core.errors import PriceFileError, UnknownModelError
+from spendguard._costing.prices import schema as price_schema
+from spendguard._costing.prices.schema import (
+    CACHE_TTLS,
+    EntryModel,
+    PriceSource,
+    SelfHostedModel,
+    ValidTable,
+)
+from spendguard._costing.prices.sections import Host
+
+__all__ = [
+    "PRICES_ENV",
+    "LongContextTier",
+    "ModelPrice",
+    "PriceModifier",
+    "PriceSource",
+    "PriceTable",
+    "default_table",
+    "load_price_file",
+    "price",
+    "register_prices",
+]
+
+PRICES_ENV = "SPENDGUARD_PRICES"
+"""Environment variable naming extra price files (``os.pathsep``-separated), layered on the
+bundled table when :func:`default_table` is first built."""
+
+HOW_TO_ADD = (
+    "Add a price without editing spendguard: write a TOML file such as\n"
+    '    [models."{model}"]\n'
+    '    provider = "openai"            # or "anthropic"\n'
+    "    usd_per_million = {{ input = 1.25, cache_read = 0.125, output = 10 }}\n"
+    '    source = "https://..."         # where the price comes from\n'
+    "    as_of = 2026-11-30\n"
+    "and point SPENDGUARD_PRICES at it, or call spendguard.register_prices(path_or_mapping), "
+    "or pass table=PriceTable.bundled().with_overrides(...). See docs/prices.md."
+)
+
+
+@dataclass(frozen=True)
+class LongContextTier:
+    """Rates for a request whose total input tokens exceed ``above_input_tokens``.
+
+    The whole request is repriced, not only the tokens above the threshold: input-side rates
+    (input, cache reads, cache writes) are multiplied by ``input_multiplier`` and output by
+    ``output_multiplier``.
+    """
+
+    above_input_tokens: int
+    input_multiplier: Decimal
+    output_multiplier: Decimal
+
+    def multiplier_for(self, kind: str) -> Decimal:
+        """The multiplier this tier applies to one token kind."""
+        return self.output_multiplier if kind == "output" else self.input_multiplier
+
+    def __str__(self) -> str:
+        return f">{self.above_input_tokens} input tokens"
+
+
+@dataclass(frozen=True)
+class PriceModifier:
+    """A named price change: batch, a service tier, fast speed, a data-residency region.
+
+    ``usd_per_million`` replaces the base rate of the kinds it names (for providers that publish
+    rounded rates); ``multiplier`` then scales the kinds in ``kinds`` (``None``: every kind).
+    """
+
+    name: str
+    multiplier: Decimal = Decimal(1)
+    kinds: frozenset[str] | None = None
+    usd_per_million: Mapping[str, Decimal] = field(default_factory=dict)
+
+    def applies_to(self, kind: str) -> bool:
+        """Whether the multiplier scales this token kind."""
+        if self.kinds is None:
+            return True
+        return kind in self.kinds or (kind.startswith("cache_write_")
+                                      and "cache_write" in self.kinds)
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """What one model's tokens cost: Decimal USD per million tokens of each kind.
+
+    ``cache_write_usd_per_million`` is keyed by TTL ("5m", "1h", "30m", "12h");
+    ``tool_usd_per_1k_requests`` by server tool ("web_search", ...). ``table_version`` names the
+    price table this entry came from, so every cost can say what priced it.
+    """
+
+    model: str
+    provider: str
+    mode: str
+    input_usd_per_million: Decimal
+    output_usd_per_million: Decimal | None
+    cache_read_usd_per_million: Decimal | None
+    cache_write_usd_per_million: Mapping[str, Decimal]
+    tool_usd_per_1k_requests: Mapping[str, Decimal]
+    tiers: tuple[LongContextTier, ...]
+    modifiers: Mapping[str, PriceModifier]
+    context_window: int | None
+    max_input_tokens: int | None
+    max_output_tokens: int | None
+    max_output_tokens_batch: int | None
+    min_cacheable_tokens: int | None
+    aliases: tuple[str, ...]
+    source: str
+    as_of: date
+    note: str | None
+    table_version: str
+    count_as: str | None = None
+    """The model whose tokenizer counts this entry's text (platform and host entries)."""
+    self_hosted: SelfHostedModel | None = None
+    """The GPU deployment a self-hosted entry's rates were derived from."""
+
+    @property
+    def tokenizer_model(self) -> str:
+        """The model id to count this entry's tokens with."""
+        return self.count_as or self.model
+
+    def base_rate(self, kind: str) -> Decimal:
+        """The Standard-tier rate of one token kind in USD per million tokens.
+
+        Kinds: ``input``, ``cache_read``, ``cache_write_<ttl>``, ``output``. A model without a
+        cache-read rate has no caching discount (input rate). A model that declares no
+        cache-write rate bills writes as input (OpenAI before gpt-5.6); one that declares some
+        TTLs but not this one raises, as does output on an embedding model.
+        """
+        if kind == "input":
+            return self.input_usd_per_million
+        if kind == "cache_read":
+            return self.cache_read_usd_per_million or self.input_usd_per_million
+        if kind == "output" and self.output_usd_per_million is not None:
+            return self.output_usd_per_million
+        if kind.startswith("cache_write_"):
+            ttl = kind.removeprefix("cache_write_")
+            if ttl in self.cache_write_usd_per_million:
+                return self.cache_write_usd_per_million[ttl]
+            if not self.cache_write_usd_per_million:
+                return self.input_usd_per_million
+        raise UnknownModelError(
+            f"{self.model}: the price table has no rate for {kind} tokens "
+            f"(table {self.table_version}); add usd_per_million.{kind} to the model's entry. "
+            + HOW_TO_ADD.format(model=self.model),
+            name=f"{self.model}:{kind}",
+            kind="token kind",
+        )
+
+    def tool_rate_per_1k(self, tool: str) -> Decimal:
+        """USD per 1,000 requests of a server tool (web search, ...)."""
+        try:
+            return self.tool_usd_per_1k_requests[tool]
+        except KeyError:
+            raise UnknownModelError(
+                f"{self.model}: no price for {tool} tool requests (table {self.table_version}); "
+                f'add usd_per_1k_requests = {{ {tool} = ... }} to the model\'s entry. '
+                + HOW_TO_ADD.format(model=self.model),
+                name=f"{self.model}:{tool}",
+                kind="tool",
+            ) from None
+
+    def tier_for(self, total_input_tokens: int) -> LongContextTier | None:
+        """The long-context tier a request with this many input tokens falls in, if any."""
+        chosen = None
+        for tier in self.tiers:  # ascending, validated on load
+            if total_input_tokens > tier.above_input_tokens:
+                chosen = tier
+        return chosen
+
+    def modifier(self, name: str) -> PriceModifier:
+        """A named modifier (``batch``, ``priority``, ``speed_fast``, ...); raises when unpriced."""
+        try:
+            return self.modifiers[name]
+        except KeyError:
+            raise UnknownModelError(
+                f"{self.model}: no price for {name!r} (a batch / service-tier / speed / region "
+                f"modifier; table {self.table_version}). "
+                f"Known: {', '.join(sorted(self.modifiers))}. "
+                f"Add modifiers = {{ {name} = <multiplier> }} to the model's entry. "
+                + HOW_TO_ADD.format(model=self.model),
+                name=f"{self.model}:{name}",
+                kind="price modifier",
+                suggestions=difflib.get_close_matches(name, list(self.modifiers)),
+            ) from None
+
+
+_MAX_HOST_URLS = 1024  # distinct request URLs whose host is remembered per table
+
+class PriceTable:
+    """An immutable set of model prices, looked up by exact id or declared alias.
+
+    Build one with :meth:`bundled`, :func:`load_price_file` or :meth:`with_overrides`;
+    ``version`` ("<latest as_of>.<content hash>") changes whenever any price changes.
+    """
+
+    def __init__(self, valid: ValidTable) -> None:
+        self._valid = valid
+        self.version = valid.version
+        self._entries = {model: _model_price(model, entry, valid.version)
+                         for model, entry in valid.entries.items()}
+        self._aliases = {alias: model for model, entry in self._entries.items()
+                         for alias in entry.aliases}
+        # host_for's answers by URL: a client asks about the same few URLs on every call.
+        self._host_of: dict[str, Host | None] = {}
+
+    @classmethod
+    def bundled(cls) -> PriceTable:
+        """The price files shipped with spendguard, without user overrides."""
+        files = [price_schema.read_price_file(path) for path in price_schema.bundled_files()]
+        return cls(price_schema.build(files))
+
+    def get(self, model: str) -> ModelPrice:
+        """The price of ``model`` (exact id, else declared alias); raises UnknownModelError."""
+        entry = self._entries.get(model)
+        if entry is None and model in self._aliases:
+            entry = self._entries[self._aliases[model]]
+        if entry is None:
+            raise _unknown_model(model, [*self._entries, *self._aliases], self.version)
+        return entry
+
+    @property
+    def hosts(self) -> Mapping[str, Host]:
+        """OpenAI-compatible hosts (and self-hosted endpoints) by name."""
+        return self._valid.hosts
+
+    def host_for(self, url: str) -> Host | None:
+        """The host whose base URL ``url`` lies under (the longest match), if any."""
+        if url in self._host_of:
+            return self._host_of[url]
+        matches = [host for host in self._valid.hosts.values() if host.matches(url)]
+        found = max(matches, key=lambda host: len(host.base_url)) if matches else None
+        if len(self._host_of) >= _MAX_HOST_URLS:
+            self._host_of.clear()
+        self._host_of[url] = found
+        return found
+
+    def __contains__(self, model: object) -> bool:
+        return model in self._entries or model in self._aliases
+
+    def models(self, provider: str | None = None) -> list[str]:
+        """Canonical model ids (no aliases), sorted; only one provider's when given."""
+        return sorted(name for name, entry in self._entries.items()
+                      if provider is None or entry.provider == provider)
+
+    def with_overrides(self, *sources: PriceSource) -> PriceTable:
+        """A new table with these files or mappings layered on top (later ones win).
+
+        An override entry for a known id replaces the fields it names and keeps the others
+        (aliases included); it must carry its own ``source`` and ``as_of``.
+        """
+        files = [price_schema.read_price_source(source) for source in sources]
+        return PriceTable(price_schema.build(files, base=self._valid.raw,
+                                             base_hosts=self._valid.hosts))
+
+    def __repr__(self) -> str:
+        return f"<PriceTable {self.version}: {len(self._entries)} models>"
+
+
+def _unknown_model(model: str, known: list[str], version: str) -> UnknownModelError:
+    suggestions = difflib.get_close_matches(model, known, n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(map(repr, suggestions))}?" if suggestions else ""
+    return UnknownModelError(
+        f"No price for model {model!r} in price table {version}.{hint} "
+        "spendguard never guesses a price from a similar name. " + HOW_TO_ADD.format(model=model),
+        name=model,
+        suggestions=suggestions,
+    )
+
+
+class _Default:
+    """The process-wide table, built lazily (tests reset it with ``_reset_default_table``)."""
+
+    lock = threading.RLock()  # register_prices holds it while default_table builds
+    table: PriceTable | None = None
+
+
+def default_table() -> PriceTable:
+    """The process-wide table: bundled prices + ``$SPENDGUARD_PRICES`` + :func:`register_prices`.
+
+    Built on first use (the environment is read then, never at import) and cached.
+    """
+    with _Default.lock:
+        if _Default.table is None:
+            table = PriceTable.bundled()
+            env_files = [p for p in os.environ.get(PRICES_ENV, "").split(os.pathsep) if p.strip()]
+            for path in env_files:
+                if not Path(path).is_file():
+                    raise PriceFileError(
+                        f"{PRICES_ENV} names {path!r}, which is not a file; "
+                        f"set {PRICES_ENV} to the path of a price TOML/JSON file or unset it",
+                        path=path,
+                    )
+            _Default.table = table.with_overrides(*env_files) if env_files else table
+        return _Default.table
+
+
+def register_prices(source: PriceSource) -> PriceTable:
+    """Layer a price file or mapping onto the process-wide default table; returns the new table.
+
+    Costs computed afterwards name the new table's version.
+    """
+    with _Default.lock:  # two registrations at once must not lose one
+        _Default.table = default_table().with_overrides(source)
+        return _Default.table
+
+
+def _reset_default_table() -> None:
+    """Forget the cached default table (tests; a changed ``$SPENDGUARD_PRICES``)."""
+    with _Default.lock:
+        _Default.table = None
+
+
+def price(model: str) -> ModelPrice:
+    """The price of ``model`` in the default table; raises UnknownModelError naming the fix."""
+    return default_table().get(model)
+
+
+def load_price_file(path: str | os.PathLike[str]) -> PriceTable:
+    """A table holding only the models of one price file (TOML, or JSON of the same shape)."""
+    return PriceTable(price_schema.build([price_schema.read_price_file(Path(path))]))
+
+
+def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
+    rates = entry.usd_per_million.given()
+    return ModelPrice(
+        model=model,
+        provider=entry.provider,
+        mode=entry.mode,
+        input_usd_per_million=rates["input"],
+        output_usd_per_million=rates.get("output"),
+        cache_read_usd_per_million=rates.get("cache_read"),
+        cache_write_usd_per_million=MappingProxyType({
+            ttl: rates[f"cache_write_{ttl}"] for ttl in CACHE_TTLS[entry.provider]
+            if f"cache_write_{ttl}" in rates}),
+        tool_usd_per_1k_requests=MappingProxyType(dict(entry.usd_per_1k_requests)),
+        tiers=tuple(LongContextTier(t.above_input_tokens, t.input_multiplier, t.output_multiplier)
+                    for t in entry.tiers),
+        modifiers=MappingProxyType({name: PriceModifier(
+            name=name,
+            multiplier=mod.multiplier,
+            kinds=frozenset(mod.kinds) if mod.kinds is not None else None,
+            usd_per_million=MappingProxyType(
+                mod.usd_per_million.given() if mod.usd_per_million else {}),
+        ) for name, mod in entry.modifiers.items()}),
+        context_window=entry.context_window,
+        max_input_tokens=entry.max_input_tokens,
+        max_output_tokens=entry.max_output_tokens,
+        max_output_tokens_batch=entry.max_output_tokens_batch,
+        min_cacheable_tokens=entry.min_cacheable_tokens,
+        aliases=entry.aliases,
+        source=entry.source,
+        as_of=entry.as_of,
+        note=entry.note,
+        table_version=version,
+        count_as=entry.count_as,
+        self_hosted=entry.self_hosted,
+    )

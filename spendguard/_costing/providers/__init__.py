@@ -1,0 +1,152 @@
+"""Provider adapters: how each provider's bodies and streams spell usage.
+
+Each module (``openai``, ``anthropic``) groups its usage extraction (``usage_from_<provider>``)
+and its stream readers; request parsing lives elsewhere. This package holds what they share:
+turning SDK objects into plain dicts, reading token counts strictly, and the two look-ups
+:func:`usage_reader` and :func:`stream_reader`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from spendguard._core.errors import ConfigError, ProviderResponseError
+from spendguard._costing.endpoints import Endpoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spendguard._costing.usage import Usage
+
+__all__ = ["PROVIDERS", "StreamReader", "endpoint_kind", "read_count", "read_table",
+           "stream_reader", "to_plain", "usage_reader"]
+
+PROVIDERS = ("openai", "anthropic")
+
+UsageReader = Callable[..., "Usage"]
+
+
+class StreamReader(Protocol):
+    """Reads usage from a provider's server-sent events, one parsed event at a time.
+
+    - ``feed(event_name, data)``: one event (``event:`` line or None, and its JSON ``data``)
+    - ``usage()``: the usage the provider reported so far, or None; final once ``complete``
+      (an Anthropic stream reports its input at the start, so a cut stream still has it)
+    - ``complete``: the stream reached its end event (usage final, or none was asked for)
+    - ``model``: the model name the response reported (a dated snapshot, say), or None
+    - ``output_text()`` / ``output_chars`` / ``output_events``: generated text (content,
+      reasoning, tool arguments) and how many deltas carried it, to estimate the output of a
+      stream cut before its usage arrived
+    """
+
+    model: str | None
+    complete: bool
+    output_chars: int
+    output_events: int
+
+    def feed(self, event_name: str | None, data: Mapping[str, Any]) -> None: ...
+
+    def usage(self) -> Usage | None: ...
+
+    def output_text(self) -> str: ...
+
+
+@functools.cache  # read for every guarded call: the import machinery once per provider
+def _module(provider: str) -> Any:
+    if provider not in PROVIDERS:
+        raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
+    return importlib.import_module(f"spendguard._costing.providers.{provider}")
+
+
+def usage_reader(provider: str) -> UsageReader:
+    """``usage_from_<provider>(payload, *, endpoint=None) -> Usage`` for one provider."""
+    reader: UsageReader = getattr(_module(provider), f"usage_from_{provider}")
+    return reader
+
+
+def stream_reader(provider: str, endpoint: str) -> StreamReader:
+    """A fresh reader for one stream: OpenAI chat / responses, Anthropic messages."""
+    reader: StreamReader = _module(provider).stream_reader(endpoint)
+    return reader
+
+
+def endpoint_kind(endpoint: str | None) -> Endpoint | None:
+    """The endpoint named loosely ("chat", "Responses", a URL path...); None stays None."""
+    if endpoint is None or (isinstance(endpoint, Endpoint) and endpoint is not Endpoint.FREE):
+        return endpoint
+    lowered = endpoint.lower()
+    for needle, kind in (("chat", Endpoint.CHAT), ("respons", Endpoint.RESPONSES),
+                         ("embedding", Endpoint.EMBEDDINGS), ("message", Endpoint.MESSAGES)):
+        if needle in lowered:
+            return kind
+    raise ConfigError(f"endpoint: {endpoint!r} is not a priced endpoint; use chat, responses, "
+                      "embeddings or messages (or their URL paths)")
+
+
+def to_plain(payload: object, *, provider: str) -> dict[str, Any]:
+    """A JSON-shaped dict from a dict or an SDK (pydantic) object, without mutating it."""
+    if isinstance(payload, Mapping):
+        return dict(payload)
+    for method, kwargs in (("to_dict", {}), ("model_dump", {"by_alias": True})):
+        dump = getattr(payload, method, None)
+        if callable(dump):
+            try:
+                plain = dump(**kwargs)
+            except Exception as exc:  # an SDK object that cannot dump itself
+                raise ProviderResponseError(
+                    f"{provider}: cannot read {type(payload).__name__} ({exc})",
+                    provider=provider, field="payload") from exc
+            if isinstance(plain, Mapping):
+                return dict(plain)
+    raise ProviderResponseError(
+        f"{provider}: expected a response dict or SDK object, got {type(payload).__name__}",
+        provider=provider, field="payload")
+
+
+def read_table(container: Mapping[str, Any] | None, key: str, *, provider: str,
+               path: str) -> Mapping[str, Any] | None:
+    """A nested object of a usage payload, or None when absent."""
+    value = None if container is None else container.get(key)
+    if value is None or isinstance(value, Mapping):
+        return value
+    raise ProviderResponseError(
+        f"{provider}: usage field {path}.{key} is {value!r}, expected an object",
+        provider=provider, field=f"{path}.{key}")
+
+
+def read_count(container: Mapping[str, Any] | None, key: str, *, provider: str, path: str,
+               required: bool = False) -> int:
+    """A token count: a whole number >= 0; absent is 0 unless ``required``."""
+    value = None if container is None else container.get(key)
+    if value.__class__ is int and value >= 0:
+        return value  # the usual case, read for every call: no field name spelled out
+    field = f"{path}.{key}"
+    if value is None:
+        if required:
+            raise ProviderResponseError(f"{provider}: usage field {field} is missing",
+                                        provider=provider, field=field)
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProviderResponseError(
+            f"{provider}: usage field {field} is {value!r}, expected a whole number >= 0",
+            provider=provider, field=field)
+    return value
+
+
+def split_inclusive_input(total: int, cached: int, writes: Mapping[str, int], *, provider: str,
+                          path: str) -> tuple[int, dict[str, int]]:
+    """Uncached input from an input total that *includes* cache reads (and cache writes).
+
+    OpenAI documents ``cached_tokens`` as part of the total, and prices cache writes on the
+    write rate *instead of* the input rate, so we read ``cache_write_tokens`` as part of the
+    total too. If the numbers say otherwise (writes + reads exceed the total), the writes were
+    reported outside it: only the reads are subtracted, rather than ever billing negative input.
+    """
+    if cached > total:
+        raise ProviderResponseError(
+            f"{provider}: usage field {path}.cached_tokens ({cached}) exceeds the input total "
+            f"({total})", provider=provider, field=f"{path}.cached_tokens")
+    written = sum(writes.values())
+    uncached = total - cached - written if cached + written <= total else total - cached
+    return uncached, dict(writes)

@@ -1,0 +1,223 @@
+"""OpenAI: usage from Chat Completions, Responses, Embeddings, their streams and batch lines.
+
+Token model: ``prompt_tokens`` (chat) and ``input_tokens`` (Responses) INCLUDE cached tokens and
+cache writes; ``completion_tokens`` / ``output_tokens`` include reasoning tokens. See
+:func:`spendguard._costing.providers.split_inclusive_input`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from spendguard._core.errors import ProviderResponseError
+from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.providers import (
+    endpoint_kind,
+    read_count,
+    read_table,
+    split_inclusive_input,
+    to_plain,
+)
+from spendguard._costing.usage import Usage
+
+__all__ = ["ChatStreamReader", "ResponsesStreamReader", "stream_reader", "usage_from_openai"]
+
+PROVIDER = "openai"
+RESPONSE_TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+
+# ---------------------------------------------------------------- usage extraction
+
+
+def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
+    """Usage from a response, a stream chunk / terminal event, a batch output line, or a bare
+    usage object (``endpoint`` then says which shape; otherwise it is read from the fields)."""
+    data = to_plain(payload, provider=PROVIDER)
+    if "custom_id" in data:
+        return _batch_line(data, endpoint)
+    if data.get("type") in (*RESPONSE_TERMINAL_EVENTS, "response.created") and isinstance(
+            data.get("response"), Mapping):
+        data = dict(data["response"])
+    if "usage" in data:
+        usage = data["usage"]
+        if not isinstance(usage, Mapping):
+            raise ProviderResponseError(
+                f"openai: the response has no usage (usage is {usage!r}); for a chat stream, "
+                'send stream_options={"include_usage": true}', provider=PROVIDER, field="usage")
+    elif "prompt_tokens" in data or "input_tokens" in data:
+        usage, data = data, {}
+    else:
+        raise ProviderResponseError("openai: the response has no usage field",
+                                    provider=PROVIDER, field="usage")
+    kind = endpoint_kind(endpoint)
+    if kind is None:
+        kind = (Endpoint.RESPONSES if "input_tokens" in usage
+                else Endpoint.CHAT if "completion_tokens" in usage else Endpoint.EMBEDDINGS)
+    tier = data.get("service_tier")
+    tier = tier if isinstance(tier, str) else None
+    if kind is Endpoint.RESPONSES:
+        return _responses_usage(usage, data, tier)
+    if kind is Endpoint.EMBEDDINGS:
+        prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
+        return Usage(input_tokens=prompt, service_tier=tier)
+    return _chat_usage(usage, tier)
+
+
+def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
+    def count(container: Mapping[str, Any] | None, key: str, path: str,
+              required: bool = False) -> int:
+        return read_count(container, key, provider=PROVIDER, path=path, required=required)
+
+    prompt = count(usage, "prompt_tokens", "usage", required=True)
+    completion = count(usage, "completion_tokens", "usage", required=True)
+    details = read_table(usage, "prompt_tokens_details", provider=PROVIDER, path="usage")
+    path = "usage.prompt_tokens_details"
+    cached = count(details, "cached_tokens", path)
+    if not cached and "prompt_cache_hit_tokens" in usage:
+        # DeepSeek's OpenAI-compatible API reports cache hits in its own field
+        # (api-docs.deepseek.com, "Context Caching": prompt_cache_hit_tokens / _miss_tokens).
+        cached = count(usage, "prompt_cache_hit_tokens", "usage")
+    # Chat Completions caches with the default 30-minute retention only.
+    writes = {"30m": count(details, "cache_write_tokens", path)}
+    uncached, writes = split_inclusive_input(prompt, cached, writes, provider=PROVIDER, path=path)
+    out_details = read_table(usage, "completion_tokens_details", provider=PROVIDER, path="usage")
+    return Usage(
+        input_tokens=uncached, cache_read_tokens=cached, cache_write_tokens=writes,
+        output_tokens=completion,
+        reasoning_tokens=count(out_details, "reasoning_tokens", "usage.completion_tokens_details"),
+        service_tier=tier,
+    )
+
+
+def _responses_usage(usage: Mapping[str, Any], response: Mapping[str, Any],
+                     tier: str | None) -> Usage:
+    def count(container: Mapping[str, Any] | None, key: str, path: str,
+              required: bool = False) -> int:
+        return read_count(container, key, provider=PROVIDER, path=path, required=required)
+
+    total = count(usage, "input_tokens", "usage", required=True)
+    output = count(usage, "output_tokens", "usage", required=True)
+    path = "usage.input_tokens_details"
+    details = read_table(usage, "input_tokens_details", provider=PROVIDER, path="usage")
+    cached = count(details, "cached_tokens", path)
+    written = count(details, "cache_write_tokens", path)
+    split = read_table(details, "cache_write_tokens_details", provider=PROVIDER, path=path)
+    split_path = f"{path}.cache_write_tokens_details"
+    writes = {"30m": count(split, "ttl_30m_tokens", split_path),
+              "12h": count(split, "ttl_12h_tokens", split_path)}
+    # Writes without (or beyond) a TTL split used the default retention, 30 minutes.
+    writes["30m"] += max(written - writes["30m"] - writes["12h"], 0)
+    uncached, writes = split_inclusive_input(total, cached, writes, provider=PROVIDER, path=path)
+    out_details = read_table(usage, "output_tokens_details", provider=PROVIDER, path="usage")
+    tools: dict[str, int] = {}
+    tool_usage = read_table(response, "tool_usage", provider=PROVIDER, path="response")
+    web_search = read_table(tool_usage, "web_search", provider=PROVIDER, path="tool_usage")
+    if web_search is not None:
+        tools["web_search"] = count(web_search, "num_requests", "tool_usage.web_search")
+    return Usage(
+        input_tokens=uncached, cache_read_tokens=cached, cache_write_tokens=writes,
+        output_tokens=output,
+        reasoning_tokens=count(out_details, "reasoning_tokens", "usage.output_tokens_details"),
+        tool_requests=tools, service_tier=tier,
+    )
+
+
+def _batch_line(line: Mapping[str, Any], endpoint: str | None) -> Usage:
+    # A Batch API output line: {"custom_id", "response": {"status_code", "body"}, "error"}.
+    # Failed lines are not billed; successful ones are billed at Batch rates.
+    response = read_table(line, "response", provider=PROVIDER, path="batch line")
+    if response is None or response.get("status_code") != 200:
+        return Usage(service_tier="batch")
+    body = read_table(response, "body", provider=PROVIDER, path="batch line.response")
+    if body is None:
+        raise ProviderResponseError("openai: batch line has status 200 but no response.body",
+                                    provider=PROVIDER, field="response.body")
+    return replace(usage_from_openai(body, endpoint=endpoint), service_tier="batch")
+
+
+# ---------------------------------------------------------------- stream readers
+
+
+class _TextCounter:
+    def __init__(self) -> None:
+        self.model: str | None = None
+        self.complete = False
+        self.output_chars = 0
+        self.output_events = 0
+        self._parts: list[str] = []
+        self._usage: Usage | None = None
+
+    def _add_text(self, *texts: object) -> None:
+        pieces = [text for text in texts if isinstance(text, str) and text]
+        if pieces:
+            self._parts.extend(pieces)
+            self.output_chars += sum(len(piece) for piece in pieces)
+            self.output_events += 1
+
+    def usage(self) -> Usage | None:
+        return self._usage
+
+    def output_text(self) -> str:
+        return "".join(self._parts)
+
+
+class ChatStreamReader(_TextCounter):
+    """A ``chat.completions`` stream: usage arrives in the last chunk, only when the request
+    sent ``stream_options={"include_usage": true}``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._open_choices: set[int] = set()
+
+    def feed(self, event_name: str | None, data: Mapping[str, Any]) -> None:
+        model = data.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
+        for choice in data.get("choices") or ():
+            if not isinstance(choice, Mapping):
+                continue
+            index = choice.get("index", 0)
+            delta = choice.get("delta") or {}
+            if isinstance(delta, Mapping):
+                calls = delta.get("tool_calls") or ()
+                arguments = [(call.get("function") or {}).get("arguments")
+                             for call in calls if isinstance(call, Mapping)]
+                self._add_text(delta.get("content"), delta.get("refusal"),
+                               delta.get("reasoning_content"), *arguments)
+            if choice.get("finish_reason") is None:
+                self._open_choices.add(index)
+            else:
+                self._open_choices.discard(index)
+                self.complete = not self._open_choices
+        if isinstance(data.get("usage"), Mapping):
+            self._usage = usage_from_openai(data, endpoint=Endpoint.CHAT)
+            self.complete = True
+
+
+class ResponsesStreamReader(_TextCounter):
+    """A ``responses`` stream: usage is in the Response embedded in the terminal event
+    (``response.completed``, ``response.incomplete`` or ``response.failed``)."""
+
+    def feed(self, event_name: str | None, data: Mapping[str, Any]) -> None:
+        kind = event_name or data.get("type")
+        response = data.get("response")
+        if isinstance(response, Mapping) and isinstance(response.get("model"), str):
+            self.model = response["model"]
+        if isinstance(kind, str) and kind.endswith(".delta"):
+            self._add_text(data.get("delta"))
+        if kind in RESPONSE_TERMINAL_EVENTS and isinstance(response, Mapping):
+            self.complete = True
+            if isinstance(response.get("usage"), Mapping):
+                self._usage = usage_from_openai(response, endpoint=Endpoint.RESPONSES)
+
+
+def stream_reader(endpoint: str) -> ChatStreamReader | ResponsesStreamReader:
+    """A reader for one OpenAI stream (``chat`` or ``responses``)."""
+    kind = endpoint_kind(endpoint)
+    if kind is Endpoint.CHAT:
+        return ChatStreamReader()
+    if kind is Endpoint.RESPONSES:
+        return ResponsesStreamReader()
+    raise ProviderResponseError(f"openai: {endpoint!r} does not stream", provider=PROVIDER,
+                                field="endpoint")

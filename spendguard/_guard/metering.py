@@ -1,0 +1,482 @@
+"""The pure core of the choke point: decide before sending, settle after. No I/O of its own.
+
+The sync and async transports (:mod:`spendguard._guard.transport`) are thin shells over
+:class:`Guard`: they call :meth:`Guard.begin` before forwarding a request, then either
+:meth:`Attempt.settle_body` with a whole response body or feed a :class:`StreamMeter` as a
+streamed body flows. Every path ends in exactly one settle or release of the reservation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import httpx2
+
+from spendguard._budget.budget import Budget
+from spendguard._budget.learned_bounds import learned_input_bound
+from spendguard._budget.ledger.base import CallInfo
+from spendguard._budget.reservations import Reservation, remaining_for_call, reserve_call
+from spendguard._budget.scopes import collect_budgets
+from spendguard._budget.templates import end_user_of
+from spendguard._core.errors import SpendguardError
+from spendguard._costing.calls import Call, Endpoint, Provider, build_call, classify, parse_body
+from spendguard._costing.cost import billable_tier, total_usd
+from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
+from spendguard._costing.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
+from spendguard._costing.prices import ModelPrice, PriceTable, default_table
+from spendguard._costing.providers import stream_reader, usage_reader
+from spendguard._costing.routing import route_request
+from spendguard._costing.tokens import TokenCount
+from spendguard._costing.usage import Usage
+from spendguard._guard.policies import AttemptLinks, call_tags, check_runaways, degrade
+from spendguard._guard.settling import (
+    base_rate_usage,
+    check_readable,
+    describe,
+    log_once,
+    overrun_note,
+)
+from spendguard._guard.sse import ContentDecoder, SSEDecoder
+from spendguard._guard.stream_meter import Framing, StreamMeter
+
+__all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
+
+log = logging.getLogger("spendguard")
+_T = TypeVar("_T")
+
+_MIN_CAPPED_OUTPUT = 1
+_SIGV4 = "AWS4-HMAC-SHA256"
+
+PRERESERVED_HEADER = "x-spendguard-prereserved"
+"""A request carrying a live token from :func:`prereserved` passes the guard unpriced."""
+_prereserved_tokens: set[str] = set()
+_prereserved_lock = threading.Lock()
+
+
+@contextmanager
+def prereserved() -> Iterator[dict[str, str]]:
+    """Headers that let requests sent inside the block through the guard unpriced.
+
+    For spendguard.batch()'s own submissions (POST .../batches), whose worst case it reserved
+    in the ledger itself. The token is random and lives only inside the block, in this
+    process: a header made up elsewhere opens nothing (that request is priced, or refused).
+    """
+    token = secrets.token_hex(16)
+    with _prereserved_lock:
+        _prereserved_tokens.add(token)
+    try:
+        yield {PRERESERVED_HEADER: token}
+    finally:
+        with _prereserved_lock:
+            _prereserved_tokens.discard(token)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardOptions:
+    """How a guarded client behaves; set on the client constructors."""
+
+    cap_output: bool = False
+    allow_unpriced: bool = False
+    store_prompts: bool = False
+    prices: PriceTable | None = None
+    cache_order: Callable[[str, str, dict[str, Any]], dict[str, Any]] | None = None
+    """Rewrites a priced request body (provider, endpoint, body) before it is estimated."""
+    platform: str | None = None
+    """``"azure"`` for Azure OpenAI clients: requests name deployments (see routing)."""
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One HTTP attempt of a priced call, from reservation to settlement.
+
+    After the request was handed to the provider nothing here raises: whatever the response,
+    the attempt ends in exactly one ledger record (see :mod:`spendguard._guard.settling` for how an
+    unreadable, implausible or cut-short response is charged).
+    """
+
+    guard: Guard
+    call: Call
+    estimate: Estimate
+    reservation: Reservation
+    started: float
+    attempt: int
+    request_id: str | None = None
+    routed: bool = False
+    """Priced through a platform / host route: the response's model name must not reprice it."""
+    unguarded: bool = False
+    """Sent without a price (opted in): priced from the response's model, $0 if unknown."""
+    _done: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _finish_once(self) -> bool:
+        with self._lock:
+            if self._done:
+                return False
+            self._done = True
+            return True
+
+    def latency_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    def release(self, reason: str) -> None:
+        """The provider did not bill this attempt (refused, error status, never connected)."""
+        if self._finish_once():
+            self._record(lambda: self.reservation.release(reason))
+
+    def settle(self, usage: Usage, *, status: str = "ok", model: str | None = None,
+               note: str | None = None) -> None:
+        """Record what the attempt really cost, from usage (reported or estimated)."""
+        if self._done:
+            return
+        try:
+            check_readable(usage)
+            model_price, actual_usd = self._price(usage, model)
+            overrun = overrun_note(usage, actual_usd, self.estimate.worst_usd, model_price,
+                                   self.call.choices)
+        except Exception as exc:  # a label, counter or number we cannot price
+            if self.unguarded:  # opted into pricing from the response, and that failed too
+                self._settle_unpriced(usage, exc)
+            else:
+                self.settle_unreadable(exc, read=usage)
+            return
+        if overrun is not None:  # logged and told to on_warn by the reservation's settle
+            status = "overrun" if status == "ok" else status
+            note = overrun if note is None else f"{note}; {overrun}"
+        if self._finish_once():
+            # The model the provider answered with, for call events (telemetry).
+            self.reservation.response_model = (model if isinstance(model, str) and model
+                                               else self.call.model)
+            self._record(lambda: self.reservation.settle(
+                actual_usd=actual_usd, tokens=usage.token_counts(),
+                usage_estimated=usage.estimated, table_version=model_price.table_version,
+                latency_s=self.latency_s(), request_id=self.request_id, status=status,
+                note=note))
+
+    def _settle_unpriced(self, usage: Usage, exc: BaseException) -> None:
+        self._log_cause("unpriced", f"spendguard could not price an unguarded call "
+                        f"({describe(exc)}); it is recorded at $0 with status 'unpriced'")
+        if self._finish_once():
+            self._record(lambda: self.reservation.settle(
+                actual_usd=Decimal(0), tokens=usage.token_counts(),
+                usage_estimated=usage.estimated, table_version=self.guard.table.version,
+                latency_s=self.latency_s(), request_id=self.request_id, status="unpriced"))
+
+    def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Decimal]:
+        """The entry that prices the bill, and the bill in USD (``cost(...).total``)."""
+        table = self.guard.table
+        model_price: ModelPrice | None = None
+        if isinstance(model, str) and model and model != self.call.model and not self.routed:
+            # A snapshot we don't know (raises): the request's model prices it.
+            with suppress(SpendguardError):
+                model_price = table.get(model)
+        if model_price is None:
+            model_price = table.get(self.call.model)
+        tier = usage.service_tier or self.call.service_tier
+        return model_price, total_usd(model_price, usage, service_tier=billable_tier(tier))
+
+    def settle_worst(self, status: str, note: str | None = None,
+                     floor_usd: Decimal | None = None) -> None:
+        """The attempt may have been billed but we cannot know how much: count the worst case
+        (or ``floor_usd`` when that is more)."""
+        if not self._finish_once():
+            return
+        charge = self.estimate.worst_usd
+        if floor_usd is not None and floor_usd > charge:
+            charge = floor_usd
+        self._record(lambda: self.reservation.settle(
+            actual_usd=charge,
+            tokens={"input": int(self.estimate.input_tokens),
+                    "output": self.estimate.output_tokens_worst},
+            usage_estimated=True,
+            table_version=self.estimate.table_version,
+            latency_s=self.latency_s(),
+            request_id=self.request_id,
+            status=status,
+            note=note,
+        ))
+
+    def settle_unreadable(self, exc: BaseException, *, read: Usage | None = None) -> None:
+        """Usage that cannot be read or priced: the worst case, or what the usage that could be
+        read costs at base rates when that is more; flagged ``usage_unreadable``."""
+        if self._done:
+            return
+        reason = describe(exc)
+        floor = None
+        if read is not None:
+            try:
+                labels_dropped = base_rate_usage(read)
+                check_readable(labels_dropped)
+                floor = self._price(labels_dropped, None)[1]
+            except Exception:
+                floor = None  # the counts themselves are unusable: the worst case it is
+        # One cause, one warning: the reason without its numbers (a count, an id) names it.
+        self._log_cause(re.sub(r"\d+", "#", reason),
+                        f"spendguard could not read usage from a {self.call.provider.value} "
+                        f"{self.call.endpoint.value} response ({reason}); the call is recorded "
+                        "at its worst-case cost, status usage_unreadable")
+        self.settle_worst("usage_unreadable", note=f"usage unreadable: {reason}",
+                          floor_usd=floor)
+
+    def _log_cause(self, kind: str, message: str) -> None:
+        log_once((self.call.provider.value, self.call.endpoint.value, kind), message)
+
+    def _record(self, write: Callable[[], object]) -> None:
+        try:
+            write()
+        except Exception:
+            # The ledger could not take the record. Raising here would fail a call the provider
+            # already answered (and make the SDK send it again); the reservation stays held
+            # and is charged at its worst case when it expires (``spendguard ledger recover``).
+            log.error("spendguard could not record a %s call in the ledger; its reservation "
+                      "%s stays held until it expires and is charged at its worst case",
+                      self.call.model, self.reservation.id, exc_info=True)
+
+    def safely(self, action: Callable[..., _T], *args: Any, **kwargs: Any) -> _T | None:
+        """Run a settling step after sending; any failure of spendguard's own is logged and
+        the attempt charged conservatively instead of reaching the caller."""
+        try:
+            return action(*args, **kwargs)
+        except Exception as exc:
+            self.settle_unreadable(exc)
+            return None
+
+    def settle_body(self, status_code: int, headers: httpx2.Headers, raw: bytes, *,
+                    decoded: bool = False) -> None:
+        """Settle from a complete response body (content-encoded unless ``decoded``)."""
+        found = read_headers(headers, _RESPONSE_HEADERS)
+        self.request_id = _request_id(found)
+        if status_code >= 400:
+            self.release(f"http {status_code}")
+            return
+        try:
+            encoding = None if decoded else found.get("content-encoding")
+            if encoding:
+                decoder = ContentDecoder(encoding)
+                raw = decoder.decode(raw) + decoder.flush()
+            body = json.loads(raw)
+            if (self.call.endpoint is Endpoint.RESPONSES and isinstance(body, dict)
+                    and body.get("status") in ("queued", "in_progress")
+                    and body.get("usage") is None):
+                # background=True: billed later, out of our sight; count the worst case now.
+                self.settle_worst("background")
+                return
+            # str() of a StrEnum member is its value, without the enum's property lookup.
+            read_usage = usage_reader(str(self.call.provider))  # what usage_from calls
+            usage = read_usage(body, endpoint=str(self.call.endpoint))
+        except Exception as exc:
+            # The provider answered (and billed); the body is unreadable to us. Never lose the
+            # call: count the worst case and say so, but let the caller have their response.
+            self.settle_unreadable(exc)
+            return
+        self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
+
+    def stream_meter(self, headers: httpx2.Headers) -> StreamMeter:
+        found = read_headers(headers, _RESPONSE_HEADERS)
+        self.request_id = _request_id(found)
+        framing: Framing = SSEDecoder()
+        if found.get("content-type", "").startswith(EVENT_STREAM_TYPE):
+            framing = EventStreamDecoder()  # Bedrock: AWS event-stream frames, not SSE
+        return StreamMeter(self, ContentDecoder(found.get("content-encoding")),
+                           stream_reader(self.call.provider.value, self.call.endpoint.value),
+                           framing)
+
+
+_RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
+                               b"content-type"})
+_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count"})
+
+
+def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:
+    """The values ``headers.get`` gives for those of ``names`` (lower case) that are present.
+
+    One pass over the raw headers instead of one ``get`` per name (each ``get`` of httpx
+    decodes and scans every header again). A repeated or non-ASCII header is read through
+    ``get`` itself, which joins repeats and picks the headers' encoding.
+    """
+    found: dict[str, str] = {}
+    for key, value in headers.raw:
+        name = key.lower()
+        if name in names:
+            text = name.decode("ascii")
+            if text in found or not value.isascii():
+                return {n.decode(): headers[n.decode()] for n in names if n.decode() in headers}
+            found[text] = value.decode("ascii")
+    return found
+
+
+def _request_id(found: dict[str, str]) -> str | None:
+    return found.get("x-request-id") or found.get("request-id")
+
+
+def _attempt_number(retry_count: str) -> int:
+    try:
+        return int(retry_count) + 1
+    except ValueError:
+        return 1
+
+
+class Guard:
+    """Decides, for one client, whether each request may go and what it may cost."""
+
+    def __init__(self, provider: Provider, budget: Budget | None,
+                 options: GuardOptions | None = None) -> None:
+        self.provider = provider
+        self.budget = budget
+        self.options = options or GuardOptions()
+        self.links = AttemptLinks()
+
+    @property
+    def table(self) -> PriceTable:
+        return self.options.prices or default_table()
+
+    def is_priced(self, request: httpx2.Request) -> bool:
+        """Whether the request needs a reservation, from its method and path alone (its body is
+        not touched: an upload streams through unread). Raises for an endpoint the guard
+        refuses; takes off a :func:`prereserved` token, which is never sent on."""
+        # A membership test first: popping a missing header raises (and catches) KeyError.
+        if PRERESERVED_HEADER in request.headers \
+                and request.headers.pop(PRERESERVED_HEADER) in _prereserved_tokens:
+            return False
+        endpoint = classify(self.provider, request.method, request.url.path,
+                            allow_unpriced=self.options.allow_unpriced)
+        return endpoint is not None and endpoint is not Endpoint.FREE
+
+    def begin(self, request: httpx2.Request, body: bytes) -> tuple[httpx2.Request,
+                                                                   Attempt | None]:
+        """Reserve the worst case of a priced request, or refuse it; free requests pass."""
+        if PRERESERVED_HEADER in request.headers:
+            token = request.headers[PRERESERVED_HEADER]
+            request = _without_header(request, PRERESERVED_HEADER)  # never sent on
+            if token in _prereserved_tokens:
+                return request, None
+        endpoint = classify(self.provider, request.method, request.url.path,
+                            allow_unpriced=self.options.allow_unpriced)
+        if endpoint is None or endpoint is Endpoint.FREE:
+            return request, None
+        table = self.table  # once per call: the default table is looked up under a lock
+        # Once per call: every policy below and the reservation read the same budgets.
+        budgets = collect_budgets(self.budget)
+        parsed = parse_body(body)
+        # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
+        # would make the provider reject the call, so it is priced as sent.
+        found = read_headers(request.headers, _REQUEST_HEADERS)
+        rewritable = not found.get("authorization", "").startswith(_SIGV4)
+        if self.options.cache_order is not None and rewritable:
+            ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
+            if ordered != parsed:
+                request, body = _with_body(request, ordered)
+                parsed = ordered
+        route = route_request(self.provider, self.options.platform, request.url, parsed, table)
+        unguarded = route is not None and route.unguarded
+        call = build_call(self.provider, endpoint,
+                          parsed if route is None else route.priced_body(parsed))
+        if unguarded:
+            estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
+                                Decimal(0), table.version)
+        else:
+            estimate = estimate_call(call, table)
+        # Degrading rewrites the model in the body sent: only where the body names the model
+        # it is priced as (not a platform route, nor a signed body).
+        degraded = (degrade(self.budget, call, estimate, table, budgets=budgets)
+                    if route is None and rewritable else None)
+        if degraded is not None:
+            call, estimate = degraded.call, degraded.estimate
+            parsed = call.body
+            request, body = _with_body(request, call.body)
+        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, table,
+                                                   budgets=budgets)
+        if self.options.cap_output and call.cap_field is not None and rewritable \
+                and not unguarded:
+            request, call, estimate = self._fit_output(request, call, estimate, parsed,
+                                                       budgets)
+        attempt_number = _attempt_number(found.get("x-stainless-retry-count", "0"))
+        prompt_hash = hashlib.sha256(body).hexdigest()
+        check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
+                       estimate_usd=estimate.worst_usd, budgets=budgets)
+        provider = str(call.provider)  # a StrEnum's str() is its value, as .value is
+        info = CallInfo(
+            provider=provider,
+            model=call.model,
+            endpoint=str(call.endpoint),
+            attempt=attempt_number,
+            request_id=None,
+            prompt_hash=prompt_hash,
+            prompt_text=body.decode("utf-8", "replace") if self.options.store_prompts else None,
+            estimated_input_tokens=int(estimate.input_tokens),
+            estimated_output_tokens=estimate.output_tokens_worst,
+            input_exact=estimate.exact_input,
+            end_user=end_user_of(provider, call.body),  # for per-user budgets
+        )
+        tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
+        tags.update(bound_tags)
+        deployment = None if unguarded else table.get(call.model).self_hosted
+        if deployment is not None:
+            # A self-hosted call's record carries the deployment's hourly cost beside its
+            # allocated per-token cost, for `spendguard breakeven --from-ledger`.
+            tags["deployment_usd_per_hour"] = str(deployment.usd_per_gpu_hour
+                                                  * deployment.gpu_count)
+        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags,
+                                   budgets=budgets)
+        return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
+                                info.attempt, routed=route is not None and not unguarded,
+                                unguarded=unguarded)
+
+    def _fit_output(self, request: httpx2.Request, call: Call, estimate: Estimate,
+                    wire_body: dict[str, Any], budgets: tuple[Budget, ...],
+                    ) -> tuple[httpx2.Request, Call, Estimate]:
+        """Lower the output cap so the worst case fits what the budget has left."""
+        remaining = remaining_for_call(self.budget, budgets=budgets)
+        if remaining is None or estimate.worst_usd <= remaining:
+            return request, call, estimate
+        input_tokens = int(estimate.input_tokens)
+        low, high = 0, estimate.output_tokens_worst // max(call.choices, 1)
+        while low < high:  # the largest per-choice cap whose worst case fits
+            mid = (low + high + 1) // 2
+            if worst_cost_usd(call, input_tokens, mid * call.choices, self.table) <= remaining:
+                low = mid
+            else:
+                high = mid - 1
+        if low < _MIN_CAPPED_OUTPUT or call.cap_field is None:
+            return request, call, estimate  # cannot fit: reserve as is, and be refused
+        body = {**wire_body, call.cap_field: low}  # what is sent; the call prices its route
+        new_call = build_call(call.provider, call.endpoint, {**call.body, call.cap_field: low})
+        new_estimate = Estimate(
+            estimate.model, estimate.input_tokens, low * call.choices,
+            worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),
+            estimate.table_version,
+        )
+        new_request, _ = _with_body(request, body)
+        log.info("spendguard capped %s output at %d tokens to fit the budget", call.model, low)
+        return new_request, new_call, new_estimate
+
+
+def _with_body(request: httpx2.Request, body: dict[str, Any]) -> tuple[httpx2.Request, bytes]:
+    """The same request carrying a rewritten JSON body."""
+    content = json.dumps(body, separators=(",", ":")).encode()
+    headers = [(k, v) for k, v in request.headers.multi_items()
+               if k.lower() != "content-length"]
+    return httpx2.Request(request.method, request.url, headers=headers, content=content,
+                          extensions=request.extensions), content
+
+
+def _without_header(request: httpx2.Request, name: str) -> httpx2.Request:
+    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != name]
+    return httpx2.Request(request.method, request.url, headers=headers, content=request.content,
+                          extensions=request.extensions)
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """True for errors the guard raises on purpose before sending."""
+    return isinstance(exc, SpendguardError)
+

@@ -1,0 +1,181 @@
+"""Ledger records as FOCUS 1.2 rows (with 1.3's provider columns): one per call and token kind.
+
+The column list and what each holds are in :mod:`spendguard._reporting.export.focus_columns`;
+docs/finance.md explains the mapping. Rows are plain dicts of typed values (``Decimal``,
+``str``, ``None``, dicts for JSON columns) that the CSV writer turns into text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from spendguard._budget.ledger.base import SpendRecord
+from spendguard._core.money import MILLION
+from spendguard._costing.prices import PriceTable
+from spendguard._reporting.export.lines import REQUEST, ChargeLine, charge_lines
+from spendguard._reporting.export.records import ADJUSTMENT, RECOVERED, utc_text
+
+__all__ = ["PROVIDER_NAMES", "aggregate_by_day", "focus_rows"]
+
+PROVIDER_NAMES: dict[str, tuple[str, str]] = {
+    "openai": ("OpenAI", "OpenAI API"),
+    "anthropic": ("Anthropic", "Claude API"),
+}
+"""provider key -> (the company's name, the service's name)."""
+_UNATTRIBUTED = "Unattributed"  # a correction that names no provider
+_METERS = {"input": "Input Tokens", "cache_read": "Cached Input Tokens",
+           "output": "Output Tokens"}
+_SUMMED = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity",
+           "PricingQuantity", "x_CallCount")
+_PER_CALL = ("x_CallId", "x_CallTime", "x_RequestId", "x_Note")
+
+
+def focus_rows(records: Iterable[SpendRecord], *, table: PriceTable,
+               accounts: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:
+    """One row per call and billed token kind (one per correction); ``accounts`` maps a
+    provider (``"openai"``) to its billing account id."""
+    for record in records:
+        for line in charge_lines(record, table):
+            yield _row(record, line, accounts or {})
+
+
+def aggregate_by_day(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows summed per UTC day and everything else that tells them apart; per-call columns
+    emptied. Costs and quantities add up exactly."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        day = _parse_utc(row["ChargePeriodStart"]).replace(hour=0)
+        daily = {**row, "ChargePeriodStart": utc_text(day),
+                 "ChargePeriodEnd": utc_text(day + timedelta(days=1)),
+                 **dict.fromkeys(_PER_CALL)}
+        key = tuple(_key_part(value) for name, value in daily.items() if name not in _SUMMED)
+        total = groups.get(key)
+        if total is None:
+            groups[key] = daily
+            continue
+        for name in _SUMMED:
+            if total[name] is not None and daily[name] is not None:
+                total[name] += daily[name]
+    return sorted(groups.values(), key=lambda row: (row["ChargePeriodStart"],
+                                                    row["ProviderName"], row["SkuId"] or "",
+                                                    row["SkuPriceId"] or ""))
+
+
+def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str]) -> dict[str, Any]:
+    company, service = PROVIDER_NAMES.get(
+        record.provider, (record.provider or _UNATTRIBUTED,
+                          f"{record.provider} API" if record.provider else _UNATTRIBUTED))
+    hour = record.time.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    month = hour.replace(day=1, hour=0)
+    next_month = (month + timedelta(days=32)).replace(day=1)
+    innermost = record.scopes[-1] if record.scopes else None
+    row: dict[str, Any] = {
+        "BillingAccountId": accounts.get(record.provider) or record.provider or "unattributed",
+        "BillingAccountName": None,
+        "BillingCurrency": "USD",
+        "BillingPeriodStart": utc_text(month),
+        "BillingPeriodEnd": utc_text(next_month),
+        "ChargePeriodStart": utc_text(hour),
+        "ChargePeriodEnd": utc_text(hour + timedelta(hours=1)),
+        "ChargeClass": None,
+        "InvoiceId": None,
+        "InvoiceIssuerName": company,
+        "ProviderName": company,
+        "PublisherName": company,
+        "ServiceProviderName": company,
+        "HostProviderName": company,
+        "ServiceCategory": "AI and Machine Learning",
+        "ServiceSubcategory": "Generative AI",
+        "ServiceName": service,
+        "ResourceId": innermost,
+        "ResourceName": innermost,
+        "ResourceType": None if innermost is None else "Budget Scope",
+        "Tags": _tags(record),
+        "BilledCost": line.billed_usd,
+        "EffectiveCost": line.billed_usd,
+        "x_CallCount": Decimal(0 if line.kind == ADJUSTMENT else 1),
+        "x_CallId": record.id,
+        "x_CallTime": utc_text(record.time),
+        "x_Endpoint": record.endpoint or None,
+        "x_Note": record.note,
+        "x_PriceTableVersion": record.table_version or None,
+        "x_RequestId": record.request_id,
+        "x_Status": record.status,
+        "x_TokenKind": line.kind if line.kind not in (REQUEST, ADJUSTMENT) else None,
+        "x_UsageEstimated": record.usage_estimated,
+    }
+    row.update(_adjustment(record, line) if line.kind == ADJUSTMENT else _usage(record, line))
+    return row
+
+
+def _usage(record: SpendRecord, line: ChargeLine) -> dict[str, Any]:
+    model = record.model
+    if line.kind == REQUEST:
+        # No per-token price today: one request at the amount the ledger charged.
+        quantity, unit, rate = Decimal(1), "Requests", line.billed_usd
+        consumed = (Decimal(line.tokens), "Tokens") if line.tokens else (quantity, "Requests")
+        meter, price_id = "Requests", f"{model}:request"
+    else:
+        assert line.usd_per_million is not None  # a token line always has its rate
+        quantity, unit, rate = Decimal(line.tokens) / MILLION, "1000000 Tokens", \
+            line.usd_per_million
+        consumed = (Decimal(line.tokens), "Tokens")
+        meter = _METERS.get(line.kind) or _write_meter(line.kind)
+        price_id = ":".join([model, line.kind, *(["batch"] if line.batch else []),
+                             *([f"above-{line.tier_above_tokens}"]
+                               if line.tier_above_tokens else [])])
+    description = f"{model} {meter.lower()}" + (" (Batch API)" if line.batch else "")
+    if record.status == RECOVERED:
+        description += ", charged at the reserved worst case: the call's process vanished"
+    return {
+        "ChargeCategory": "Usage", "ChargeFrequency": "Usage-Based",
+        "ChargeDescription": description, "PricingCategory": "Standard",
+        "ConsumedQuantity": consumed[0], "ConsumedUnit": consumed[1],
+        "PricingQuantity": quantity, "PricingUnit": unit,
+        "ListUnitPrice": rate, "ContractedUnitPrice": rate,
+        "ListCost": quantity * rate, "ContractedCost": quantity * rate,
+        "SkuId": model, "SkuPriceId": price_id, "SkuMeter": meter,
+        "SkuPriceDetails": {"x_TokenKind": line.kind, "x_Batch": line.batch,
+                            "x_LongContextAboveInputTokens": line.tier_above_tokens},
+    }
+
+
+def _adjustment(record: SpendRecord, line: ChargeLine) -> dict[str, Any]:
+    return {
+        "ChargeCategory": "Adjustment", "ChargeFrequency": "One-Time",
+        "ChargeDescription": record.note or "ledger adjustment", "PricingCategory": None,
+        "ConsumedQuantity": None, "ConsumedUnit": None,
+        "PricingQuantity": None, "PricingUnit": None,
+        "ListUnitPrice": None, "ContractedUnitPrice": None,
+        "ListCost": line.billed_usd, "ContractedCost": line.billed_usd,
+        "SkuId": record.model or None, "SkuPriceId": None, "SkuMeter": None,
+        "SkuPriceDetails": None,
+    }
+
+
+def _write_meter(kind: str) -> str:
+    if kind.startswith("cache_write_"):
+        return f"Cache Write Tokens ({kind.removeprefix('cache_write_')})"
+    return f"{kind.replace('_', ' ').title()} Tokens"
+
+
+def _tags(record: SpendRecord) -> dict[str, str | bool]:
+    """User tags as they are; scopes under the ``spendguard/`` prefix FOCUS asks for."""
+    tags: dict[str, str | bool] = dict(record.tags)
+    if record.scopes:
+        tags["spendguard/scope"] = record.scopes[-1]
+        tags.update({f"spendguard/scope/{scope}": True for scope in record.scopes})
+    return dict(sorted(tags.items()))
+
+
+def _parse_utc(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def _key_part(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted(value.items()))
+    return value

@@ -1,0 +1,68 @@
+"""Spend reports: a terminal table by model, scope, tag or day, and a self-contained HTML page.
+
+``report_spend()`` reads a ledger once into a :class:`SpendReport` (exact money);
+``render_text(report)`` and ``render_html(report)`` draw it; ``write_html(report, path)``
+saves the page.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime
+from pathlib import Path
+
+from spendguard._budget.ledger.base import Ledger
+from spendguard._core.errors import ConfigError
+from spendguard._core.money import exact_sums
+from spendguard._reporting.export.filters import SpendFilter, ledger_of
+from spendguard._reporting.report.html import render_html
+from spendguard._reporting.report.summary import (
+    GROUPINGS,
+    BudgetUse,
+    EstimateCheck,
+    Group,
+    SpendReport,
+    WouldRefuse,
+    check_by,
+    summarise,
+)
+from spendguard._reporting.report.table import render_text
+
+__all__ = [
+    "GROUPINGS",
+    "BudgetUse",
+    "EstimateCheck",
+    "Group",
+    "SpendReport",
+    "WouldRefuse",
+    "render_html",
+    "render_text",
+    "report_spend",
+    "write_html",
+]
+
+
+def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: str = "model",
+                 since: datetime | date | str | None = None,
+                 until: datetime | date | str | None = None, scope: str | None = None,
+                 tag: str | None = None, model: str | None = None) -> SpendReport:
+    """A report of the ledger's spend, grouped ``by`` model, scope, tag, day or provider
+    (``tag:KEY`` groups by one tag's values). Filters as in :func:`spendguard.export_spend`.
+    Its ``total_usd`` is the exact sum of the records read."""
+    check_by(by)
+    chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
+    opened = ledger_of(ledger)
+    with exact_sums():
+        return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
+                         until=chosen.until)
+
+
+def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:
+    """Save the report's page at ``path``; returns the path."""
+    target = Path(path)
+    try:
+        target.write_text(render_html(report), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"html: cannot write {target}: {exc.strerror or exc}; check the path and "
+                          f"its permissions") from exc
+    return target

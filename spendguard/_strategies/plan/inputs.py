@@ -1,0 +1,106 @@
+"""What a plan is made of: request bodies, from a list or a batch input file.
+
+Accepted, one request per item (or per JSONL line):
+
+- a bare request body (OpenAI or Anthropic shape): the provider comes from the model, the
+  endpoint from the body's shape (see :func:`spendguard._caching.kind.request_kind`);
+- an OpenAI batch input line: ``{"custom_id", "method": "POST", "url": "/v1/...", "body"}``;
+- an Anthropic message-batch request: ``{"custom_id", "params": {...}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spendguard._caching.kind import request_kind
+from spendguard._core.errors import ConfigError
+from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.prices import PriceTable
+
+__all__ = ["PlannedRequest", "load_requests", "read_jsonl"]
+
+Source = str | os.PathLike[str] | Iterable[Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRequest:
+    """One request of a plan: where it goes and its body."""
+
+    index: int
+    provider: str
+    """``"openai"`` or ``"anthropic"``."""
+    endpoint: Endpoint
+    body: dict[str, Any] = field(repr=False)
+    custom_id: str | None = None
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSONL file; errors name the line."""
+    file = Path(path)
+    try:
+        handle = file.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"requests: cannot read {file}: {exc.strerror or exc}") from exc
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError as exc:
+                raise ConfigError(f"{file}, line {number}: not JSON ({exc}); a batch input "
+                                  "file holds one JSON object per line") from exc
+            if not isinstance(item, dict):
+                raise ConfigError(f"{file}, line {number}: expected a JSON object, got "
+                                  f"{type(item).__name__}")
+            yield number, item
+
+
+def _entry(item: Mapping[str, Any], index: int, where: str, provider: str | None,
+           table: PriceTable | None) -> PlannedRequest:
+    custom_id = item.get("custom_id")
+    custom = str(custom_id) if custom_id is not None else None
+    if "params" in item and isinstance(item["params"], Mapping):
+        body = dict(item["params"])
+        return PlannedRequest(index, "anthropic", Endpoint.MESSAGES, body, custom)
+    if "body" in item and "url" in item:
+        endpoint = Endpoint.from_batch_url(item["url"])
+        if endpoint is None or not isinstance(item["body"], Mapping):
+            raise ConfigError(f"{where}: url {item['url']!r} is not an endpoint spendguard "
+                              "plans (/v1/chat/completions, /v1/responses, /v1/embeddings)")
+        return PlannedRequest(index, "openai", endpoint, dict(item["body"]), custom)
+    if not isinstance(item.get("model"), str):
+        raise ConfigError(f"{where}: a request needs a 'model'; give a request body, an OpenAI "
+                          "batch line (custom_id, method, url, body) or an Anthropic batch "
+                          "request (custom_id, params)")
+    found_provider, endpoint = request_kind(item, provider=provider, table=table)
+    return PlannedRequest(index, found_provider, endpoint, dict(item), custom)
+
+
+def load_requests(source: Source, *, provider: str | None = None,
+                  table: PriceTable | None = None) -> list[PlannedRequest]:
+    """The requests of a list of bodies / batch lines, or of a JSONL file at a path."""
+    numbered: Iterable[tuple[str, Any]]
+    if isinstance(source, str | os.PathLike):
+        numbered = ((f"{source}, line {n}", item) for n, item in read_jsonl(source))
+        label = str(source)
+    elif isinstance(source, Mapping) or not isinstance(source, Iterable):
+        raise ConfigError("requests: expected a list of request bodies or the path of a JSONL "
+                          f"batch input file, got {type(source).__name__}")
+    else:
+        numbered = ((f"requests[{i}]", item) for i, item in enumerate(source))
+        label = "requests"
+    found = []
+    for index, (where, item) in enumerate(numbered):
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{where}: expected a request body (a dict), got "
+                              f"{type(item).__name__}")
+        found.append(_entry(item, index, where, provider, table))
+    if not found:
+        raise ConfigError(f"{label}: no requests to plan")
+    return found

@@ -1,0 +1,256 @@
+"""The SQLite ledger: location, URLs, migrations, crash recovery, what is (never) stored."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import fields
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+import spendguard
+from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.ledger import SpendRecord, default_ledger_path, open_ledger
+from spendguard._budget.ledger import migrations as migrations_module
+from spendguard._budget.ledger.migrations import migrate
+from spendguard._budget.ledger.sqlite import SqliteLedger
+from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError
+from tests.ledger_helpers import FakeClock, call_info, spend, worker
+
+D = Decimal
+
+
+def tables(db_path: Path) -> dict[str, list[str]]:
+    db = sqlite3.connect(db_path)
+    try:
+        names = [name for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name")]
+        return {name: [column[1] for column in db.execute(f"PRAGMA table_info({name})")]
+                for name in names}
+    finally:
+        db.close()
+
+
+def test_the_default_ledger_is_a_sqlite_file_in_spendguard_home(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    monkeypatch.setenv("SPENDGUARD_HOME", str(tmp_path / "home"))
+    ledger = open_ledger()
+    assert isinstance(ledger, SqliteLedger)
+    assert ledger.path == tmp_path / "home" / "ledger.db" == default_ledger_path()
+    assert ledger.path.exists()
+
+
+def test_without_spendguard_home_the_ledger_lives_in_the_user_data_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import platformdirs
+
+    monkeypatch.delenv("SPENDGUARD_HOME")
+    monkeypatch.setattr(platformdirs, "user_data_dir",
+                        lambda name, appauthor: str(tmp_path / "data" / name))
+    assert default_ledger_path() == tmp_path / "data" / "spendguard" / "ledger.db"
+
+
+def test_spendguard_ledger_names_the_default_ledger(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPENDGUARD_LEDGER", f"sqlite:///{tmp_path}/elsewhere.db")
+    ledger = open_ledger()
+    assert isinstance(ledger, SqliteLedger) and ledger.path == tmp_path / "elsewhere.db"
+    monkeypatch.setenv("SPENDGUARD_LEDGER", "memory://shared-by-env")
+    assert open_ledger() is open_ledger("memory://shared-by-env")
+
+
+def test_one_ledger_instance_per_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    absolute = open_ledger(f"sqlite:///{tmp_path}/a.db")
+    assert open_ledger("sqlite:///a.db") is absolute  # relative to the working directory
+    assert open_ledger(tmp_path / "a.db") is absolute
+    assert open_ledger("memory://x") is open_ledger("memory://x")
+    assert open_ledger("memory://") is not open_ledger("memory://")
+
+
+@pytest.mark.parametrize("url", ["postgres://db", "ledger.db", "sqlite://", "sqlite:///"])
+def test_a_bad_ledger_url_is_a_config_error_saying_what_to_write(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"ledger: .*sqlite:///"):
+        open_ledger(url)
+
+
+def test_an_unwritable_location_is_a_ledger_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(LedgerError, match="cannot open the ledger"):
+        SqliteLedger(tmp_path / "file" / "ledger.db")
+
+
+def test_migrations_build_the_schema_once_and_record_their_names(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    SqliteLedger(path).close()
+    SqliteLedger(path).close()  # a second open applies nothing
+    schema = tables(path)
+    assert sorted(schema) == ["_migrations", "batch_items", "batch_jobs", "calls", "crossings",
+                              "events", "totals"]
+    assert schema["events"] == ["id", "call_id", "kind", "time", "amount_usd", "detail"]
+    assert schema["totals"] == ["scope", "period_key", "spent_usd", "reserved_usd", "calls"]
+    db = sqlite3.connect(path)
+    assert [name for (name,) in db.execute("SELECT name FROM _migrations")] == [
+        "m001_initial", "m002_batch_jobs", "m003_call_counts"]
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    db.close()
+
+
+def test_a_new_migration_is_applied_on_open_to_an_existing_ledger(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "ledger.db"
+    SqliteLedger(path).close()
+
+    def m002_add_notes(db: sqlite3.Connection) -> None:
+        db.execute("ALTER TABLE calls ADD COLUMN reviewer TEXT")
+
+    monkeypatch.setattr(migrations_module, "MIGRATIONS",
+                        [*migrations_module.MIGRATIONS, m002_add_notes])
+    SqliteLedger(path).close()
+    assert "reviewer" in tables(path)["calls"]
+    db = sqlite3.connect(path, isolation_level=None)
+    assert migrate(db) == []
+    db.close()
+
+
+def test_a_failing_migration_leaves_the_ledger_as_it_was(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "ledger.db"
+    SqliteLedger(path).close()
+
+    def m002_broken(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE half_done (x)")
+        db.execute("SELECT * FROM no_such_table")
+
+    monkeypatch.setattr(migrations_module, "MIGRATIONS",
+                        [*migrations_module.MIGRATIONS, m002_broken])
+    with pytest.raises(LedgerError):
+        SqliteLedger(path)
+    assert "half_done" not in tables(path)
+
+
+def test_spending_survives_reopening_the_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    spend(Budget("10", scope="project", ledger=url), "1", "0.25")
+    reopened = SqliteLedger(tmp_path / "ledger.db")  # a new instance, as another process has
+    assert reopened.totals("project", "all").spent_usd == D("0.25")
+    assert [record.actual_usd for record in reopened.records()] == [D("0.25")]
+
+
+def test_a_new_ledger_file_has_small_pages_and_writers_sync_only_at_checkpoints(
+        tmp_path: Path) -> None:
+    ledger = SqliteLedger(tmp_path / "ledger.db")
+    db = ledger._connection()
+    assert db.execute("PRAGMA page_size").fetchone() == (1024,)
+    assert db.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone() == (4096,)  # 4 MiB of WAL
+    ledger.close()
+
+
+def test_a_ledger_made_with_other_pages_keeps_them_and_checkpoints_every_4_mib(
+        tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA page_size=4096")
+    db.execute("PRAGMA journal_mode=WAL")
+    migrate(db)
+    db.close()
+    ledger = SqliteLedger(path)
+    connection = ledger._connection()
+    assert connection.execute("PRAGMA page_size").fetchone() == (4096,)
+    assert connection.execute("PRAGMA wal_autocheckpoint").fetchone() == (1024,)
+    ledger.close()
+
+
+def test_verify_reads_while_another_process_holds_the_write_lock(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    spend(Budget("10", scope="project", ledger=url), "1", "0.25")
+    other = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a writer mid-transaction, as another process may be
+    try:
+        assert SqliteLedger(tmp_path / "ledger.db", read_only=True).verify() == []
+        assert open_ledger(url).verify() == []
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_records_are_read_through_the_time_index(tmp_path: Path) -> None:
+    SqliteLedger(tmp_path / "ledger.db").close()
+    db = sqlite3.connect(tmp_path / "ledger.db")
+    plan = db.execute("EXPLAIN QUERY PLAN SELECT id FROM calls WHERE state != 'open' AND "
+                      "time >= ? AND time < ? ORDER BY time, id", ("a", "b")).fetchall()
+    db.close()
+    assert any("calls_time" in str(step) for step in plan)
+
+
+def test_no_field_or_column_could_hold_a_credential(tmp_path: Path) -> None:
+    SqliteLedger(tmp_path / "x.db").close()
+    names = {f.name for f in fields(SpendRecord)} | set(tables(tmp_path / "x.db")["calls"])
+    assert not any(word in name for name in names
+                   for word in ("api", "auth", "header", "secret", "password", "credential"))
+
+
+def test_prompt_text_is_stored_only_when_the_call_carries_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    budget = Budget("10", scope="p", ledger=url)
+    spend(budget, "1", "1", prompt_hash="abc")
+    spend(budget, "1", "1", prompt_hash="def", prompt_text="hello")
+    stored = [(r.prompt_hash, r.prompt_text) for r in budget.ledger.records()]
+    assert sorted(stored) == [("abc", None), ("def", "hello")]
+
+
+@pytest.fixture
+def killed_holder(tmp_path: Path) -> Iterator[tuple[str, str, datetime]]:
+    """A process that reserved $4 of scope 'proj' at a made-up time, then was SIGKILLed."""
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    reserved_at = FakeClock().now
+    process = worker("hold", url, "proj", "10", "4", reserved_at.isoformat())
+    assert process.stdout is not None
+    reservation_id = process.stdout.readline().strip()
+    process.kill()
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL, reservation_id
+    yield url, reservation_id, reserved_at
+
+
+def test_a_killed_processs_reservation_counts_until_it_expires_then_is_charged_in_full(
+        killed_holder: tuple[str, str, datetime]) -> None:
+    url, reservation_id, reserved_at = killed_holder
+    clock = FakeClock(reserved_at + timedelta(minutes=14))
+    budget = Budget("10", scope="proj", ledger=url, clock=clock, warn_at=None)
+    assert (budget.spent, budget.reserved) == (D(0), D("4"))
+    with pytest.raises(BudgetExceeded):
+        reserve_call(budget, D("6.5"), call=call_info())
+    clock.advance(minutes=1)  # 15 minutes after the reservation: it has expired
+    spend(budget, "6", "6")
+    assert (budget.spent, budget.reserved) == (D("10"), D(0))
+    recovered = next(r for r in budget.ledger.records() if r.id == reservation_id)
+    assert (recovered.status, recovered.actual_usd) == ("recovered", D("4"))
+    assert recovered.note is not None and "pid" in recovered.note
+    assert budget.ledger.verify() == []
+
+
+def test_opening_the_ledger_recovers_reservations_already_expired(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    long_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    process = worker("hold", url, "proj", "10", "4", long_ago)
+    assert process.stdout is not None
+    reservation_id = process.stdout.readline().strip()
+    process.kill()
+    process.communicate()
+    reopened = SqliteLedger(tmp_path / "ledger.db")
+    assert reopened.totals("proj", "all").spent_usd == D("4")
+    assert [(r.id, r.status) for r in reopened.records()] == [(reservation_id, "recovered")]
+
+
+def test_the_public_names_are_exported() -> None:
+    for name in ("Budget", "tags", "open_ledger", "SpendRecord", "BudgetWarning"):
+        assert name in spendguard.__all__
+        assert getattr(spendguard, name) is not None

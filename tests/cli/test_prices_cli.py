@@ -1,0 +1,109 @@
+"""``spendguard prices`` and ``spendguard prices check``."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from spendguard._costing.prices import PriceTable
+from spendguard._costing.prices.check import compare_genai_prices, compare_litellm
+from spendguard.cli import main
+
+ON = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+pytestmark = pytest.mark.usefixtures("fresh_default_prices")
+
+
+def test_prices_lists_rates_sources_and_dates() -> None:
+    result = CliRunner().invoke(main, ["prices"])
+    assert result.exit_code == 0, result.output
+    assert PriceTable.bundled().version in result.output
+    line = next(row for row in result.output.splitlines() if row.startswith("gpt-6.2-sol "))
+    for cell in ("openai", "2", "0.1", "2.5 (30m) / 5 (12h)", "10", ">272000: x2 in, x1.5 out",
+                 "2026-11-18", "https://developers.openai.com/api/docs/models/gpt-6.2-sol"):
+        assert cell in line
+
+
+def test_prices_can_show_one_provider_as_json() -> None:
+    result = CliRunner().invoke(main, ["prices", "--json", "--provider", "anthropic"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    models = {entry["model"]: entry for entry in data["models"]}
+    # Claude on Bedrock and Vertex is priced under the platform's own ids
+    assert all(name.startswith(("claude-", "bedrock/", "bedrock-regional/", "vertex/",
+                                "vertex-regional/")) for name in models)
+    sonnet = models["claude-sonnet-4-5"]
+    assert sonnet["aliases"] == ["claude-sonnet-4-5-20250929"]
+    assert sonnet["usd_per_million"] == {"input": "3", "cache_read": "0.30",
+                                         "cache_write_5m": "3.75", "cache_write_1h": "6",
+                                         "output": "15"}
+    assert sonnet["table_version"] == data["table_version"]
+
+
+def test_prices_include_environment_overrides(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('[models."house"]\nprovider = "openai"\n'
+                    "usd_per_million = { input = 1, output = 2 }\n"
+                    "context_window = 1000\nmax_output_tokens = 100\n"
+                    'source = "rate card"\nas_of = 2026-11-01\n')
+    monkeypatch.setenv("SPENDGUARD_PRICES", str(path))
+    result = CliRunner().invoke(main, ["prices", "--provider", "openai"])
+    assert "house " in result.output and "rate card" in result.output
+
+
+def test_check_agrees_with_genai_prices_and_lists_what_it_lacks() -> None:
+    result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30"])
+    assert result.exit_code == 0, result.output
+    assert "0 disagreement(s)" in result.output
+    assert "not in genai-prices:" in result.output and "gpt-6.2-sol" in result.output
+
+
+def test_check_reports_a_changed_rate_and_a_changed_long_context_tier() -> None:
+    table = PriceTable.bundled().with_overrides({"models": {
+        "gpt-5": {"usd_per_million": {"input": "1.30"}, "source": "t", "as_of": "2026-11-30"},
+        "gpt-5.5": {"tiers": [{"above_input_tokens": 272000, "input_multiplier": 3,
+                               "output_multiplier": "1.5"}], "source": "t", "as_of": "2026-11-30"},
+    }})
+    found, _ = compare_genai_prices(table, ON)
+    assert {(d.model, d.kind, str(d.ours), str(d.theirs)) for d in found} == {
+        ("gpt-5", "input", "1.30", "1.25"),
+        ("gpt-5.5", "input >272000", "15", "10"),
+        ("gpt-5.5", "cache_read >272000", "1.50", "1"),
+    }
+
+
+def test_check_compares_a_litellm_file(tmp_path: Path) -> None:
+    path = tmp_path / "model_prices_and_context_window.json"
+    path.write_text(json.dumps({
+        "gpt-5": {"input_cost_per_token": 1.25e-06, "output_cost_per_token": 1e-05,
+                  "cache_read_input_token_cost": 1.25e-07},
+        "claude-sonnet-4-5-20250929": {"input_cost_per_token": 3e-06,
+                                       "output_cost_per_token": 1.6e-05,
+                                       "cache_creation_input_token_cost": 3.75e-06,
+                                       "cache_creation_input_token_cost_above_1hr": 6e-06},
+    }))
+    found, missing = compare_litellm(PriceTable.bundled(), path)
+    assert [(d.model, d.kind, d.theirs) for d in found] == [
+        ("claude-sonnet-4-5", "output", Decimal(16))]
+    assert "gpt-4o" in missing and "gpt-5" not in missing
+    result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30", "--json",
+                                       "--litellm", str(path)])
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["disagreements"] == [{"model": "claude-sonnet-4-5", "kind": "output",
+                                      "ours": "15", "theirs": "16",
+                                      "other": "litellm (claude-sonnet-4-5-20250929)"}]
+
+
+def test_check_refuses_an_unreadable_litellm_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    result = CliRunner().invoke(main, ["prices", "check", "--litellm", str(path)])
+    assert result.exit_code != 0 and "cannot read a LiteLLM price file" in result.output

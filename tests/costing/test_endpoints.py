@@ -1,0 +1,101 @@
+"""The endpoint vocabulary: every path form resolves to one member, which knows the rest."""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+import pytest
+
+from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.tokens import count_request_tokens
+
+OPENAI = Provider.OPENAI
+ANTHROPIC = Provider.ANTHROPIC
+BODY = {"model": "gpt-4o-mini", "input": [{"role": "user", "content": "Summarise the report"}]}
+
+
+@pytest.mark.parametrize(("provider", "path", "endpoint"), [
+    (OPENAI, "/v1/chat/completions", Endpoint.CHAT),
+    (OPENAI, "/openai/deployments/prod-4o/chat/completions", Endpoint.CHAT),  # Azure
+    (OPENAI, "/v1/chat/completions?api-version=2025-01-01", Endpoint.CHAT),
+    (OPENAI, "/v1/responses", Endpoint.RESPONSES),
+    (OPENAI, "/v1/responses/compact", Endpoint.RESPONSES),
+    (OPENAI, "/v1/embeddings/", Endpoint.EMBEDDINGS),
+    (ANTHROPIC, "/v1/messages", Endpoint.MESSAGES),
+    (ANTHROPIC, "/model/anthropic.claude-sonnet-4-5-v1:0/invoke", Endpoint.MESSAGES),  # Bedrock
+    (ANTHROPIC, "/model/us.anthropic.claude-sonnet-4-5-v1:0/invoke-with-response-stream",
+     Endpoint.MESSAGES),
+    (ANTHROPIC, "/v1/projects/p/locations/global/publishers/anthropic/models/"
+                "claude-sonnet-4-5@20250929:streamRawPredict", Endpoint.MESSAGES),  # Vertex
+])
+def test_every_path_form_of_a_priced_endpoint_resolves_to_its_member(
+        provider: Provider, path: str, endpoint: Endpoint) -> None:
+    assert Endpoint.from_path(provider, path) is endpoint
+
+
+@pytest.mark.parametrize(("provider", "path"), [
+    (OPENAI, "/v1/files"), (OPENAI, "/v1/responses/input_tokens"),
+    (OPENAI, "/v1/batches/b1/cancel"), (OPENAI, "/v1/chat/completions/chatcmpl-1"),
+    (OPENAI, "/v1/conversations/c1/items"), (ANTHROPIC, "/v1/messages/count_tokens"),
+    (ANTHROPIC, "/v1/projects/p/locations/global/publishers/anthropic/models/"
+                "count-tokens:rawPredict"),
+])
+def test_paths_that_cannot_spend_are_free(provider: Provider, path: str) -> None:
+    assert Endpoint.from_path(provider, path) is Endpoint.FREE
+
+
+@pytest.mark.parametrize(("provider", "path"), [
+    (OPENAI, "/v1/batches"), (OPENAI, "/v1/images/generations"), (OPENAI, "/v1/messages"),
+    (ANTHROPIC, "/v1/chat/completions"), (ANTHROPIC, "/v1/messages/batches"),
+])
+def test_paths_spendguard_cannot_price_resolve_to_none(provider: Provider, path: str) -> None:
+    assert Endpoint.from_path(provider, path) is None
+
+
+def test_each_member_carries_its_provider_path_and_batch_url() -> None:
+    assert [(e.provider, e.path, e.batch_url) for e in Endpoint] == [
+        (OPENAI, "/v1/chat/completions", "/v1/chat/completions"),
+        (OPENAI, "/v1/responses", "/v1/responses"),
+        (OPENAI, "/v1/embeddings", "/v1/embeddings"),
+        (ANTHROPIC, "/v1/messages", "/v1/messages"),
+        (None, None, None),
+    ]
+    assert Endpoint.of(OPENAI) == (Endpoint.CHAT, Endpoint.RESPONSES, Endpoint.EMBEDDINGS)
+    assert Endpoint.of("anthropic") == (Endpoint.MESSAGES,)
+    assert not Endpoint.FREE.batchable
+
+
+@pytest.mark.parametrize(("name", "endpoint"), [
+    ("chat", Endpoint.CHAT), ("chat.completions", Endpoint.CHAT),
+    ("/v1/chat/completions", Endpoint.CHAT), (" responses ", Endpoint.RESPONSES),
+    ("/v1/embeddings", Endpoint.EMBEDDINGS), ("messages", Endpoint.MESSAGES),
+    ("free", None), ("completions", None),
+])
+def test_a_named_endpoint_is_read_from_its_short_name_value_or_path(
+        name: str, endpoint: Endpoint | None) -> None:
+    assert Endpoint.named(name) is endpoint
+
+
+def test_a_batch_url_names_its_endpoint_and_anything_else_none() -> None:
+    assert Endpoint.from_batch_url("/v1/responses") is Endpoint.RESPONSES
+    assert Endpoint.from_batch_url("/v1/messages/") is Endpoint.MESSAGES
+    assert Endpoint.from_batch_url("/v1/completions") is None
+    assert Endpoint.from_batch_url(None) is None
+
+
+def test_the_sdk_method_is_resolved_from_the_member_on_real_clients() -> None:
+    client = openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:9")
+    claude = anthropic.Anthropic(api_key="sk-ant-test", base_url="http://127.0.0.1:9")
+    assert Endpoint.CHAT.method_of(client) == client.chat.completions.create
+    assert Endpoint.RESPONSES.method_of(client) == client.responses.create
+    assert Endpoint.EMBEDDINGS.method_of(client) == client.embeddings.create
+    assert Endpoint.MESSAGES.method_of(claude) == claude.messages.create
+    with pytest.raises(ValueError, match="no SDK method"):
+        Endpoint.FREE.method_of(client)
+
+
+def test_tokens_are_counted_alike_for_the_member_and_every_path_form_of_it() -> None:
+    by_member = count_request_tokens("openai", Endpoint.RESPONSES, BODY)
+    for path in ("/v1/responses", "/v1/responses/compact"):
+        assert count_request_tokens("openai", path, BODY) == by_member
+        assert count_request_tokens("openai", path, BODY).method == by_member.method

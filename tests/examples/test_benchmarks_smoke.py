@@ -1,0 +1,130 @@
+"""The benchmark scripts still run: each in its tiny ``--quick`` mode, end to end.
+
+Only that they finish and print their tables is checked, never a timing: the figures of a quick
+run mean nothing, and wall-clock assertions on a shared machine would be flaky. The peers'
+venv is switched off here, so LiteLLM's rows take their "n/a" path; Redis rows run when a
+local server answers and say "n/a" otherwise.
+
+Each script runs once: ``estimation.py`` through the runner's test, the others on their own.
+The scripts share the ``bench:`` keys in Redis db 15 and each clears them, so this module's
+tests run one after another on one xdist worker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.paths import REPO
+from tests.redis_cluster_helpers import requires_redis_cluster_tools
+from tests.redis_helpers import requires_redis
+
+pytestmark = pytest.mark.xdist_group("benchmarks")
+
+BENCHMARKS = REPO / "benchmarks"
+OWN_SCRIPTS = ["overhead.py", "overhead_loopback.py", "enforcement.py", "import_time.py",
+               "savings.py", "profile_call.py"]  # estimation.py: run by the runner's test
+COMPARES_WITH_PEERS = {"overhead_loopback.py", "enforcement.py", "import_time.py"}
+
+
+def run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SPENDGUARD_HOME=str(tmp_path), SPENDGUARD_BENCH_PEERS_PYTHON="none")
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          cwd=BENCHMARKS.parent, timeout=600, check=False)
+
+
+def harness() -> Any:
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module("harness")
+
+
+@pytest.mark.parametrize("script", OWN_SCRIPTS)
+def test_each_benchmark_runs_in_quick_mode_and_prints_a_table(tmp_path: Path,
+                                                              script: str) -> None:
+    result = run_script(tmp_path, str(BENCHMARKS / script), "--quick")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "\n|-" in result.stdout
+    if script in COMPARES_WITH_PEERS:  # without the peers' venv their rows say so
+        assert "n/a (not installed" in result.stdout
+
+
+def test_the_runner_reports_machine_command_and_each_section(tmp_path: Path) -> None:
+    """Also the quick run of ``estimation.py``: it finishes and its table is in the report."""
+    report = tmp_path / "report.md"
+    result = run_script(tmp_path, str(BENCHMARKS / "run_all.py"), "--quick", "--only",
+                        "estimation", "--output", str(report))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    text = report.read_text()
+    for expected in ("- machine:", "- date:", "- command:", "## estimation"):
+        assert expected in text
+    estimation = text.split("## estimation", 1)[1]
+    assert "benchmarks/estimation.py --quick" in estimation
+    assert "\n|-" in estimation
+
+
+def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path) -> None:
+    """Its smallest run: three calls in one process per backend (Redis when a server answers)."""
+    no_redis = requires_redis.args[0]  # the skip condition: no server on 127.0.0.1:6379
+    backends = ["memory", "sqlite", *([] if no_redis else ["redis"])]
+    result = run_script(tmp_path, str(BENCHMARKS / "ledger_throughput.py"), "--calls", "3",
+                        "--processes", "1", "--backends", *backends)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:3] == ["backend", "processes", "reservations/s"]
+    assert [line.split()[:2] for line in lines[1:-1]] == [[b, "1"] for b in backends]
+
+
+@requires_redis_cluster_tools
+def test_the_redis_cluster_benchmark_prints_its_two_rows(tmp_path: Path) -> None:
+    """Its smallest run: three calls in one process, on the cluster it starts and stops."""
+    result = run_script(tmp_path, str(BENCHMARKS / "redis_cluster.py"), "--calls", "3",
+                        "--processes", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:2] == ["ledgers", "processes"]
+    assert lines[1].startswith("1 ledger (1 primary)")
+    assert lines[2].startswith("3 ledgers (1 per primary)")
+
+
+def test_the_runner_rejects_an_unknown_script_name(tmp_path: Path) -> None:
+    result = run_script(tmp_path, str(BENCHMARKS / "run_all.py"), "--only", "nonesuch")
+    assert result.returncode == 2
+    assert "unknown" in result.stderr
+
+
+def test_round_robin_rotates_which_variant_goes_first() -> None:
+    order: list[str] = []
+
+    def variant(name: str) -> Any:
+        def one() -> float:
+            order.append(name)
+            return 1.0
+        return one
+
+    samples = harness().round_robin({"a": variant("a"), "b": variant("b"), "c": variant("c")},
+                                    rounds=3, warmup=1)
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert {name: len(values) for name, values in samples.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_percentile_is_nearest_rank_and_overhead_is_the_median_paired_difference() -> None:
+    h = harness()
+    values = [float(v) for v in range(1, 101)]
+    assert h.percentile(values, 0.99) == 99.0
+    assert h.percentile([5.0], 0.99) == 5.0
+    assert h.paired_overhead_s([3.0, 10.0, 4.0], [1.0, 1.0, 1.0]) == 3.0
+
+
+def test_markdown_tables_pad_every_column() -> None:
+    table = harness().markdown_table(["a", "long header"], [["wide cell", "x"]])
+    lines = table.splitlines()
+    assert lines[0] == "| a         | long header |"
+    assert lines[1] == "|-----------|-------------|"
+    assert len({len(line) for line in lines}) == 1
