@@ -5,7 +5,7 @@ The batch is the most sequences F3's memory leaves room for on those GPUs (90 % 
 weights + 10 %, then KV cache per sequence at ``context``), capped at vLLM's default of 256
 running sequences; the throughput is the roofline's at that batch. It is an upper bound: real
 engines deliver a share of it, which is what utilisation means in the break-even. Prefill is
-the reference script's (seed 002) roofline too: one ``context``-token prompt at a time,
+the sizing reference's roofline too (docs/sizing.md): one ``context``-token prompt at a time,
 compute-bound at 2 × active params FLOPs a token.
 """
 

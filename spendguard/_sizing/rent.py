@@ -2,7 +2,7 @@
 
 Rent counts every rented hour, busy or idle: GPUs × hours a day × 30 days × USD per GPU-hour.
 Utilisation is the share of the roofline's output capacity over those hours that real traffic
-uses; the 40 % default is the reference script's realised-efficiency placeholder (seed 002).
+uses; the 40 % default is the reference script's realised-efficiency placeholder (docs/sizing.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The compute.md sizing guide's estimate: one stream decodes at about bandwidth ×
 read per token (active weights plus that stream's KV cache). Training takes about
 6 × active params × tokens FLOPs (LoRA about 4 ×), at 35 % of the GPUs' dense peak.
 
-The roofline follows the reference script's method (seed 002): a decode step reads the weights
+The roofline follows the sizing reference's method (docs/sizing.md): a decode step reads the weights
 its sequences are routed to (all of a dense model; of a mixture of experts the active ones,
 tending to all as the batch grows: speed follows active parameters) and every sequence's cache
 once, and does 2 × active params FLOPs per sequence; a prefill does 2 × active params FLOPs
