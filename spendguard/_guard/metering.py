@@ -126,6 +126,11 @@ class Attempt:
             self._done = True
             return True
 
+    @property
+    def finished(self) -> bool:
+        """Whether this attempt was already settled or released (each happens once)."""
+        return self._done
+
     def latency_s(self) -> float:
         return time.perf_counter() - self.started
 

@@ -59,7 +59,7 @@ class StreamMeter:
 
     def finish(self, *, error: BaseException | None = None) -> None:
         """The stream closed: completely, early (the caller stopped), or broken."""
-        if self.attempt._done:
+        if self.attempt.finished:
             return
         try:
             self._finish(error)
