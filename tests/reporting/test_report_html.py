@@ -74,9 +74,10 @@ def test_the_charts_render_in_a_headless_browser(url: str, tmp_path: Path) -> No
     page = write_html(report_spend(url, by="scope"), tmp_path / "report.html")
     shot = tmp_path / "shot.png"
     assert _CHROMIUM is not None
+    # Tall enough for every chart however the page wraps (the ledger's path is in its header).
     subprocess.run([_CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
                     "--hide-scrollbars", f"--user-data-dir={tmp_path / 'chromium'}",
-                    f"--screenshot={shot}", "--window-size=1200,1600",
+                    f"--screenshot={shot}", "--window-size=1200,2400",
                     page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
     pixels = png_pixels(shot)
     # Solid fills come out in their exact colours; each chart must have painted an area.
