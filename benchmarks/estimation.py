@@ -43,8 +43,8 @@ from corpus import SYSTEM_PROMPT, chat_messages, text
 from harness import add_quick, fmt_ratio, markdown_table, percentile, round_robin
 
 import spendguard
+from spendguard import count_request_tokens
 from spendguard._budget.learned_bounds import MIN_SAMPLES
-from spendguard._costing.tokens import count_request_tokens
 from spendguard._costing.tokens.bpe import encoding
 from spendguard.testing import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Emulator
 

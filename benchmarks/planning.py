@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 import spendguard
-from spendguard._costing.tokens import count_request_tokens
+from spendguard import count_request_tokens
 from spendguard._costing.tokens.bpe import encoding
 
 SYSTEM = "You are a contracts analyst. Answer in one sentence, citing the clause."
@@ -101,7 +101,7 @@ def main() -> None:
 
     results = [
         (f"raw tiktoken ({len(sample):,} requests)", len(sample), best_s(raw, args.repeat)),
-        ("counting (spendguard._costing.tokens)", len(bodies), best_s(counting, args.repeat)),
+        ("counting (count_request_tokens)", len(bodies), best_s(counting, args.repeat)),
         ("plan", len(bodies), best_s(lambda: spendguard.plan(bodies), args.repeat)),
         ("plan, ordered for the cache", len(bodies),
          best_s(lambda: spendguard.plan(bodies, cache_order=True), args.repeat)),
