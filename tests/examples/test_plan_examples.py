@@ -41,6 +41,6 @@ def test_planning_benchmark_prints_its_table(monkeypatch: pytest.MonkeyPatch,
                                       "--repeat", "1"])
     runpy.run_path(str(ROOT / "benchmarks" / "planning.py"), run_name="__main__")
     out = capsys.readouterr().out
-    for row in ("raw tiktoken (40 requests)", "counting (spendguard._costing.tokens)", "plan",
+    for row in ("raw tiktoken (40 requests)", "counting (count_request_tokens)", "plan",
                 "plan, ordered for the cache"):
         assert row in out
