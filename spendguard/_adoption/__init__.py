@@ -1,0 +1,3 @@
+"""Guarding code we don't own: ``install()`` / ``uninstall()``, ``spendguard run`` and its
+start-up hook, and the OpenTelemetry subscriber.
+"""
