@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from spendguard._budget.ledger.base import SpendRecord
 from spendguard._core.errors import ConfigError, LedgerError
+from spendguard._core.terminal import masked_url
 
 if TYPE_CHECKING:
     import psycopg
@@ -96,7 +96,7 @@ class PostgresArchive:
         except ImportError:
             raise ConfigError("drain: a PostgreSQL destination needs psycopg; install it with "
                               "pip install 'spendguard-llm[postgres]'") from None
-        self.url = _masked(url)
+        self.url = masked_url(url)
         try:
             self._db = psycopg.connect(url, connect_timeout=connect_timeout_s)
             self.migrated = migrate(self._db)
@@ -147,12 +147,4 @@ def _row(record: SpendRecord, source: str, now: datetime) -> tuple[Any, ...]:
         record.prompt_hash, record.prompt_text, record.estimated_input_tokens,
         record.estimated_output_tokens, record.input_exact, record.note, source, now,
     )
-
-
-def _masked(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
 

@@ -32,10 +32,11 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import parse_usd
+from spendguard._core.terminal import masked_url
 
 __all__ = ["DEFAULT_PREFIX", "SCHEMES", "RedisOptions", "Topology", "parse_redis_url"]
 
@@ -97,7 +98,7 @@ class RedisOptions:
 
 def parse_redis_url(url: str) -> RedisOptions:
     """Read ``url``; a bad part is a :class:`ConfigError` that names it (never the password)."""
-    shown = _masked(url)
+    shown = masked_url(url)
     scheme = url.partition("://")[0].lower()
     if scheme not in SCHEMES or "://" not in url:
         raise ConfigError(f"ledger: {shown!r} is not a Redis URL; write {_FORMS}")
@@ -210,19 +211,6 @@ def _tls_options(query: dict[str, str], tls: bool, scheme: str,
         raise ConfigError(f"ledger: ssl_ca_certs in {shown!r} is empty; give the path of a CA "
                           f"bundle, e.g. 'ssl_ca_certs=/etc/ssl/certs/ca.pem'")
     return None if cert_reqs is None else cert_reqs.lower(), ca_certs
-
-
-def _masked(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    netloc, slash, tail = rest.partition("/")
-    query_at = netloc.find("?")
-    if query_at >= 0:  # 'redis://host?prefix=...' has no path
-        netloc, tail, slash = netloc[:query_at], netloc[query_at:] + slash + tail, ""
-    userinfo, at, hosts = netloc.rpartition("@")
-    if not at or ":" not in userinfo:
-        return url
-    user = quote(unquote(userinfo.partition(":")[0]), safe="")
-    return f"{scheme}{sep}{user}:***@{hosts}{slash}{tail}"
 
 
 def _seconds(text: str, name: str, shown: str, *, allow_zero: bool = False) -> float:
