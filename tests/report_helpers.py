@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import struct
+import subprocess
 import zlib
 from collections import Counter
 from decimal import Decimal
@@ -12,6 +14,10 @@ import spendguard
 from spendguard._budget.budget import Budget
 from tests.finance_helpers import book, list_cost
 from tests.ledger_helpers import FakeClock
+
+CHROMIUM = next((path for name in ("chromium", "chromium-browser", "google-chrome")
+                 if (path := shutil.which(name))), None)
+"""A headless browser to render report pages in (None: browser tests are skipped)."""
 
 D = Decimal
 
@@ -36,6 +42,15 @@ def varied_ledger(url: str) -> tuple[Budget, FakeClock]:
             clock.advance(hours=1)
         clock.advance(hours=20)
     return org, clock
+
+
+def screenshot(page: Path, shot: Path, *, width: int, height: int) -> None:
+    """Render ``page`` in headless Chromium into the PNG ``shot`` (a window of that size)."""
+    assert CHROMIUM is not None
+    subprocess.run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
+                    "--hide-scrollbars", f"--user-data-dir={shot.parent / 'chromium'}",
+                    f"--screenshot={shot}", f"--window-size={width},{height}",
+                    page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
 
 
 def png_image(path: Path) -> list[list[tuple[int, int, int]]]:

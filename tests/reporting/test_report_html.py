@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,10 +18,7 @@ from spendguard._reporting.report.page_style import (
 )
 from tests.finance_helpers import book
 from tests.ledger_helpers import FakeClock
-from tests.report_helpers import png_pixels, rgb, varied_ledger
-
-_CHROMIUM = next((path for name in ("chromium", "chromium-browser", "google-chrome")
-                  if (path := shutil.which(name))), None)
+from tests.report_helpers import CHROMIUM, png_pixels, rgb, screenshot, varied_ledger
 
 
 @pytest.fixture
@@ -67,18 +62,14 @@ def test_write_html_reports_an_unwritable_path(url: str, tmp_path: Path) -> None
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(_CHROMIUM is None, reason="headless Chromium is not installed "
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
                                               "(apt-get install chromium)")
 def test_the_charts_render_in_a_headless_browser(url: str, tmp_path: Path) -> None:
     varied_ledger(url)
     page = write_html(report_spend(url, by="scope"), tmp_path / "report.html")
     shot = tmp_path / "shot.png"
-    assert _CHROMIUM is not None
     # Tall enough for every chart however the page wraps (the ledger's path is in its header).
-    subprocess.run([_CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
-                    "--hide-scrollbars", f"--user-data-dir={tmp_path / 'chromium'}",
-                    f"--screenshot={shot}", "--window-size=1200,2400",
-                    page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    screenshot(page, shot, width=1200, height=2400)
     pixels = png_pixels(shot)
     # Solid fills come out in their exact colours; each chart must have painted an area.
     drawn = {

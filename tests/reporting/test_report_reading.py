@@ -4,8 +4,6 @@ an input-estimate headline that says whose bound it is."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,10 +14,8 @@ from spendguard._reporting.report.page_style import PALETTE
 from spendguard._reporting.report.svg import Bar, Series, bars, stacked_columns, wrap_label
 from tests.finance_helpers import book
 from tests.ledger_helpers import FakeClock
-from tests.report_helpers import png_image, png_pixels, rgb
+from tests.report_helpers import CHROMIUM, png_image, png_pixels, rgb, screenshot
 
-_CHROMIUM = next((path for name in ("chromium", "chromium-browser", "google-chrome")
-                  if (path := shutil.which(name))), None)
 LONG_SCOPE = "org/platform-engineering/search-relevance-experiments/weekly-reindex"
 
 
@@ -84,7 +80,7 @@ def _skewed_ledger(url: str) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(_CHROMIUM is None, reason="headless Chromium is not installed "
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
                                               "(apt-get install chromium)")
 def test_small_days_and_wrapped_scope_names_render_in_a_browser(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
@@ -95,11 +91,7 @@ def test_small_days_and_wrapped_scope_names_render_in_a_browser(tmp_path: Path) 
     assert "Log scale: the largest day is 6,000× the smallest" in html
     assert f'<title>{LONG_SCOPE} (' in html
     shot = tmp_path / "shot.png"
-    assert _CHROMIUM is not None
-    subprocess.run([_CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
-                    "--hide-scrollbars", f"--user-data-dir={tmp_path / 'chromium'}",
-                    f"--screenshot={shot}", "--window-size=1200,900",
-                    page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    screenshot(page, shot, width=1200, height=900)
     pixels = png_pixels(shot)
     # The $0.02 days are drawn in the second model's colour; on a linear axis beside $120
     # they would be 0.04 px tall and paint nothing.
@@ -115,7 +107,7 @@ def _text_bands(rows: list[list[tuple[int, int, int]]], right_px: int) -> int:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(_CHROMIUM is None, reason="headless Chromium is not installed "
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
                                               "(apt-get install chromium)")
 def test_a_long_label_is_drawn_on_two_lines_inside_its_column(tmp_path: Path) -> None:
     svg = bars([Bar(LONG_SCOPE, 0.5, "#16a34a", "50 %")], scale=1.0, label_w=270)
@@ -123,11 +115,7 @@ def test_a_long_label_is_drawn_on_two_lines_inside_its_column(tmp_path: Path) ->
     page.write_text(f'<!DOCTYPE html><html><body style="margin:0;background:#fff">'
                     f'<div style="width:960px">{svg}</div></body></html>', encoding="utf-8")
     shot = tmp_path / "label.png"
-    assert _CHROMIUM is not None
-    subprocess.run([_CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
-                    "--hide-scrollbars", f"--user-data-dir={tmp_path / 'chromium'}",
-                    f"--screenshot={shot}", "--window-size=960,200",
-                    page.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    screenshot(page, shot, width=960, height=200)
     rows = png_image(shot)
     # The label column is the first 270 of 960 px: two lines of text there, none cut off.
     assert _text_bands(rows, 258) == 2
