@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,26 @@ def test_a_budget_guards_an_agent_loop(tmp_path: Path) -> None:
     guard = spendguard.loop(budget=budget, max_steps=2)
     assert [step.index for step in guard] == [0, 1]
     assert guard.stop_reason == spendguard.StopReason.STEPS
+
+
+def test_the_documented_submodules_are_public_and_complete() -> None:
+    import spendguard.sizing
+    import spendguard.telemetry
+
+    for module in (spendguard.sizing, spendguard.telemetry):
+        assert not module.__name__.rpartition(".")[2].startswith("_")
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"
+
+
+def test_docs_and_examples_use_only_the_public_api() -> None:
+    root = INIT.parents[1]
+    texts = [root / "README.md", *sorted((root / "docs").glob("*.md")),
+             *sorted((root / "examples").glob("*.py"))]
+    private = re.compile(r"\bspendguard\._[a-z][\w.]*")
+    # The one maintainer command that runs a private module (it prints the sizing cases).
+    allowed = {"spendguard._sizing.validation"}
+    found = {f"{path.name}: {hit}" for path in texts
+             for hit in private.findall(path.read_text(encoding="utf-8"))
+             if not any(hit.startswith(a) for a in allowed)}
+    assert not found, sorted(found)
