@@ -44,6 +44,7 @@ SCRIPTS = [
     Script("import_time", "import_time.py"),
     Script("overhead", "overhead.py"),
     Script("profile_call", "profile_call.py"),
+    Script("idle_wait", "idle_wait.py"),
     Script("overhead_loopback", "overhead_loopback.py", peers=True),
     Script("enforcement", "enforcement.py", peers=True),
     Script("ledger_throughput", "ledger_throughput.py"),

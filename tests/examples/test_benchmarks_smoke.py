@@ -29,7 +29,7 @@ pytestmark = pytest.mark.xdist_group("benchmarks")
 
 BENCHMARKS = REPO / "benchmarks"
 OWN_SCRIPTS = ["overhead.py", "overhead_loopback.py", "enforcement.py", "import_time.py",
-               "savings.py", "profile_call.py"]  # estimation.py: run by the runner's test
+               "savings.py", "profile_call.py", "idle_wait.py"]  # estimation.py: run by the runner's test
 COMPARES_WITH_PEERS = {"overhead_loopback.py", "enforcement.py", "import_time.py"}
 
 
