@@ -44,8 +44,9 @@ def _client(wait_s: float, *, guarded: bool) -> openai.OpenAI:
 
     http = httpx2.Client(transport=httpx2.MockTransport(answer))
     if guarded:
+        budget = spendguard.Budget("1000000", ledger="memory://")
         return spendguard.OpenAI(api_key="k", base_url=BASE_URL, http_client=http,
-                                 max_retries=0, budget=spendguard.Budget("1000000"))
+                                 max_retries=0, budget=budget)
     return openai.OpenAI(api_key="k", base_url=BASE_URL, http_client=http, max_retries=0)
 
 
