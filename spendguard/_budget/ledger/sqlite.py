@@ -47,11 +47,12 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from spendguard._budget.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
@@ -81,11 +82,13 @@ _INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 28
 _SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
 # The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
 # keyed by its text, so these are compiled once per connection.
-_CLOSE_CALL = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
-               "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? "
-               "WHERE id = ?")
-# The close of an open row this process remembers: the state test replaces reading it first.
-_CLOSE_OPEN_CALL = f"{_CLOSE_CALL} AND state = 'open'"
+_SET_CLOSED = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
+               "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? ")
+_CLOSE_CALL = f"{_SET_CLOSED}WHERE id = ?"
+# The close of an open row this process remembers: the state test replaces reading it first,
+# and the row is found by the rowid its insert returned, without a search of the index on ids
+# (the id test keeps it right should the rowid have changed, as a VACUUM may do).
+_CLOSE_OPEN_CALL = f"{_SET_CLOSED}WHERE rowid = ? AND id = ? AND state = 'open'"
 _INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
                  "VALUES (?, ?, ?, ?, ?)")
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
@@ -115,10 +118,10 @@ class SqliteLedger(TransactionalLedger):
         self._local = threading.local()
         self._generation = 0
         self._all: list[sqlite3.Connection] = []
-        # Reservations this instance made and has not closed: settling one reads nothing of
-        # it back; the closing UPDATE checks it is still open (another process may have
-        # recovered it, and then it is read from the file after all).
-        self._open_rows: dict[str, CallRow] = {}
+        # Reservations this instance made and has not closed, with their rowids: settling one
+        # reads nothing of it back; the closing UPDATE checks it is still open (another
+        # process may have recovered it, and then it is read from the file after all).
+        self._open_rows: dict[str, tuple[int, CallRow]] = {}
         self._all_lock = threading.Lock()
         self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
         if read_only:
@@ -170,33 +173,12 @@ class SqliteLedger(TransactionalLedger):
         # IMMEDIATE takes the write lock before the limits are read, so nothing another
         # process writes can come between a read and the write that depends on it. A read-only
         # ledger only reads (verify), and could not take it.
-        return self._begin("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
+        return _Transaction(self, "BEGIN" if self.read_only else "BEGIN IMMEDIATE")
 
     def _snapshot(self) -> AbstractContextManager[_Tx]:
         # A deferred transaction reads one WAL snapshot without the write lock: verifying a
         # large ledger does not stall the processes writing to it.
-        return self._begin("BEGIN")
-
-    @contextmanager
-    def _begin(self, begin: str) -> Iterator[_Tx]:
-        try:
-            # A thread's first transaction opens its connection, which can fail as an open does.
-            db = self._connection()
-        except sqlite3.Error as exc:
-            raise ledger_error(self.path, "open", exc) from exc
-        try:
-            db.execute(begin)
-        except sqlite3.Error as exc:
-            raise ledger_error(self.path, "lock", exc) from exc
-        try:
-            yield _Tx(db, self._open_rows)
-            db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _roll_back(db)
-            raise ledger_error(self.path, "write", exc) from exc
-        except BaseException:
-            _roll_back(db)
-            raise
+        return _Transaction(self, "BEGIN")
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
         try:
@@ -319,6 +301,44 @@ class _StaleOpenRow(Exception):
     """An open row remembered by this process was closed by another one (recovered)."""
 
 
+class _Transaction(AbstractContextManager["_Tx"]):
+    """One transaction on this thread's connection: committed when its block ends, rolled back
+    when it raises. A plain class rather than a ``@contextmanager`` generator: entered twice
+    per guarded call."""
+
+    __slots__ = ("_begin", "_db", "_ledger")
+
+    def __init__(self, ledger: SqliteLedger, begin: str) -> None:
+        self._ledger = ledger
+        self._begin = begin
+
+    def __enter__(self) -> _Tx:
+        try:
+            # A thread's first transaction opens its connection, which can fail as an open does.
+            db = self._ledger._connection()
+        except sqlite3.Error as exc:
+            raise ledger_error(self._ledger.path, "open", exc) from exc
+        try:
+            db.execute(self._begin)
+        except sqlite3.Error as exc:
+            raise ledger_error(self._ledger.path, "lock", exc) from exc
+        self._db = db
+        return _Tx(db, self._ledger._open_rows)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if kind is None:
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as error:
+                _roll_back(self._db)
+                raise ledger_error(self._ledger.path, "write", error) from error
+            return
+        _roll_back(self._db)
+        if isinstance(exc, sqlite3.Error):
+            raise ledger_error(self._ledger.path, "write", exc) from exc
+
+
 class _Tx:
     """The storage operations of :class:`~spendguard._budget.ledger.engine.Tx` on one connection.
 
@@ -329,12 +349,13 @@ class _Tx:
     than replacing it (a delete and an insert in the table's b-tree).
     """
 
-    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, CallRow]) -> None:
+    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, tuple[int, CallRow]]) -> None:
         self.db = db
         self.open_rows = open_rows
         self.seen: dict[tuple[str, str], Totals] = {}
         self.stored: set[tuple[str, str]] = set()
-        self.unverified: str | None = None  # an open row from memory, its state not yet read
+        # An open row from memory, its state not yet read: its id and rowid.
+        self.unverified: tuple[str, int] | None = None
 
     def totals(self, scope: str, period_key: str) -> Totals:
         known = self.seen.get((scope, period_key))
@@ -373,16 +394,16 @@ class _Tx:
         self.stored.add(key)
 
     def insert_call(self, row: CallRow) -> None:
-        self.db.execute(_INSERT_CALL, _call_to_row(row))
-        if row.state == OPEN:
-            self.open_rows[row.record.id] = row
+        rowid = self.db.execute(_INSERT_CALL, _call_to_row(row)).lastrowid
+        if row.state == OPEN and rowid is not None:
+            self.open_rows[row.record.id] = (rowid, row)
 
     def get_call(self, call_id: str) -> CallRow | None:
         known = self.open_rows.get(call_id)
         if known is not None:
             # Taken on trust: closing it checks that it is still open (update_call).
-            self.unverified = call_id
-            return known
+            self.unverified = (call_id, known[0])
+            return known[1]
         row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
         return None if row is None else _row_to_call(row)
 
@@ -390,13 +411,14 @@ class _Tx:
         if row.state != OPEN:
             self.open_rows.pop(row.record.id, None)
         r = row.record
-        values = (row.state, str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated),
-                  r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id)
-        if r.id != self.unverified:
-            self.db.execute(_CLOSE_CALL, values)
+        values = (row.state, str(r.actual_usd), _json_object(r.tokens), int(r.usage_estimated),
+                  r.table_version, r.latency_s, r.request_id, r.status, r.note)
+        unverified = self.unverified
+        if unverified is None or unverified[0] != r.id:
+            self.db.execute(_CLOSE_CALL, (*values, r.id))
             return
         self.unverified = None
-        if self.db.execute(_CLOSE_OPEN_CALL, values).rowcount != 1:
+        if self.db.execute(_CLOSE_OPEN_CALL, (*values, unverified[1], r.id)).rowcount != 1:
             # Another process recovered it meanwhile: nothing was written yet; start again
             # from the row in the file.
             raise _StaleOpenRow(r.id)
@@ -457,6 +479,12 @@ def _optional_decimal(text: str | None) -> Decimal | None:
 _json = json.JSONEncoder().encode
 
 
+def _json_object(mapping: Mapping[str, Any]) -> str:
+    """A mapping (tags, token counts) as JSON; most calls have no tags, and no tokens until
+    settled, so the empty one is not encoded each time."""
+    return _json(dict(mapping)) if mapping else "{}"
+
+
 def _claims_text(claims: tuple[ScopeClaim, ...], scopes: tuple[str, ...],
                  period_keys: tuple[str, ...]) -> tuple[str, str, str]:
     """The JSON columns of a call's claims, scopes and period keys."""
@@ -479,11 +507,11 @@ def _call_to_row(row: CallRow) -> tuple[Any, ...]:
     return (
         r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
         row.owner_pid, row.owner_host, *_claims_text(row.claims, r.scopes, r.period_keys),
-        _json(dict(r.tags)), r.provider, r.model,
+        _json_object(r.tags), r.provider, r.model,
         r.endpoint, r.attempt, r.request_id, r.prompt_hash, r.prompt_text,
         r.estimated_input_tokens, r.estimated_output_tokens,
         None if r.input_exact is None else int(r.input_exact), str(r.estimated_usd),
-        str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated), r.table_version,
+        str(r.actual_usd), _json_object(r.tokens), int(r.usage_estimated), r.table_version,
         r.latency_s, r.status, r.note,
     )
 
