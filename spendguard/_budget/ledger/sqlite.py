@@ -156,18 +156,24 @@ class SqliteLedger(TransactionalLedger):
         raise ledger_error(self.path, "read", failure) from failure
 
     def _connection(self) -> sqlite3.Connection:
+        return self._handles()[0]
+
+    def _handles(self) -> tuple[sqlite3.Connection, sqlite3.Cursor]:
+        """This thread's connection, and the cursor its transactions run their statements on
+        (one made per connection, not one per statement as ``Connection.execute`` makes)."""
         held = getattr(self._local, "held", None)
         if held is not None and held[0] == os.getpid() and held[1] == self._generation:
-            db: sqlite3.Connection = held[2]
-            return db
+            handles: tuple[sqlite3.Connection, sqlite3.Cursor] = held[2]
+            return handles
         db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                              check_same_thread=False, uri=isinstance(self._target, str))
         if not self.read_only:
             _tune(db)
-        self._local.held = (os.getpid(), self._generation, db)
+        handles = (db, db.cursor())
+        self._local.held = (os.getpid(), self._generation, handles)
         with self._all_lock:
             self._all.append(db)
-        return db
+        return handles
 
     def _transaction(self) -> AbstractContextManager[_Tx]:
         # IMMEDIATE takes the write lock before the limits are read, so nothing another
@@ -306,7 +312,7 @@ class _Transaction(AbstractContextManager["_Tx"]):
     when it raises. A plain class rather than a ``@contextmanager`` generator: entered twice
     per guarded call."""
 
-    __slots__ = ("_begin", "_db", "_ledger")
+    __slots__ = ("_begin", "_cursor", "_db", "_ledger")
 
     def __init__(self, ledger: SqliteLedger, begin: str) -> None:
         self._ledger = ledger
@@ -315,21 +321,21 @@ class _Transaction(AbstractContextManager["_Tx"]):
     def __enter__(self) -> _Tx:
         try:
             # A thread's first transaction opens its connection, which can fail as an open does.
-            db = self._ledger._connection()
+            db, cursor = self._ledger._handles()
         except sqlite3.Error as exc:
             raise ledger_error(self._ledger.path, "open", exc) from exc
         try:
-            db.execute(self._begin)
+            cursor.execute(self._begin)
         except sqlite3.Error as exc:
             raise ledger_error(self._ledger.path, "lock", exc) from exc
-        self._db = db
-        return _Tx(db, self._ledger._open_rows)
+        self._db, self._cursor = db, cursor
+        return _Tx(db, self._ledger._open_rows, cursor)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         if kind is None:
             try:
-                self._db.execute("COMMIT")
+                self._cursor.execute("COMMIT")
             except sqlite3.Error as error:
                 _roll_back(self._db)
                 raise ledger_error(self._ledger.path, "write", error) from error
@@ -346,11 +352,15 @@ class _Tx:
     until it ends, so no other process can change them meanwhile, and the rules' later reads
     of the same row (settle's warning check, a rolling window's current step) cost nothing.
     A row read is known to exist (``stored``), so writing it back updates it in place rather
-    than replacing it (a delete and an insert in the table's b-tree).
+    than replacing it (a delete and an insert in the table's b-tree). Statements whose results
+    are read at once run on the transaction's cursor (``run``); the ones iterated lazily
+    (``all_events``) get cursors of their own.
     """
 
-    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, tuple[int, CallRow]]) -> None:
+    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, tuple[int, CallRow]],
+                 cursor: sqlite3.Cursor | None = None) -> None:
         self.db = db
+        self.run = (db if cursor is None else cursor).execute
         self.open_rows = open_rows
         self.seen: dict[tuple[str, str], Totals] = {}
         self.stored: set[tuple[str, str]] = set()
@@ -360,7 +370,7 @@ class _Tx:
     def totals(self, scope: str, period_key: str) -> Totals:
         known = self.seen.get((scope, period_key))
         if known is None:
-            row = self.db.execute(_SELECT_TOTALS, (scope, period_key)).fetchone()
+            row = self.run(_SELECT_TOTALS, (scope, period_key)).fetchone()
             if row is None:
                 known = Totals()
             else:
@@ -372,7 +382,7 @@ class _Tx:
     def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
         # One indexed read for a rolling window's 61 steps, not 61 reads.
         marks = ", ".join("?" * len(period_keys))
-        rows = self.db.execute(f"SELECT period_key, spent_usd, reserved_usd, calls FROM totals "
+        rows = self.run(f"SELECT period_key, spent_usd, reserved_usd, calls FROM totals "
                                f"WHERE scope = ? AND period_key IN ({marks})",
                                (scope, *period_keys)).fetchall()
         steps = dict.fromkeys(period_keys, Totals())
@@ -386,15 +396,15 @@ class _Tx:
         key = (scope, period_key)
         self.seen[key] = totals
         if key in self.stored:
-            self.db.execute(_UPDATE_TOTALS, (str(totals.spent_usd), str(totals.reserved_usd),
+            self.run(_UPDATE_TOTALS, (str(totals.spent_usd), str(totals.reserved_usd),
                                              totals.calls, scope, period_key))
             return
-        self.db.execute(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
+        self.run(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
                                       str(totals.reserved_usd), totals.calls))
         self.stored.add(key)
 
     def insert_call(self, row: CallRow) -> None:
-        rowid = self.db.execute(_INSERT_CALL, _call_to_row(row)).lastrowid
+        rowid = self.run(_INSERT_CALL, _call_to_row(row)).lastrowid
         if row.state == OPEN and rowid is not None:
             self.open_rows[row.record.id] = (rowid, row)
 
@@ -404,7 +414,7 @@ class _Tx:
             # Taken on trust: closing it checks that it is still open (update_call).
             self.unverified = (call_id, known[0])
             return known[1]
-        row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
+        row = self.run(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
         return None if row is None else _row_to_call(row)
 
     def update_call(self, row: CallRow) -> None:
@@ -415,31 +425,31 @@ class _Tx:
                   r.table_version, r.latency_s, r.request_id, r.status, r.note)
         unverified = self.unverified
         if unverified is None or unverified[0] != r.id:
-            self.db.execute(_CLOSE_CALL, (*values, r.id))
+            self.run(_CLOSE_CALL, (*values, r.id))
             return
         self.unverified = None
-        if self.db.execute(_CLOSE_OPEN_CALL, (*values, unverified[1], r.id)).rowcount != 1:
+        if self.run(_CLOSE_OPEN_CALL, (*values, unverified[1], r.id)).rowcount != 1:
             # Another process recovered it meanwhile: nothing was written yet; start again
             # from the row in the file.
             raise _StaleOpenRow(r.id)
 
     def append_event(self, event: Event) -> None:
-        self.db.execute(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
+        self.run(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
                                         str(event.amount_usd), event.detail))
 
     def expired_open_calls(self, now: datetime) -> list[CallRow]:
         # Asked on every reserve, and almost always none: one probe of the partial index
         # answers that before any row is read and decoded.
         cutoff = _ts(now)
-        if self.db.execute(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
+        if self.run(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
             return []
-        rows = self.db.execute(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
+        rows = self.run(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
                                (cutoff,)).fetchall()
         return [_row_to_call(row) for row in rows]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
-        cursor = self.db.execute("INSERT OR IGNORE INTO crossings VALUES (?, ?, ?, ?)",
+        cursor = self.run("INSERT OR IGNORE INTO crossings VALUES (?, ?, ?, ?)",
                                  (scope, period_key, _amount_key(warn_usd), _ts(time)))
         return cursor.rowcount == 1
 
