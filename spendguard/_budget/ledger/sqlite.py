@@ -393,8 +393,8 @@ class _Tx:
         # One indexed read for a rolling window's 61 steps, not 61 reads.
         marks = ", ".join("?" * len(period_keys))
         rows = self.run(f"SELECT period_key, spent_usd, reserved_usd, calls FROM totals "
-                               f"WHERE scope = ? AND period_key IN ({marks})",
-                               (scope, *period_keys)).fetchall()
+                        f"WHERE scope = ? AND period_key IN ({marks})",
+                        (scope, *period_keys)).fetchall()
         steps = dict.fromkeys(period_keys, Totals())
         steps.update((key, Totals(Decimal(spent), Decimal(reserved), calls))
                      for key, spent, reserved, calls in rows)
@@ -407,10 +407,10 @@ class _Tx:
         self.seen[key] = totals
         if key in self.stored:
             self.run(_UPDATE_TOTALS, (str(totals.spent_usd), str(totals.reserved_usd),
-                                             totals.calls, scope, period_key))
+                                      totals.calls, scope, period_key))
             return
         self.run(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
-                                      str(totals.reserved_usd), totals.calls))
+                               str(totals.reserved_usd), totals.calls))
         self.stored.add(key)
 
     def insert_call(self, row: CallRow) -> None:
@@ -445,7 +445,7 @@ class _Tx:
 
     def append_event(self, event: Event) -> None:
         self.run(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
-                                        str(event.amount_usd), event.detail))
+                                 str(event.amount_usd), event.detail))
 
     def expired_open_calls(self, now: datetime) -> list[CallRow]:
         # Asked on every reserve, and almost always none: one probe of the partial index
@@ -454,13 +454,13 @@ class _Tx:
         if self.run(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
             return []
         rows = self.run(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
-                               (cutoff,)).fetchall()
+                        (cutoff,)).fetchall()
         return [_row_to_call(row) for row in rows]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
         cursor = self.run("INSERT OR IGNORE INTO crossings VALUES (?, ?, ?, ?)",
-                                 (scope, period_key, _amount_key(warn_usd), _ts(time)))
+                          (scope, period_key, _amount_key(warn_usd), _ts(time)))
         return cursor.rowcount == 1
 
     def all_events(self) -> Iterator[Event]:
