@@ -34,13 +34,13 @@ from spendguard._core.money import ZERO
 from spendguard._core.periods import warning_key, window_keys
 
 __all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
-           "new_call_id", "sum_totals", "window_totals"]
+           "sum_totals", "window_totals"]
 
 OPEN = "open"
 _HOST = socket.gethostname()
 
 
-def new_call_id() -> str:
+def _new_call_id() -> str:
     """A call's id: 32 hex digits, the time in microseconds (13) then 76 random bits (19).
 
     Unique in practice (ids made in the same microsecond differ in 76 random bits) and ordered
@@ -122,7 +122,7 @@ class TransactionalLedger(ABC):
     def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: CallInfo, *,
                 time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
         merged = merge_claims(claims)
-        call_id = new_call_id()
+        call_id = _new_call_id()
         # Lists made into tuples: a generator would be resumed once per claim, on every call.
         scopes = tuple([c.scope for c in merged])
         period_keys = tuple([c.period_key for c in merged])
@@ -198,7 +198,7 @@ class TransactionalLedger(ABC):
                note: str, tags: Mapping[str, str] | None = None, provider: str = "",
                model: str = "") -> str:
         merged = merge_claims(claims)
-        call_id = new_call_id()
+        call_id = _new_call_id()
         record = SpendRecord(
             id=call_id, time=time, scopes=tuple(c.scope for c in merged), tags=dict(tags or {}),
             provider=provider, model=model, endpoint="", tokens={}, estimated_usd=ZERO,
@@ -281,7 +281,7 @@ class TransactionalLedger(ABC):
     def _correct(self, tx: Tx, row: CallRow, amount_usd: Decimal, settlement: Settlement,
                  note: str) -> None:
         record = replace(
-            row.record, id=new_call_id(), time=settlement.time, tokens=dict(settlement.tokens),
+            row.record, id=_new_call_id(), time=settlement.time, tokens=dict(settlement.tokens),
             estimated_usd=ZERO, actual_usd=amount_usd,
             usage_estimated=settlement.usage_estimated, table_version=settlement.table_version,
             latency_s=settlement.latency_s,
