@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
-import uuid
+import time as _clock
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -38,6 +38,16 @@ __all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claim
 
 OPEN = "open"
 _HOST = socket.gethostname()
+
+
+def _new_call_id() -> str:
+    """A call's id: 32 hex digits, the time in microseconds (13) then 76 random bits (19).
+
+    Unique in practice (ids made in the same microsecond differ in 76 random bits) and ordered
+    by when they were made, so a ledger's index on ids grows at its end, on a page already in
+    memory, instead of taking each new id on a random page of it that must be read first.
+    """
+    return f"{_clock.time_ns() // 1000:013x}{os.urandom(10).hex()[:19]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +122,7 @@ class TransactionalLedger(ABC):
     def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: CallInfo, *,
                 time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
         merged = merge_claims(claims)
-        call_id = uuid.uuid4().hex
+        call_id = _new_call_id()
         # Lists made into tuples: a generator would be resumed once per claim, on every call.
         scopes = tuple([c.scope for c in merged])
         period_keys = tuple([c.period_key for c in merged])
@@ -188,7 +198,7 @@ class TransactionalLedger(ABC):
                note: str, tags: Mapping[str, str] | None = None, provider: str = "",
                model: str = "") -> str:
         merged = merge_claims(claims)
-        call_id = uuid.uuid4().hex
+        call_id = _new_call_id()
         record = SpendRecord(
             id=call_id, time=time, scopes=tuple(c.scope for c in merged), tags=dict(tags or {}),
             provider=provider, model=model, endpoint="", tokens={}, estimated_usd=ZERO,
@@ -271,7 +281,7 @@ class TransactionalLedger(ABC):
     def _correct(self, tx: Tx, row: CallRow, amount_usd: Decimal, settlement: Settlement,
                  note: str) -> None:
         record = replace(
-            row.record, id=uuid.uuid4().hex, time=settlement.time, tokens=dict(settlement.tokens),
+            row.record, id=_new_call_id(), time=settlement.time, tokens=dict(settlement.tokens),
             estimated_usd=ZERO, actual_usd=amount_usd,
             usage_estimated=settlement.usage_estimated, table_version=settlement.table_version,
             latency_s=settlement.latency_s,

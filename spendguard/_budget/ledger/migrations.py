@@ -182,3 +182,25 @@ def m003_call_counts(db: sqlite3.Connection) -> None:
             WHERE calls.state IN ('open', 'settled', 'recovered')
             GROUP BY 1, 2) AS counted
         WHERE totals.scope = counted.scope AND totals.period_key = counted.period_key""")
+
+
+@migration
+def m004_events_without_autoincrement(db: sqlite3.Connection) -> None:
+    # AUTOINCREMENT kept the largest event id in sqlite_sequence: one more page written by
+    # every transaction that logs an event (all of them). Events are never deleted, so a plain
+    # INTEGER PRIMARY KEY gives the same ids (one past the largest) in the same order. The
+    # table is rebuilt with its rows and ids as they were.
+    db.execute("""
+        CREATE TABLE events_rebuilt (
+            id INTEGER PRIMARY KEY,
+            call_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            time TEXT NOT NULL,
+            amount_usd TEXT NOT NULL,
+            detail TEXT
+        )""")
+    db.execute("INSERT INTO events_rebuilt (id, call_id, kind, time, amount_usd, detail) "
+               "SELECT id, call_id, kind, time, amount_usd, detail FROM events ORDER BY id")
+    db.execute("DROP TABLE events")
+    db.execute("ALTER TABLE events_rebuilt RENAME TO events")
+    db.execute("DELETE FROM sqlite_sequence WHERE name = 'events'")

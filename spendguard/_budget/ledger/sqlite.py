@@ -25,9 +25,19 @@ The settings, and why they are enough:
   whole, so smaller pages write, checksum and copy back less per call (about a sixth less
   CPU per call than 4 KiB pages; reading every call back costs about a third more).
 - A 30 s busy timeout: writers queue for the lock instead of failing.
+- Never ``synchronous=OFF`` (checkpoints would not sync, so a power cut could corrupt the
+  file) nor ``journal_mode=MEMORY``/``OFF`` (a crash mid-commit could).
 
-``mmap_size``, ``temp_store=MEMORY`` and a larger ``cache_size`` measured no faster for
-reserve + settle, so they stay at SQLite's defaults.
+``mmap_size``, ``temp_store=MEMORY``, a larger ``cache_size``, ``secure_delete`` off and a
+longer checkpoint interval measured no faster for reserve + settle, so they stay as they are.
+
+What a call costs is mostly the pages its two commits write (each page whole, with its
+checksum, two writes to the ``-wal`` file): one per b-tree a commit changes, plus the
+occasional split, about a dozen per reserve + settle. So the schema keeps them few: an index
+only where a read needs one (calls by id, by time for reports, open reservations by expiry);
+call ids that begin with their time, so a new id goes on the last page of its index, already
+in memory; an event log without ``AUTOINCREMENT``, which wrote ``sqlite_sequence`` in every
+commit.
 
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
@@ -47,11 +57,12 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from spendguard._budget.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
@@ -81,11 +92,13 @@ _INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 28
 _SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
 # The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
 # keyed by its text, so these are compiled once per connection.
-_CLOSE_CALL = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
-               "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? "
-               "WHERE id = ?")
-# The close of an open row this process remembers: the state test replaces reading it first.
-_CLOSE_OPEN_CALL = f"{_CLOSE_CALL} AND state = 'open'"
+_SET_CLOSED = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
+               "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? ")
+_CLOSE_CALL = f"{_SET_CLOSED}WHERE id = ?"
+# The close of an open row this process remembers: the state test replaces reading it first,
+# and the row is found by the rowid its insert returned, without a search of the index on ids
+# (the id test keeps it right should the rowid have changed, as a VACUUM may do).
+_CLOSE_OPEN_CALL = f"{_SET_CLOSED}WHERE rowid = ? AND id = ? AND state = 'open'"
 _INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
                  "VALUES (?, ?, ?, ?, ?)")
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
@@ -115,10 +128,10 @@ class SqliteLedger(TransactionalLedger):
         self._local = threading.local()
         self._generation = 0
         self._all: list[sqlite3.Connection] = []
-        # Reservations this instance made and has not closed: settling one reads nothing of
-        # it back; the closing UPDATE checks it is still open (another process may have
-        # recovered it, and then it is read from the file after all).
-        self._open_rows: dict[str, CallRow] = {}
+        # Reservations this instance made and has not closed, with their rowids: settling one
+        # reads nothing of it back; the closing UPDATE checks it is still open (another
+        # process may have recovered it, and then it is read from the file after all).
+        self._open_rows: dict[str, tuple[int, CallRow]] = {}
         self._all_lock = threading.Lock()
         self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
         if read_only:
@@ -153,50 +166,35 @@ class SqliteLedger(TransactionalLedger):
         raise ledger_error(self.path, "read", failure) from failure
 
     def _connection(self) -> sqlite3.Connection:
+        return self._handles()[0]
+
+    def _handles(self) -> tuple[sqlite3.Connection, sqlite3.Cursor]:
+        """This thread's connection, and the cursor its transactions run their statements on
+        (one made per connection, not one per statement as ``Connection.execute`` makes)."""
         held = getattr(self._local, "held", None)
         if held is not None and held[0] == os.getpid() and held[1] == self._generation:
-            db: sqlite3.Connection = held[2]
-            return db
+            handles: tuple[sqlite3.Connection, sqlite3.Cursor] = held[2]
+            return handles
         db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                              check_same_thread=False, uri=isinstance(self._target, str))
         if not self.read_only:
             _tune(db)
-        self._local.held = (os.getpid(), self._generation, db)
+        handles = (db, db.cursor())
+        self._local.held = (os.getpid(), self._generation, handles)
         with self._all_lock:
             self._all.append(db)
-        return db
+        return handles
 
     def _transaction(self) -> AbstractContextManager[_Tx]:
         # IMMEDIATE takes the write lock before the limits are read, so nothing another
         # process writes can come between a read and the write that depends on it. A read-only
         # ledger only reads (verify), and could not take it.
-        return self._begin("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
+        return _Transaction(self, "BEGIN" if self.read_only else "BEGIN IMMEDIATE")
 
     def _snapshot(self) -> AbstractContextManager[_Tx]:
         # A deferred transaction reads one WAL snapshot without the write lock: verifying a
         # large ledger does not stall the processes writing to it.
-        return self._begin("BEGIN")
-
-    @contextmanager
-    def _begin(self, begin: str) -> Iterator[_Tx]:
-        try:
-            # A thread's first transaction opens its connection, which can fail as an open does.
-            db = self._connection()
-        except sqlite3.Error as exc:
-            raise ledger_error(self.path, "open", exc) from exc
-        try:
-            db.execute(begin)
-        except sqlite3.Error as exc:
-            raise ledger_error(self.path, "lock", exc) from exc
-        try:
-            yield _Tx(db, self._open_rows)
-            db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _roll_back(db)
-            raise ledger_error(self.path, "write", exc) from exc
-        except BaseException:
-            _roll_back(db)
-            raise
+        return _Transaction(self, "BEGIN")
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
         try:
@@ -319,6 +317,44 @@ class _StaleOpenRow(Exception):
     """An open row remembered by this process was closed by another one (recovered)."""
 
 
+class _Transaction(AbstractContextManager["_Tx"]):
+    """One transaction on this thread's connection: committed when its block ends, rolled back
+    when it raises. A plain class rather than a ``@contextmanager`` generator: entered twice
+    per guarded call."""
+
+    __slots__ = ("_begin", "_cursor", "_db", "_ledger")
+
+    def __init__(self, ledger: SqliteLedger, begin: str) -> None:
+        self._ledger = ledger
+        self._begin = begin
+
+    def __enter__(self) -> _Tx:
+        try:
+            # A thread's first transaction opens its connection, which can fail as an open does.
+            db, cursor = self._ledger._handles()
+        except sqlite3.Error as exc:
+            raise ledger_error(self._ledger.path, "open", exc) from exc
+        try:
+            cursor.execute(self._begin)
+        except sqlite3.Error as exc:
+            raise ledger_error(self._ledger.path, "lock", exc) from exc
+        self._db, self._cursor = db, cursor
+        return _Tx(db, self._ledger._open_rows, cursor)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if kind is None:
+            try:
+                self._cursor.execute("COMMIT")
+            except sqlite3.Error as error:
+                _roll_back(self._db)
+                raise ledger_error(self._ledger.path, "write", error) from error
+            return
+        _roll_back(self._db)
+        if isinstance(exc, sqlite3.Error):
+            raise ledger_error(self._ledger.path, "write", exc) from exc
+
+
 class _Tx:
     """The storage operations of :class:`~spendguard._budget.ledger.engine.Tx` on one connection.
 
@@ -326,20 +362,25 @@ class _Tx:
     until it ends, so no other process can change them meanwhile, and the rules' later reads
     of the same row (settle's warning check, a rolling window's current step) cost nothing.
     A row read is known to exist (``stored``), so writing it back updates it in place rather
-    than replacing it (a delete and an insert in the table's b-tree).
+    than replacing it (a delete and an insert in the table's b-tree). Statements whose results
+    are read at once run on the transaction's cursor (``run``); the ones iterated lazily
+    (``all_events``) get cursors of their own.
     """
 
-    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, CallRow]) -> None:
+    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, tuple[int, CallRow]],
+                 cursor: sqlite3.Cursor | None = None) -> None:
         self.db = db
+        self.run = (db if cursor is None else cursor).execute
         self.open_rows = open_rows
         self.seen: dict[tuple[str, str], Totals] = {}
         self.stored: set[tuple[str, str]] = set()
-        self.unverified: str | None = None  # an open row from memory, its state not yet read
+        # An open row from memory, its state not yet read: its id and rowid.
+        self.unverified: tuple[str, int] | None = None
 
     def totals(self, scope: str, period_key: str) -> Totals:
         known = self.seen.get((scope, period_key))
         if known is None:
-            row = self.db.execute(_SELECT_TOTALS, (scope, period_key)).fetchone()
+            row = self.run(_SELECT_TOTALS, (scope, period_key)).fetchone()
             if row is None:
                 known = Totals()
             else:
@@ -351,9 +392,9 @@ class _Tx:
     def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals:
         # One indexed read for a rolling window's 61 steps, not 61 reads.
         marks = ", ".join("?" * len(period_keys))
-        rows = self.db.execute(f"SELECT period_key, spent_usd, reserved_usd, calls FROM totals "
-                               f"WHERE scope = ? AND period_key IN ({marks})",
-                               (scope, *period_keys)).fetchall()
+        rows = self.run(f"SELECT period_key, spent_usd, reserved_usd, calls FROM totals "
+                        f"WHERE scope = ? AND period_key IN ({marks})",
+                        (scope, *period_keys)).fetchall()
         steps = dict.fromkeys(period_keys, Totals())
         steps.update((key, Totals(Decimal(spent), Decimal(reserved), calls))
                      for key, spent, reserved, calls in rows)
@@ -365,60 +406,61 @@ class _Tx:
         key = (scope, period_key)
         self.seen[key] = totals
         if key in self.stored:
-            self.db.execute(_UPDATE_TOTALS, (str(totals.spent_usd), str(totals.reserved_usd),
-                                             totals.calls, scope, period_key))
+            self.run(_UPDATE_TOTALS, (str(totals.spent_usd), str(totals.reserved_usd),
+                                      totals.calls, scope, period_key))
             return
-        self.db.execute(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
-                                      str(totals.reserved_usd), totals.calls))
+        self.run(_PUT_TOTALS, (scope, period_key, str(totals.spent_usd),
+                               str(totals.reserved_usd), totals.calls))
         self.stored.add(key)
 
     def insert_call(self, row: CallRow) -> None:
-        self.db.execute(_INSERT_CALL, _call_to_row(row))
-        if row.state == OPEN:
-            self.open_rows[row.record.id] = row
+        rowid = self.run(_INSERT_CALL, _call_to_row(row)).lastrowid
+        if row.state == OPEN and rowid is not None:
+            self.open_rows[row.record.id] = (rowid, row)
 
     def get_call(self, call_id: str) -> CallRow | None:
         known = self.open_rows.get(call_id)
         if known is not None:
             # Taken on trust: closing it checks that it is still open (update_call).
-            self.unverified = call_id
-            return known
-        row = self.db.execute(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
+            self.unverified = (call_id, known[0])
+            return known[1]
+        row = self.run(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
         return None if row is None else _row_to_call(row)
 
     def update_call(self, row: CallRow) -> None:
         if row.state != OPEN:
             self.open_rows.pop(row.record.id, None)
         r = row.record
-        values = (row.state, str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated),
-                  r.table_version, r.latency_s, r.request_id, r.status, r.note, r.id)
-        if r.id != self.unverified:
-            self.db.execute(_CLOSE_CALL, values)
+        values = (row.state, str(r.actual_usd), _json_object(r.tokens), int(r.usage_estimated),
+                  r.table_version, r.latency_s, r.request_id, r.status, r.note)
+        unverified = self.unverified
+        if unverified is None or unverified[0] != r.id:
+            self.run(_CLOSE_CALL, (*values, r.id))
             return
         self.unverified = None
-        if self.db.execute(_CLOSE_OPEN_CALL, values).rowcount != 1:
+        if self.run(_CLOSE_OPEN_CALL, (*values, unverified[1], r.id)).rowcount != 1:
             # Another process recovered it meanwhile: nothing was written yet; start again
             # from the row in the file.
             raise _StaleOpenRow(r.id)
 
     def append_event(self, event: Event) -> None:
-        self.db.execute(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
-                                        str(event.amount_usd), event.detail))
+        self.run(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
+                                 str(event.amount_usd), event.detail))
 
     def expired_open_calls(self, now: datetime) -> list[CallRow]:
         # Asked on every reserve, and almost always none: one probe of the partial index
         # answers that before any row is read and decoded.
         cutoff = _ts(now)
-        if self.db.execute(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
+        if self.run(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
             return []
-        rows = self.db.execute(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
-                               (cutoff,)).fetchall()
+        rows = self.run(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
+                        (cutoff,)).fetchall()
         return [_row_to_call(row) for row in rows]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
-        cursor = self.db.execute("INSERT OR IGNORE INTO crossings VALUES (?, ?, ?, ?)",
-                                 (scope, period_key, _amount_key(warn_usd), _ts(time)))
+        cursor = self.run("INSERT OR IGNORE INTO crossings VALUES (?, ?, ?, ?)",
+                          (scope, period_key, _amount_key(warn_usd), _ts(time)))
         return cursor.rowcount == 1
 
     def all_events(self) -> Iterator[Event]:
@@ -457,6 +499,12 @@ def _optional_decimal(text: str | None) -> Decimal | None:
 _json = json.JSONEncoder().encode
 
 
+def _json_object(mapping: Mapping[str, Any]) -> str:
+    """A mapping (tags, token counts) as JSON; most calls have no tags, and no tokens until
+    settled, so the empty one is not encoded each time."""
+    return _json(dict(mapping)) if mapping else "{}"
+
+
 def _claims_text(claims: tuple[ScopeClaim, ...], scopes: tuple[str, ...],
                  period_keys: tuple[str, ...]) -> tuple[str, str, str]:
     """The JSON columns of a call's claims, scopes and period keys."""
@@ -479,11 +527,11 @@ def _call_to_row(row: CallRow) -> tuple[Any, ...]:
     return (
         r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
         row.owner_pid, row.owner_host, *_claims_text(row.claims, r.scopes, r.period_keys),
-        _json(dict(r.tags)), r.provider, r.model,
+        _json_object(r.tags), r.provider, r.model,
         r.endpoint, r.attempt, r.request_id, r.prompt_hash, r.prompt_text,
         r.estimated_input_tokens, r.estimated_output_tokens,
         None if r.input_exact is None else int(r.input_exact), str(r.estimated_usd),
-        str(r.actual_usd), _json(dict(r.tokens)), int(r.usage_estimated), r.table_version,
+        str(r.actual_usd), _json_object(r.tokens), int(r.usage_estimated), r.table_version,
         r.latency_s, r.status, r.note,
     )
 

@@ -14,12 +14,12 @@ import pytest
 
 import spendguard
 from spendguard._budget.budget import Budget, reserve_call
-from spendguard._budget.ledger import SpendRecord, default_ledger_path, open_ledger
+from spendguard._budget.ledger import SpendRecord, Totals, default_ledger_path, open_ledger
 from spendguard._budget.ledger import migrations as migrations_module
 from spendguard._budget.ledger.migrations import migrate
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError
-from tests.ledger_helpers import FakeClock, call_info, spend, worker
+from tests.ledger_helpers import FakeClock, call_info, settle, spend, worker
 
 D = Decimal
 
@@ -97,7 +97,8 @@ def test_migrations_build_the_schema_once_and_record_their_names(tmp_path: Path)
     assert schema["totals"] == ["scope", "period_key", "spent_usd", "reserved_usd", "calls"]
     db = sqlite3.connect(path)
     assert [name for (name,) in db.execute("SELECT name FROM _migrations")] == [
-        "m001_initial", "m002_batch_jobs", "m003_call_counts"]
+        "m001_initial", "m002_batch_jobs", "m003_call_counts",
+        "m004_events_without_autoincrement"]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
 
@@ -117,6 +118,56 @@ def test_a_new_migration_is_applied_on_open_to_an_existing_ledger(
     db = sqlite3.connect(path, isolation_level=None)
     assert migrate(db) == []
     db.close()
+
+
+def test_an_old_ledger_keeps_its_events_and_their_ids_when_upgraded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.db"
+    url = f"sqlite:///{path}"
+    with monkeypatch.context() as before:  # a file made before the events table was rebuilt
+        before.setattr(migrations_module, "MIGRATIONS", migrations_module.MIGRATIONS[:3])
+        budget = Budget("10", scope="project", ledger=SqliteLedger(path, url=url))
+        spend(budget, "1", "0.25")
+        reserve_call(budget, D("1"), call=call_info()).release("http 500")
+        budget.ledger.close()
+    db = sqlite3.connect(path)
+    old_events = db.execute("SELECT * FROM events ORDER BY id").fetchall()
+    assert "AUTOINCREMENT" in db.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()[0]
+    db.close()
+
+    upgraded = Budget("10", scope="project", ledger=SqliteLedger(path, url=url))
+    spend(upgraded, "1", "0.5")
+    db = sqlite3.connect(path)
+    events = db.execute("SELECT * FROM events ORDER BY id").fetchall()
+    schema = db.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()[0]
+    db.close()
+    assert "AUTOINCREMENT" not in schema
+    assert events[:len(old_events)] == old_events
+    assert [event[0] for event in events] == list(range(1, len(old_events) + 3))
+    assert upgraded.ledger.totals("project", "all").spent_usd == D("0.75")
+    assert upgraded.ledger.verify() == []
+
+
+def test_a_settle_closes_its_own_reservation_after_the_file_renumbered_its_rows(
+        tmp_path: Path) -> None:
+    ledger = SqliteLedger(tmp_path / "ledger.db")
+    budget = Budget("10", scope="project", ledger=ledger)
+    first = reserve_call(budget, D("1"), call=call_info())
+    second = reserve_call(budget, D("2"), call=call_info())
+    other = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None)
+    # What a VACUUM may do to a table's rowids: the two open rows trade theirs.
+    other.execute("UPDATE calls SET rowid = 1000 WHERE rowid = 1")
+    other.execute("UPDATE calls SET rowid = 1 WHERE rowid = 2")
+    other.execute("UPDATE calls SET rowid = 2 WHERE rowid = 1000")
+    other.close()
+    settle(first, "0.5")
+    assert ledger.totals("project", "all") == Totals(D("0.5"), D("2"), 2)
+    assert [(record.estimated_usd, record.actual_usd) for record in ledger.records()] == [
+        (D("1"), D("0.5"))]
+    settle(second, "1.5")
+    assert ledger.totals("project", "all") == Totals(D("2.0"), D("0"), 2)
+    assert ledger.verify() == []
 
 
 def test_a_failing_migration_leaves_the_ledger_as_it_was(tmp_path: Path,
@@ -254,3 +305,12 @@ def test_the_public_names_are_exported() -> None:
     for name in ("Budget", "tags", "open_ledger", "SpendRecord", "BudgetWarning"):
         assert name in spendguard.__all__
         assert getattr(spendguard, name) is not None
+
+
+def test_call_ids_are_32_hex_digits_that_sort_in_the_order_the_calls_were_made(
+        tmp_path: Path) -> None:
+    ledger = SqliteLedger(tmp_path / "ledger.db")
+    budget = Budget("10", scope="project", ledger=ledger)
+    ids = [spend(budget, "0.1", "0.1").id for _ in range(50)]
+    assert all(len(call_id) == 32 and int(call_id, 16) >= 0 for call_id in ids)
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
