@@ -54,6 +54,8 @@ _WIDE = Context(prec=50)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _ZERO_TEXT = str(ZERO)
+# Compact JSON, non-ASCII kept as is; one encoder for every call rather than one per call.
+_to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 Rounding = Literal["up", "down"]
 
@@ -134,7 +136,7 @@ _FIELDS = tuple(f.name for f in fields(SpendRecord))
 def record_json(record: SpendRecord, **changes: Any) -> str:
     """``record`` (with ``changes`` applied) as compact JSON text."""
     data = {name: _encode(name, changes.get(name, getattr(record, name))) for name in _FIELDS}
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _to_json(data)
 
 
 def record_from_json(text: str, **changes: Any) -> SpendRecord:
@@ -152,7 +154,7 @@ def open_record_json(call_id: str, claims: Sequence[ScopeClaim], worst: Decimal,
     Written straight from the call, without building the :class:`SpendRecord` first: this
     is on every reservation's path, and the record is read back only once the call closes.
     """
-    return json.dumps({
+    return _to_json({
         "id": call_id, "time": as_utc(time).isoformat(), "scopes": [c.scope for c in claims],
         "tags": dict(tags), "provider": call.provider, "model": call.model,
         "endpoint": call.endpoint, "tokens": {}, "estimated_usd": str(worst),
@@ -163,8 +165,7 @@ def open_record_json(call_id: str, claims: Sequence[ScopeClaim], worst: Decimal,
         "estimated_output_tokens": call.estimated_output_tokens,
         "input_exact": call.input_exact, "note": None,
         "period_keys": [c.period_key for c in claims],
-        "limits_usd": [None if c.limit_usd is None else str(c.limit_usd) for c in claims]},
-        ensure_ascii=False, separators=(",", ":"))
+        "limits_usd": [None if c.limit_usd is None else str(c.limit_usd) for c in claims]})
 
 
 def settlement_json(settlement: Settlement) -> str:
@@ -178,7 +179,7 @@ def settlement_json(settlement: Settlement) -> str:
         done["request_id"] = settlement.request_id
     if settlement.note:
         done["note"] = settlement.note
-    return json.dumps(done, ensure_ascii=False, separators=(",", ":"))
+    return _to_json(done)
 
 
 def changes_from_json(text: str) -> dict[str, Any]:
@@ -188,8 +189,7 @@ def changes_from_json(text: str) -> dict[str, Any]:
 
 def changes_json(**changes: Any) -> str:
     """Field changes of a record (what a settlement adds to it) as JSON text."""
-    return json.dumps({name: _encode(name, value) for name, value in changes.items()},
-                      ensure_ascii=False, separators=(",", ":"))
+    return _to_json({name: _encode(name, value) for name, value in changes.items()})
 
 
 # -- claims: a call's scopes as the scripts read them --------------------------------------
