@@ -26,11 +26,13 @@ Keys, all under the ledger's prefix ``P``:
   :func:`~spendguard._core.periods.warning_key`);
 - ``P meta`` (hash): ``schema``.
 
-Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles;
-see :mod:`spendguard._budget.ledger.redis.codec`. Keys are built inside the scripts from the prefix
-(``ARGV[1]``). On Redis Cluster that prefix is the ledger's hash tag (``{spendguard:}``), so
-every key a script touches is in one slot; each script declares one key, ``P totals``, only
-so that the cluster routes it to the primary holding that slot.
+Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles,
+passed as two values rather than a table; see :mod:`spendguard._budget.ledger.redis.codec`.
+A script reads and parses each totals field it touches once: a limit check and the write after
+it, or a settle and its warning check, cost one ``HGET``. Keys are built inside the scripts
+from the prefix (``ARGV[1]``). On Redis Cluster that prefix is the ledger's hash tag
+(``{spendguard:}``), so every key a script touches is in one slot; each script declares one
+key, ``P totals``, only so that the cluster routes it to the primary holding that slot.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ redis-py is imported here, when a ``redis://`` ledger is first opened, never bef
 is a ``redis.Redis`` for one server, a ``redis.cluster.RedisCluster`` for a cluster, or the
 primary a ``redis.sentinel.Sentinel`` names. Every script is sent with the ledger's ``totals``
 key as its one declared key, so a cluster routes it to the primary holding the ledger's slot.
+Scripts, one per reserve or settle, take the short way: packed here and written to the
+thread's own connection (see :meth:`RedisSession.run`); reads go through redis-py's client.
 Every failure to reach the server — refused, timed out, reset, read-only after a failover, a
 cluster that is down or moving slots — becomes
 :class:`LedgerUnavailable` naming the URL with its password masked; anything else Redis
