@@ -19,14 +19,13 @@ import logging
 import os
 import socket
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache, partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from spendguard._budget.ledger.base import (
     CallInfo,
@@ -45,10 +44,12 @@ from spendguard._budget.ledger.redis.codec import (
     crossings,
     exact,
     micros,
+    open_record_json,
     record_from_json,
     record_json,
     scaled,
     scaled_claims,
+    settlement_json,
     tidy,
 )
 from spendguard._budget.ledger.redis.fallback import LocalFallback
@@ -70,7 +71,7 @@ log = logging.getLogger("spendguard.ledger")
 
 _HOST = socket.gethostname()
 LOST_RESERVATION_NOTE = "reservation lost by Redis; recorded at settle"
-_RECOVER_BATCH = 100  # abandoned reservations charged per reservation: bounds its latency
+_RECOVER_BATCH = "100"  # abandoned reservations charged per reservation: bounds its latency
 _T = TypeVar("_T")
 
 
@@ -89,9 +90,10 @@ class RedisLedger:
         self._owed_lock = threading.Lock()
         self._settling_up = threading.Lock()
         self._last_totals: dict[str, Totals] = {}
-        # What this process reserved and has not closed, so a settle can still be recorded if
-        # Redis loses the reservation (flushed, or restarted without its data) meanwhile.
-        self._reserved: dict[str, tuple[tuple[ScopeClaim, ...], SpendRecord]] = {}
+        # What this process reserved and has not closed (its claims and record as stored), so
+        # a settle can still be recorded if Redis loses the reservation (flushed, or
+        # restarted without its data) meanwhile.
+        self._reserved: dict[str, tuple[tuple[ScopeClaim, ...], str]] = {}
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -102,11 +104,10 @@ class RedisLedger:
         if self._fallback is not None and self._session.resting():
             return self._fallback.reserve(merged, worst, call, time=time, expires_at=expires_at,
                                           tags=tags)
-        call_id = uuid.uuid4().hex
-        record = _open_record(call_id, merged, worst, call, time, tags)
-        args = [call_id, str(micros(time)), str(micros(expires_at)), worst_text,
-                merged_json, record_json(record), str(os.getpid()), _HOST,
-                str(expires_at), str(_RECOVER_BATCH)]
+        call_id = _new_id()
+        record = open_record_json(call_id, merged, worst, call, time, tags)
+        args = (call_id, str(micros(time)), str(micros(expires_at)), worst_text, merged_json,
+                record, str(os.getpid()), _HOST, str(expires_at), _RECOVER_BATCH)
         try:
             reply = self._with_redis(partial(self._session.run, "reserve", args))
         except LedgerError as exc:
@@ -129,12 +130,13 @@ class RedisLedger:
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
         actual, actual_text = scaled(settlement.actual_usd, rounding="up", field="actual_usd")
-        settlement = replace(settlement, actual_usd=actual)
+        if actual is not settlement.actual_usd:  # finer than the scale: charged rounded up
+            settlement = replace(settlement, actual_usd=actual)
         if self._fallback is not None and self._fallback.owns(reservation_id):
             self._fallback.settle(reservation_id, settlement)
             self._settle_up_quietly()
             return []
-        nonce = uuid.uuid4().hex  # makes a resent settle a no-op, and names any correction
+        nonce = _new_id()  # makes a resent settle a no-op, and names any correction
         operation = partial(self._settle, reservation_id, settlement, actual_text, nonce)
         return self._or_owe(operation, f"settlement of call {reservation_id}", [])
 
@@ -143,7 +145,7 @@ class RedisLedger:
             released = self._fallback.release(reservation_id, reason=reason, time=time)
             self._settle_up_quietly()
             return released
-        operation = partial(self._release, reservation_id, reason, time, uuid.uuid4().hex)
+        operation = partial(self._release, reservation_id, reason, time, _new_id())
         return self._or_owe(operation, f"release of call {reservation_id}", True)
 
     def adjust(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, *, time: datetime,
@@ -152,7 +154,7 @@ class RedisLedger:
         merged = scaled_claims(merge_claims(claims))
         amount, _ = scaled(amount_usd, rounding="up", field="amount_usd")
         record = SpendRecord(
-            id=uuid.uuid4().hex, time=time, scopes=tuple(c.scope for c in merged),
+            id=_new_id(), time=time, scopes=tuple(c.scope for c in merged),
             tags=dict(tags or {}), provider=provider, model=model, endpoint="", tokens={},
             estimated_usd=ZERO, actual_usd=amount, usage_estimated=False, table_version="",
             latency_s=None, request_id=None, attempt=0, status="adjustment", note=note,
@@ -226,17 +228,9 @@ class RedisLedger:
 
     def _settle(self, reservation_id: str, settlement: Settlement, actual_text: str,
                 nonce: str) -> list[Crossing]:
-        done: dict[str, Any] = {
-            "actual_usd": settlement.actual_usd, "tokens": dict(settlement.tokens),
-            "usage_estimated": settlement.usage_estimated,
-            "table_version": settlement.table_version, "latency_s": settlement.latency_s,
-            "status": settlement.status}
-        if settlement.request_id:
-            done["request_id"] = settlement.request_id
-        if settlement.note:
-            done["note"] = settlement.note
-        reply = self._session.run("settle", [reservation_id, actual_text, changes_json(**done),
-                                             str(micros(settlement.time)), nonce])
+        reply = self._session.run("settle", (reservation_id, actual_text,
+                                             settlement_json(settlement),
+                                             str(micros(settlement.time)), nonce))
         reserved = self._reserved.pop(reservation_id, None)
         if reply[0] == "missing":
             self._record_lost(reservation_id, reserved, settlement)
@@ -244,7 +238,7 @@ class RedisLedger:
         if reply[0] == "recovered":
             return self._correct(reply, settlement, nonce, "late settle after recovery")
         self._check_open(reply, reservation_id)
-        return crossings(reply[1], reply[2:]) if len(reply) > 2 else []
+        return crossings(reply[1], reply[2:]) if len(reply) > 1 else []
 
     def _release(self, reservation_id: str, reason: str, time: datetime, nonce: str) -> bool:
         reply = self._session.run("release", [reservation_id, reason, str(micros(time)), nonce])
@@ -264,14 +258,15 @@ class RedisLedger:
         return True
 
     def _record_lost(self, reservation_id: str,
-                     reserved: tuple[tuple[ScopeClaim, ...], SpendRecord] | None,
+                     reserved: tuple[tuple[ScopeClaim, ...], str] | None,
                      settlement: Settlement) -> None:
         """Redis lost a reservation while its call was in flight: the provider billed the call
         all the same, so record it as a finished call, flagged in its note, instead of
         failing the caller after the fact."""
         if reserved is None:  # never reserved by this process: a caller's mistake
             raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
-        claims, opened = reserved
+        claims, opened_json = reserved
+        opened = record_from_json(opened_json)
         record = replace(
             opened, tokens=dict(settlement.tokens), actual_usd=settlement.actual_usd,
             usage_estimated=settlement.usage_estimated, table_version=settlement.table_version,
@@ -385,18 +380,10 @@ def _prepared(claims: tuple[ScopeClaim, ...]) -> tuple[tuple[ScopeClaim, ...], s
     return merged, claims_json(merged)
 
 
-def _open_record(call_id: str, claims: Sequence[ScopeClaim], worst: Decimal, call: CallInfo,
-                 time: datetime, tags: Mapping[str, str]) -> SpendRecord:
-    return SpendRecord(
-        id=call_id, time=time, scopes=tuple(c.scope for c in claims), tags=dict(tags),
-        provider=call.provider, model=call.model, endpoint=call.endpoint, tokens={},
-        estimated_usd=worst, actual_usd=ZERO, usage_estimated=False, table_version="",
-        latency_s=None, request_id=call.request_id, attempt=call.attempt, status="open",
-        prompt_hash=call.prompt_hash, prompt_text=call.prompt_text,
-        estimated_input_tokens=call.estimated_input_tokens,
-        estimated_output_tokens=call.estimated_output_tokens, input_exact=call.input_exact,
-        period_keys=tuple(c.period_key for c in claims),
-        limits_usd=tuple(c.limit_usd for c in claims))
+def _new_id() -> str:
+    """A fresh call or settle id: 128 random bits as 32 hex digits, as ``uuid4().hex`` but
+    without building a UUID."""
+    return os.urandom(16).hex()
 
 
 def _import_args(row: CallRow) -> list[str]:

@@ -14,15 +14,16 @@ the sum of the records.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from typing import Any, Literal
 
-from spendguard._budget.ledger.base import Crossing, ScopeClaim, SpendRecord
+from spendguard._budget.ledger.base import CallInfo, Crossing, ScopeClaim, Settlement, SpendRecord
 from spendguard._core.errors import ConfigError
+from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc, warning_key
 
 __all__ = [
@@ -36,10 +37,12 @@ __all__ = [
     "exact",
     "from_micros",
     "micros",
+    "open_record_json",
     "record_from_json",
     "record_json",
     "scaled",
     "scaled_claims",
+    "settlement_json",
     "tidy",
 ]
 
@@ -50,6 +53,9 @@ _QUANTUM = Decimal(1).scaleb(-SCALE_PLACES)
 _WIDE = Context(prec=50)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+_ZERO_TEXT = str(ZERO)
+# Compact JSON, non-ASCII kept as is; one encoder for every call rather than one per call.
+_to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 Rounding = Literal["up", "down"]
 
@@ -130,7 +136,7 @@ _FIELDS = tuple(f.name for f in fields(SpendRecord))
 def record_json(record: SpendRecord, **changes: Any) -> str:
     """``record`` (with ``changes`` applied) as compact JSON text."""
     data = {name: _encode(name, changes.get(name, getattr(record, name))) for name in _FIELDS}
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _to_json(data)
 
 
 def record_from_json(text: str, **changes: Any) -> SpendRecord:
@@ -141,6 +147,41 @@ def record_from_json(text: str, **changes: Any) -> SpendRecord:
     return SpendRecord(**values)
 
 
+def open_record_json(call_id: str, claims: Sequence[ScopeClaim], worst: Decimal, call: CallInfo,
+                     time: datetime, tags: Mapping[str, str]) -> str:
+    """The record of a call just reserved, as :func:`record_json` writes it.
+
+    Written straight from the call, without building the :class:`SpendRecord` first: this
+    is on every reservation's path, and the record is read back only once the call closes.
+    """
+    return _to_json({
+        "id": call_id, "time": as_utc(time).isoformat(), "scopes": [c.scope for c in claims],
+        "tags": dict(tags), "provider": call.provider, "model": call.model,
+        "endpoint": call.endpoint, "tokens": {}, "estimated_usd": str(worst),
+        "actual_usd": _ZERO_TEXT, "usage_estimated": False, "table_version": "",
+        "latency_s": None, "request_id": call.request_id, "attempt": call.attempt,
+        "status": "open", "prompt_hash": call.prompt_hash, "prompt_text": call.prompt_text,
+        "estimated_input_tokens": call.estimated_input_tokens,
+        "estimated_output_tokens": call.estimated_output_tokens,
+        "input_exact": call.input_exact, "note": None,
+        "period_keys": [c.period_key for c in claims],
+        "limits_usd": [None if c.limit_usd is None else str(c.limit_usd) for c in claims]})
+
+
+def settlement_json(settlement: Settlement) -> str:
+    """What a settlement changes in its call's record, as :func:`changes_json` writes it."""
+    done: dict[str, Any] = {
+        "actual_usd": str(settlement.actual_usd), "tokens": dict(settlement.tokens),
+        "usage_estimated": settlement.usage_estimated,
+        "table_version": settlement.table_version, "latency_s": settlement.latency_s,
+        "status": settlement.status}
+    if settlement.request_id:
+        done["request_id"] = settlement.request_id
+    if settlement.note:
+        done["note"] = settlement.note
+    return _to_json(done)
+
+
 def changes_from_json(text: str) -> dict[str, Any]:
     """Field changes stored as JSON by :func:`changes_json`, decoded."""
     return {name: _decode(name, value) for name, value in json.loads(text).items()}
@@ -148,8 +189,7 @@ def changes_from_json(text: str) -> dict[str, Any]:
 
 def changes_json(**changes: Any) -> str:
     """Field changes of a record (what a settlement adds to it) as JSON text."""
-    return json.dumps({name: _encode(name, value) for name, value in changes.items()},
-                      ensure_ascii=False, separators=(",", ":"))
+    return _to_json({name: _encode(name, value) for name, value in changes.items()})
 
 
 # -- claims: a call's scopes as the scripts read them --------------------------------------

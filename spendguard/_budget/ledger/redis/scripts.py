@@ -26,11 +26,13 @@ Keys, all under the ledger's prefix ``P``:
   :func:`~spendguard._core.periods.warning_key`);
 - ``P meta`` (hash): ``schema``.
 
-Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles;
-see :mod:`spendguard._budget.ledger.redis.codec`. Keys are built inside the scripts from the prefix
-(``ARGV[1]``). On Redis Cluster that prefix is the ledger's hash tag (``{spendguard:}``), so
-every key a script touches is in one slot; each script declares one key, ``P totals``, only
-so that the cluster routes it to the primary holding that slot.
+Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles,
+passed as two values rather than a table; see :mod:`spendguard._budget.ledger.redis.codec`.
+A script reads and parses each totals field it touches once: a limit check and the write after
+it, or a settle and its warning check, cost one ``HGET``. Keys are built inside the scripts
+from the prefix (``ARGV[1]``). On Redis Cluster that prefix is the ledger's hash tag
+(``{spendguard:}``), so every key a script touches is in one slot; each script declares one
+key, ``P totals``, only so that the cluster routes it to the primary holding that slot.
 """
 
 from __future__ import annotations
@@ -39,47 +41,65 @@ __all__ = ["ADJUST", "IMPORT", "RECOVER", "RELEASE", "RESERVE", "SETTLE"]
 
 _COMMON = r"""
 local E = 1000000000000000
-local ZERO = {0, 0}
+local P = ARGV[1]
+local TOTALS = P .. 'totals'
+-- An amount is two numbers, whole dollars and femto-dollars (0 <= femto < E), passed as two
+-- values rather than a table: nothing to allocate.
 local function parse(s)
   local sign, whole, frac = string.match(s, '^(%-?)(%d+)%.(%d+)$')
   if not whole or #frac ~= 15 then error('spendguard: bad amount ' .. tostring(s)) end
   local d, f = tonumber(whole), tonumber(frac)
   if sign == '-' then
-    if f == 0 then return {-d, 0} end
-    return {-d - 1, E - f}
+    if f == 0 then return -d, 0 end
+    return -d - 1, E - f
   end
-  return {d, f}
+  return d, f
 end
-local function neg(a)
-  if a[2] == 0 then return {-a[1], 0} end
-  return {-a[1] - 1, E - a[2]}
+local function neg(d, f)
+  if f == 0 then return -d, 0 end
+  return -d - 1, E - f
 end
-local function add(a, b)
-  local d, f = a[1] + b[1], a[2] + b[2]
-  if f >= E then return {d + 1, f - E} end
-  return {d, f}
+local function add(ad, af, bd, bf)
+  local d, f = ad + bd, af + bf
+  if f >= E then return d + 1, f - E end
+  return d, f
 end
-local function lt(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end
-local function fmt(a)
-  if a[1] < 0 then
-    local m = neg(a)
-    return string.format('-%d.%015d', m[1], m[2])
+local function lt(ad, af, bd, bf) return ad < bd or (ad == bd and af < bf) end
+local function fmt(d, f)
+  if d < 0 then
+    d, f = neg(d, f)
+    return string.format('-%d.%015d', d, f)
   end
-  return string.format('%d.%015d', a[1], a[2])
+  return string.format('%d.%015d', d, f)
 end
-local P = ARGV[1]
 local function field(c) return c[2] .. ' ' .. c[1] end
+-- The totals fields this run has read or written, parsed once:
+-- {spent whole, spent femto, reserved whole, reserved femto, calls}.
+local cached = {}
 local function get_totals(f)
-  local v = redis.call('HGET', P .. 'totals', f)
-  if not v then return ZERO, ZERO, 0 end
-  local s, r, n = string.match(v, '^(%S+) (%S+) ?(%d*)$')
-  return parse(s), parse(r), tonumber(n) or 0
+  local t = cached[f]
+  if t then return t end
+  local v = redis.call('HGET', TOTALS, f)
+  if v then
+    local s, r, n = string.match(v, '^(%S+) (%S+) ?(%d*)$')
+    local sd, sf = parse(s)
+    local rd, rf = parse(r)
+    t = {sd, sf, rd, rf, tonumber(n) or 0}
+  else
+    t = {0, 0, 0, 0, 0}
+  end
+  cached[f] = t
+  return t
 end
-local function move(claims, spent, reserved, calls)
+local function move(claims, sd, sf, rd, rf, calls)
   for _, c in ipairs(claims) do
-    local s, r, n = get_totals(field(c))
-    redis.call('HSET', P .. 'totals', field(c), fmt(add(s, spent)) .. ' ' .. fmt(add(r, reserved))
-               .. ' ' .. string.format('%d', n + (calls or 0)))
+    local f = field(c)
+    local t = get_totals(f)
+    t[1], t[2] = add(t[1], t[2], sd, sf)
+    t[3], t[4] = add(t[3], t[4], rd, rf)
+    t[5] = t[5] + calls
+    redis.call('HSET', TOTALS, f, fmt(t[1], t[2]) .. ' ' .. fmt(t[3], t[4]) .. ' ' ..
+               string.format('%d', t[5]))
   end
 end
 local UNIT_S = {s = 1, m = 60, h = 3600, d = 86400}
@@ -93,14 +113,19 @@ end
 -- What a limit is checked against: the period's totals, or the window's last STEPS + 1 steps.
 local function window_totals(c)
   local label, secs, start = window(c)
-  if not label then return get_totals(field(c)) end
-  local s, r, n = ZERO, ZERO, 0
-  for back = 0, STEPS do
-    local a, b, m = get_totals(label .. '@' .. string.format('%d', start - back * (secs / STEPS))
-                               .. ' ' .. c[1])
-    s, r, n = add(s, a), add(r, b), n + m
+  if not label then
+    local t = get_totals(field(c))
+    return t[1], t[2], t[3], t[4], t[5]
   end
-  return s, r, n
+  local sd, sf, rd, rf, n = 0, 0, 0, 0, 0
+  for back = 0, STEPS do
+    local t = get_totals(label .. '@' .. string.format('%d', start - back * (secs / STEPS))
+                         .. ' ' .. c[1])
+    sd, sf = add(sd, sf, t[1], t[2])
+    rd, rf = add(rd, rf, t[3], t[4])
+    n = n + t[5]
+  end
+  return sd, sf, rd, rf, n
 end
 local function warning_field(c)
   local label, secs, start = window(c)
@@ -120,11 +145,12 @@ end
 local function crossings(claims, time, out)
   for i, c in ipairs(claims) do
     if c[3] ~= '' and c[4] ~= '' then
-      local s = window_totals(c)
-      if not lt(s, parse(c[4])) and
+      local sd, sf = window_totals(c)
+      local wd, wf = parse(c[4])
+      if not lt(sd, sf, wd, wf) and
           redis.call('HSETNX', P .. 'crossings', warning_field(c) .. ' ' .. c[4], time) == 1 then
         out[#out + 1] = tostring(i)
-        out[#out + 1] = fmt(s)
+        out[#out + 1] = fmt(sd, sf)
       end
     end
   end
@@ -141,8 +167,9 @@ local function recover(now, most)
         ' expired at ' .. h[6] .. ' without being settled; charged its worst case'
       redis.call('HSET', key, 'state', 'recovered', 'actual', h[2], 'note', note)
       close(id, h[7], 'recover', now, h[2], note)
-      local worst = parse(h[2])
-      move(cjson.decode(h[3]), worst, neg(worst))
+      local wd, wf = parse(h[2])
+      local nd, nf = neg(wd, wf)
+      move(cjson.decode(h[3]), wd, wf, nd, nf, 0)
     else
       redis.call('ZREM', P .. 'open', id)
     end
@@ -163,26 +190,38 @@ local key = P .. 'call:' .. id
 if redis.call('EXISTS', key) == 1 then return {'ok'} end
 recover(ARGV[3], tonumber(ARGV[11]))
 local claims = cjson.decode(ARGV[6])
-local worst = parse(ARGV[5])
-local seen, refused = {'refused'}, false
+local wd, wf = parse(ARGV[5])
+local refused = false
 for _, c in ipairs(claims) do
-  local s, r, n = window_totals(c)
-  seen[#seen + 1] = fmt(s)
-  seen[#seen + 1] = fmt(r)
-  seen[#seen + 1] = string.format('%d', n)
-  if c[3] ~= '' and lt(parse(c[3]), add(add(s, r), worst)) then refused = true end
+  local sd, sf, rd, rf, n = window_totals(c)
+  if c[3] ~= '' then
+    local ld, lf = parse(c[3])
+    local hd, hf = add(sd, sf, rd, rf)
+    if lt(ld, lf, add(hd, hf, wd, wf)) then refused = true end
+  end
   if c[5] and c[5] ~= '' and n + 1 > tonumber(c[5]) then refused = true end
 end
-if refused then return seen end
+if refused then
+  local seen = {'refused'}
+  for _, c in ipairs(claims) do
+    local sd, sf, rd, rf, n = window_totals(c)
+    seen[#seen + 1] = fmt(sd, sf)
+    seen[#seen + 1] = fmt(rd, rf)
+    seen[#seen + 1] = string.format('%d', n)
+  end
+  return seen
+end
 redis.call('HSET', key, 'state', 'open', 'worst', ARGV[5], 'claims', ARGV[6], 'rec', ARGV[7],
            'time', ARGV[3], 'pid', ARGV[8], 'host', ARGV[9], 'exp_text', ARGV[10])
 redis.call('ZADD', P .. 'open', ARGV[4], id)
 event(id, 'reserve', ARGV[3], ARGV[5], '')
-move(claims, ZERO, worst, 1)
+move(claims, 0, 0, wd, wf, 1)
 return {'ok'}
 """
 
-# A reply of {'recovered', worst, claims, rec} asks the client for a correction (ADJUST).
+# {'ok'}, or {'ok', claims, i, spent, ...} with the warning levels this settle reached (by the
+# claim's 1-based index). A reply of {'recovered', worst, claims, rec} asks the client for a
+# correction (ADJUST).
 SETTLE = _COMMON + r"""
 -- ARGV: prefix, id, actual, done, time, nonce
 local id = ARGV[2]
@@ -191,15 +230,20 @@ local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'tim
 if not h[1] then return {'missing'} end
 if h[1] == 'recovered' then return {'recovered', h[2], h[3], redis.call('HGET', key, 'rec')} end
 if h[1] ~= 'open' then
-  if h[4] == ARGV[6] then return {'ok', h[3]} end
+  if h[4] == ARGV[6] then return {'ok'} end
   return {'closed', h[1]}
 end
 redis.call('HSET', key, 'state', 'settled', 'actual', ARGV[3], 'done', ARGV[4],
            'closed_by', ARGV[6])
 close(id, h[5], 'settle', ARGV[5], ARGV[3], '')
 local claims = cjson.decode(h[3])
-move(claims, parse(ARGV[3]), neg(parse(h[2])))
-return crossings(claims, ARGV[5], {'ok', h[3]})
+local ad, af = parse(ARGV[3])
+local wd, wf = parse(h[2])
+local nd, nf = neg(wd, wf)
+move(claims, ad, af, nd, nf, 0)
+local out = crossings(claims, ARGV[5], {'ok'})
+if #out > 1 then table.insert(out, 2, h[3]) end
+return out
 """
 
 RELEASE = _COMMON + r"""
@@ -213,10 +257,12 @@ if h[1] ~= 'open' then
   if h[4] == ARGV[5] then return {'ok'} end
   return {'closed', h[1]}
 end
-redis.call('HSET', key, 'state', 'released', 'actual', fmt(ZERO), 'note', ARGV[3],
+redis.call('HSET', key, 'state', 'released', 'actual', fmt(0, 0), 'note', ARGV[3],
            'closed_by', ARGV[5])
-close(id, h[5], 'release', ARGV[4], fmt(ZERO), ARGV[3])
-move(cjson.decode(h[3]), ZERO, neg(parse(h[2])), -1)
+close(id, h[5], 'release', ARGV[4], fmt(0, 0), ARGV[3])
+local wd, wf = parse(h[2])
+local nd, nf = neg(wd, wf)
+move(cjson.decode(h[3]), 0, 0, nd, nf, -1)
 return {'ok'}
 """
 
@@ -225,12 +271,13 @@ ADJUST = _COMMON + r"""
 local id = ARGV[2]
 local key = P .. 'call:' .. id
 if redis.call('EXISTS', key) == 1 then return {'ok'} end
-redis.call('HSET', key, 'state', 'adjustment', 'worst', fmt(ZERO), 'actual', ARGV[4],
+redis.call('HSET', key, 'state', 'adjustment', 'worst', fmt(0, 0), 'actual', ARGV[4],
            'claims', ARGV[5], 'rec', ARGV[6], 'time', ARGV[3], 'note', ARGV[7])
 redis.call('ZADD', P .. 'records', ARGV[3], id)
 event(id, 'adjust', ARGV[3], ARGV[4], ARGV[7])
 local claims = cjson.decode(ARGV[5])
-move(claims, parse(ARGV[4]), ZERO)
+local ad, af = parse(ARGV[4])
+move(claims, ad, af, 0, 0, 0)
 if ARGV[8] == '1' then return crossings(claims, ARGV[3], {'ok'}) end
 return {'ok'}
 """
@@ -255,6 +302,7 @@ else
 end
 local counted = 0
 if state == 'settled' or state == 'recovered' then counted = 1 end
-move(cjson.decode(ARGV[7]), parse(ARGV[6]), ZERO, counted)
+local ad, af = parse(ARGV[6])
+move(cjson.decode(ARGV[7]), ad, af, 0, 0, counted)
 return {'ok'}
 """

@@ -4,6 +4,8 @@ redis-py is imported here, when a ``redis://`` ledger is first opened, never bef
 is a ``redis.Redis`` for one server, a ``redis.cluster.RedisCluster`` for a cluster, or the
 primary a ``redis.sentinel.Sentinel`` names. Every script is sent with the ledger's ``totals``
 key as its one declared key, so a cluster routes it to the primary holding the ledger's slot.
+Scripts, one per reserve or settle, take the short way: packed here and written to the
+thread's own connection (see :meth:`RedisSession.run`); reads go through redis-py's client.
 Every failure to reach the server — refused, timed out, reset, read-only after a failover, a
 cluster that is down or moving slots — becomes
 :class:`LedgerUnavailable` naming the URL with its password masked; anything else Redis
@@ -17,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from spendguard._budget.ledger.redis import scripts as redis_scripts
@@ -55,19 +57,76 @@ class RedisSession:
         self._route = f"{self.prefix}totals"
         self._own = threading.local()
         self._shas = {name: _sha1(source) for name, source in _SCRIPTS.items()}
+        # Each script's EVALSHA as sent, up to its own arguments: the digest, the one key
+        # (the cluster routes by it) and the prefix.
+        self._heads = {name: _packed("EVALSHA", sha, "1", self._route, self.prefix)
+                       for name, sha in self._shas.items()}
         self._schema_checked = False
         self._rest_until = 0.0
 
-    def run(self, name: str, args: list[str]) -> list[str]:
-        """Run script ``name`` with the prefix and ``args``; its reply as a list of strings.
+    def run(self, name: str, args: Sequence[str]) -> list[Any]:
+        """Run script ``name`` with the prefix and ``args``; its reply as a list.
 
-        EVALSHA sends the script's digest, not its text; a server that does not know the
-        script yet (new, restarted, or another cluster primary) is sent it once.
+        The hot path of every reserve and settle: one EVALSHA, packed here behind the
+        script's pre-encoded head (digest, key, prefix) and written straight to this thread's
+        connection, its reply read from it, without redis-py's command layers. A server that
+        does not know the script yet (new, restarted, or another cluster primary) is sent
+        its text once.
         """
-        reply = self.read(lambda client: self._evalsha(client, name, args))
-        return [str(part) for part in reply]
+        try:
+            if not self._schema_checked:
+                self._check_schema()
+            reply = self._script(name, args)
+        except self._redis.RedisError as exc:
+            raise self._failure(exc) from exc
+        self._rest_until = 0.0
+        return reply if isinstance(reply, list) else [reply]
 
-    def _evalsha(self, client: Any, name: str, args: list[str]) -> Any:
+    def _script(self, name: str, args: Sequence[str]) -> Any:
+        parts = [b"*%d\r\n" % (len(args) + 5), self._heads[name]]
+        for arg in args:
+            data = arg.encode()
+            parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        packed = b"".join(parts)
+        if self.options.topology != "cluster":
+            return self._send(self._thread_client(self.client.connection_pool), name, packed)
+        exceptions = self._redis.exceptions
+        cluster: Any = self.client
+        try:
+            node = cluster.get_node_from_key(self._route).redis_connection
+        except exceptions.RedisClusterException:
+            node = None
+        if node is not None:
+            try:
+                return self._send(self._thread_client(node.connection_pool), name, packed)
+            except (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
+                    exceptions.ClusterDownError, exceptions.ConnectionError):
+                pass  # the cluster client follows the redirection and renews its map
+        return self._evalsha(cluster, name, args)
+
+    def _send(self, client: Any, name: str, packed: bytes) -> Any:
+        """The reply to ``packed``, an EVALSHA of script ``name``, on ``client``'s connection.
+
+        As redis-py's client would: a dropped connection (a restarted server leaves stale
+        ones) is reconnected and the command sent once more at once; a timeout is not
+        retried. The scripts are idempotent, so one that ran before its reply was lost may
+        run again.
+        """
+        connection = client.connection
+        try:
+            try:
+                connection.send_packed_command((packed,), check_health=False)
+                return connection.read_response()
+            except self._redis.ConnectionError:
+                connection.disconnect()
+                connection.send_packed_command((packed,), check_health=False)
+                return connection.read_response()
+        except self._redis.exceptions.NoScriptError:
+            client.script_load(_SCRIPTS[name])
+            connection.send_packed_command((packed,), check_health=False)
+            return connection.read_response()
+
+    def _evalsha(self, client: Any, name: str, args: Sequence[str]) -> Any:
         try:
             return client.evalsha(self._shas[name], 1, self._route, self.prefix, *args)
         except self._redis.exceptions.NoScriptError:
@@ -76,30 +135,32 @@ class RedisSession:
 
     def read(self, operation: Callable[[redis.Redis], T]) -> T:
         """Run ``operation`` on the client, failures mapped to spendguard's errors."""
-        redis = self._redis
         try:
             if not self._schema_checked:
                 self._check_schema()
             result = self._operate(operation)
-        except redis.AuthenticationError as exc:
-            raise LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
-                              f"{self._clean(exc)}; check the user and password in the "
-                              f"URL") from exc
-        except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError,
-                redis.exceptions.ClusterError) as exc:
+        except self._redis.RedisError as exc:
+            raise self._failure(exc) from exc
+        self._rest_until = 0.0
+        return result
+
+    def _failure(self, exc: BaseException) -> LedgerError:
+        """The error that a redis-py failure means: unreachable, refused credentials, or other."""
+        redis = self._redis
+        if isinstance(exc, redis.AuthenticationError):
+            return LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
+                               f"{self._clean(exc)}; check the user and password in the URL")
+        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError,
+                            redis.exceptions.ClusterError)):
             self._rest()
             advice = ("" if self.options.fail_open else
                       "; spendguard fails closed and refuses calls it cannot record. Start or "
                       "fix Redis, or opt into fail-open with '?fail_open=1&local_cap_usd=N' "
                       "in the URL")
-            raise LedgerUnavailable(
+            return LedgerUnavailable(
                 f"Redis ledger {self.options.url} is unreachable ({type(exc).__name__}: "
-                f"{self._clean(exc)}){advice}", url=self.options.url) from exc
-        except redis.RedisError as exc:
-            raise LedgerError(f"Redis ledger {self.options.url} failed: "
-                              f"{self._clean(exc)}") from exc
-        self._rest_until = 0.0
-        return result
+                f"{self._clean(exc)}){advice}", url=self.options.url)
+        return LedgerError(f"Redis ledger {self.options.url} failed: {self._clean(exc)}")
 
     def _operate(self, operation: Callable[[Any], T]) -> T:
         """``operation`` on this thread's connection; on a cluster, to the ledger's primary.
@@ -166,6 +227,15 @@ class RedisSession:
         if self.options.password:
             text = text.replace(self.options.password, "***")
         return text
+
+
+def _packed(*words: str) -> bytes:
+    """``words`` as consecutive RESP bulk strings (a command's head, without its count)."""
+    out = b""
+    for word in words:
+        data = word.encode()
+        out += b"$%d\r\n%s\r\n" % (len(data), data)
+    return out
 
 
 def _sha1(source: str) -> str:
