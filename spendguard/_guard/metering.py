@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -179,14 +179,15 @@ class Attempt:
 
     def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Decimal]:
         """The entry that prices the bill, and the bill in USD (``cost(...).total``)."""
-        table = self.guard.table
-        model_price: ModelPrice | None = None
+        model_price = self.estimate.price  # the entry that priced the reservation
         if isinstance(model, str) and model and model != self.call.model and not self.routed:
-            # A snapshot we don't know (raises): the request's model prices it.
-            with suppress(SpendguardError):
+            # The snapshot that answered, when the table knows it (a membership test: a miss
+            # would build an error with close-match suggestions on every call).
+            table = self.guard.table
+            if model in table:
                 model_price = table.get(model)
         if model_price is None:
-            model_price = table.get(self.call.model)
+            model_price = self.guard.table.get(self.call.model)
         tier = usage.service_tier or self.call.service_tier
         return model_price, total_usd(model_price, usage, service_tier=billable_tier(tier))
 
@@ -425,7 +426,8 @@ class Guard:
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
         tags.update(bound_tags)
-        deployment = None if unguarded else table.get(call.model).self_hosted
+        entry = None if unguarded else estimate.price or table.get(call.model)
+        deployment = None if entry is None else entry.self_hosted
         if deployment is not None:
             # A self-hosted call's record carries the deployment's hourly cost beside its
             # allocated per-token cost, for `spendguard breakeven --from-ledger`.
@@ -459,7 +461,7 @@ class Guard:
         new_estimate = Estimate(
             estimate.model, estimate.input_tokens, low * call.choices,
             worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),
-            estimate.table_version,
+            estimate.table_version, estimate.price,
         )
         new_request, _ = _with_body(request, body)
         log.info("spendguard capped %s output at %d tokens to fit the budget", call.model, low)
