@@ -301,6 +301,7 @@ class Attempt:
 _RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
                                b"content-type"})
 _REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count"})
+_PRERESERVED = frozenset({PRERESERVED_HEADER.encode()})
 
 
 def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:
@@ -346,30 +347,23 @@ class Guard:
     def table(self) -> PriceTable:
         return self.options.prices or default_table()
 
-    def is_priced(self, request: httpx2.Request) -> bool:
-        """Whether the request needs a reservation, from its method and path alone (its body is
-        not touched: an upload streams through unread). Raises for an endpoint the guard
-        refuses; takes off a :func:`prereserved` token, which is never sent on."""
-        # A membership test first: popping a missing header raises (and catches) KeyError.
-        if PRERESERVED_HEADER in request.headers \
+    def priced_endpoint(self, request: httpx2.Request) -> Endpoint | None:
+        """The endpoint of a request that needs a reservation, from its method and path alone
+        (its body is not touched: an upload streams through unread); None for one that passes
+        unpriced. Raises for an endpoint the guard refuses; takes off a :func:`prereserved`
+        token, which is never sent on."""
+        # One pass over the raw headers (a membership test on Headers decodes every header).
+        if read_headers(request.headers, _PRERESERVED) \
                 and request.headers.pop(PRERESERVED_HEADER) in _prereserved_tokens:
-            return False
+            return None
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
-        return endpoint is not None and endpoint is not Endpoint.FREE
+        return None if endpoint is Endpoint.FREE else endpoint
 
-    def begin(self, request: httpx2.Request, body: bytes) -> tuple[httpx2.Request,
-                                                                   Attempt | None]:
-        """Reserve the worst case of a priced request, or refuse it; free requests pass."""
-        if PRERESERVED_HEADER in request.headers:
-            token = request.headers[PRERESERVED_HEADER]
-            request = _without_header(request, PRERESERVED_HEADER)  # never sent on
-            if token in _prereserved_tokens:
-                return request, None
-        endpoint = classify(self.provider, request.method, request.url.path,
-                            allow_unpriced=self.options.allow_unpriced)
-        if endpoint is None or endpoint is Endpoint.FREE:
-            return request, None
+    def begin(self, request: httpx2.Request, body: bytes,
+              endpoint: Endpoint) -> tuple[httpx2.Request, Attempt]:
+        """Reserve the worst case of a request to a priced ``endpoint`` (from
+        :meth:`priced_endpoint`), or refuse it."""
         table = self.table  # once per call: the default table is looked up under a lock
         # Once per call: every policy below and the reservation read the same budgets.
         budgets = collect_budgets(self.budget)
@@ -475,12 +469,6 @@ def _with_body(request: httpx2.Request, body: dict[str, Any]) -> tuple[httpx2.Re
                if k.lower() != "content-length"]
     return httpx2.Request(request.method, request.url, headers=headers, content=content,
                           extensions=request.extensions), content
-
-
-def _without_header(request: httpx2.Request, name: str) -> httpx2.Request:
-    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != name]
-    return httpx2.Request(request.method, request.url, headers=headers, content=request.content,
-                          extensions=request.extensions)
 
 
 def is_refusal(exc: BaseException) -> bool:

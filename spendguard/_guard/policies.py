@@ -178,6 +178,8 @@ def _any_volatile(body: Any) -> bool:
     while stack:
         value = stack.pop()
         kind = type(value)
+        if kind in _SCALARS:  # numbers, flags and nulls hold nothing volatile
+            continue
         if kind is str or isinstance(value, str):
             if has_volatile(value):  # cached per text
                 return True
@@ -186,6 +188,9 @@ def _any_volatile(body: Any) -> bool:
         elif kind is list or isinstance(value, list | tuple):
             stack.extend(value)
     return False
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def _mask(value: Any) -> Any:

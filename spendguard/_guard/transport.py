@@ -203,8 +203,9 @@ class GuardTransport(httpx2.BaseTransport):
         try:
             # The endpoint is decided from method and path alone: the body of a free request
             # (a multi-GB upload) streams through unread.
-            if tag is not None and tag.guard.is_priced(request):
-                request, attempt = tag.guard.begin(request, request.read())
+            endpoint = None if tag is None else tag.guard.priced_endpoint(request)
+            if tag is not None and endpoint is not None:
+                request, attempt = tag.guard.begin(request, request.read(), endpoint)
         except SpendguardError as exc:
             _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
             raise
@@ -242,8 +243,9 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         tag = request_tag(request)
         attempt = None
         try:
-            if tag is not None and tag.guard.is_priced(request):
-                request, attempt = tag.guard.begin(request, await request.aread())
+            endpoint = None if tag is None else tag.guard.priced_endpoint(request)
+            if tag is not None and endpoint is not None:
+                request, attempt = tag.guard.begin(request, await request.aread(), endpoint)
         except SpendguardError as exc:
             _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
             raise
