@@ -15,7 +15,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -50,7 +50,7 @@ from spendguard._guard.settling import (
 from spendguard._guard.sse import ContentDecoder, SSEDecoder
 from spendguard._guard.stream_meter import Framing, StreamMeter
 
-__all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
+__all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter", "response_headers"]
 
 log = logging.getLogger("spendguard")
 _T = TypeVar("_T")
@@ -257,10 +257,10 @@ class Attempt:
             self.settle_unreadable(exc)
             return None
 
-    def settle_body(self, status_code: int, headers: httpx2.Headers, raw: bytes, *,
+    def settle_body(self, status_code: int, found: Mapping[str, str], raw: bytes, *,
                     decoded: bool = False) -> None:
-        """Settle from a complete response body (content-encoded unless ``decoded``)."""
-        found = read_headers(headers, _RESPONSE_HEADERS)
+        """Settle from a complete response body (content-encoded unless ``decoded``);
+        ``found`` is what :func:`response_headers` read from the response."""
         self.request_id = _request_id(found)
         if status_code >= 400:
             self.release(f"http {status_code}")
@@ -287,8 +287,8 @@ class Attempt:
             return
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
 
-    def stream_meter(self, headers: httpx2.Headers) -> StreamMeter:
-        found = read_headers(headers, _RESPONSE_HEADERS)
+    def stream_meter(self, found: Mapping[str, str]) -> StreamMeter:
+        """The meter of a streamed response (``found``: its :func:`response_headers`)."""
         self.request_id = _request_id(found)
         framing: Framing = SSEDecoder()
         if found.get("content-type", "").startswith(EVENT_STREAM_TYPE):
@@ -300,8 +300,8 @@ class Attempt:
 
 _RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
                                b"content-type"})
-_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count"})
-_PRERESERVED = frozenset({PRERESERVED_HEADER.encode()})
+_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count",
+                              PRERESERVED_HEADER.encode()})
 
 
 def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:
@@ -322,7 +322,14 @@ def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, 
     return found
 
 
-def _request_id(found: dict[str, str]) -> str | None:
+def response_headers(headers: httpx2.Headers) -> dict[str, str]:
+    """What settling reads from a response's headers (request id, encoding, content type),
+    in one pass: read once per response, handed to :meth:`Attempt.settle_body` or
+    :meth:`Attempt.stream_meter`."""
+    return read_headers(headers, _RESPONSE_HEADERS)
+
+
+def _request_id(found: Mapping[str, str]) -> str | None:
     return found.get("x-request-id") or found.get("request-id")
 
 
@@ -347,30 +354,30 @@ class Guard:
     def table(self) -> PriceTable:
         return self.options.prices or default_table()
 
-    def priced_endpoint(self, request: httpx2.Request) -> Endpoint | None:
+    def admit(self, request: httpx2.Request) -> tuple[Endpoint, dict[str, str]] | None:
         """The endpoint of a request that needs a reservation, from its method and path alone
-        (its body is not touched: an upload streams through unread); None for one that passes
-        unpriced. Raises for an endpoint the guard refuses; takes off a :func:`prereserved`
-        token, which is never sent on."""
-        # One pass over the raw headers (a membership test on Headers decodes every header).
-        if read_headers(request.headers, _PRERESERVED) \
+        (its body is not touched: an upload streams through unread), with what
+        :meth:`begin` reads from its headers; None for a request that passes unpriced. Raises
+        for an endpoint the guard refuses; takes off a :func:`prereserved` token, which is
+        never sent on."""
+        found = read_headers(request.headers, _REQUEST_HEADERS)  # one pass over the headers
+        if PRERESERVED_HEADER in found \
                 and request.headers.pop(PRERESERVED_HEADER) in _prereserved_tokens:
             return None
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
-        return None if endpoint is Endpoint.FREE else endpoint
+        return None if endpoint is None or endpoint is Endpoint.FREE else (endpoint, found)
 
-    def begin(self, request: httpx2.Request, body: bytes,
-              endpoint: Endpoint) -> tuple[httpx2.Request, Attempt]:
-        """Reserve the worst case of a request to a priced ``endpoint`` (from
-        :meth:`priced_endpoint`), or refuse it."""
+    def begin(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,
+              found: Mapping[str, str]) -> tuple[httpx2.Request, Attempt]:
+        """Reserve the worst case of a request to a priced ``endpoint``, or refuse it
+        (``endpoint`` and ``found`` are what :meth:`admit` gave)."""
         table = self.table  # once per call: the default table is looked up under a lock
         # Once per call: every policy below and the reservation read the same budgets.
         budgets = collect_budgets(self.budget)
         parsed = parse_body(body)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
-        found = read_headers(request.headers, _REQUEST_HEADERS)
         rewritable = not found.get("authorization", "").startswith(_SIGV4)
         if self.options.cache_order is not None and rewritable:
             ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
