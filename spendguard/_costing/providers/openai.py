@@ -79,7 +79,8 @@ def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
         # (api-docs.deepseek.com, "Context Caching": prompt_cache_hit_tokens / _miss_tokens).
         cached = count(usage, "prompt_cache_hit_tokens", "usage")
     # Chat Completions caches with the default 30-minute retention only.
-    writes = {"30m": count(details, "cache_write_tokens", path)}
+    written = count(details, "cache_write_tokens", path)
+    writes = {"30m": written} if written else {}  # Usage drops zero buckets anyway
     uncached, writes = split_inclusive_input(prompt, cached, writes, provider=PROVIDER, path=path)
     out_details = read_table(usage, "completion_tokens_details", provider=PROVIDER, path="usage")
     return Usage(
