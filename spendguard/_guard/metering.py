@@ -277,9 +277,8 @@ class Attempt:
                 # background=True: billed later, out of our sight; count the worst case now.
                 self.settle_worst("background")
                 return
-            # str() of a StrEnum member is its value, without the enum's property lookup.
-            read_usage = usage_reader(str(self.call.provider))  # what usage_from calls
-            usage = read_usage(body, endpoint=str(self.call.endpoint))
+            # The member itself names the endpoint: the reader takes it without parsing a name.
+            usage = self.guard.read_usage(body, endpoint=self.call.endpoint)
         except Exception as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the
             # call: count the worst case and say so, but let the caller have their response.
@@ -349,6 +348,7 @@ class Guard:
         self.budget = budget
         self.options = options or GuardOptions()
         self.links = AttemptLinks()
+        self.read_usage = usage_reader(provider.value)  # what usage_from calls, found once
 
     @property
     def table(self) -> PriceTable:

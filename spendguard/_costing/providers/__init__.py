@@ -85,7 +85,13 @@ def endpoint_kind(endpoint: str | None) -> Endpoint | None:
 
 
 def to_plain(payload: object, *, provider: str) -> dict[str, Any]:
-    """A JSON-shaped dict from a dict or an SDK (pydantic) object, without mutating it."""
+    """A JSON-shaped dict from a dict or an SDK (pydantic) object, without mutating it.
+
+    A plain dict comes back as itself (the readers only read it: no copy of every response);
+    other mappings and SDK objects as a new dict.
+    """
+    if type(payload) is dict:
+        return payload
     if isinstance(payload, Mapping):
         return dict(payload)
     for method, kwargs in (("to_dict", {}), ("model_dump", {"by_alias": True})):
