@@ -17,7 +17,7 @@ from spendguard._costing.cost import worst_case_usd
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 
-__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
+__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_call_usd", "worst_cost_usd"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +62,13 @@ def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
     Input is priced at the highest rate it could land in: uncached, or written to a cache
     (cache writes cost more than plain input) when the request may write one.
     """
-    return _worst_usd(call, (table or default_table()).get(call.model), input_tokens,
-                      output_tokens)
+    return worst_call_usd(call, (table or default_table()).get(call.model), input_tokens,
+                          output_tokens)
 
 
-def _worst_usd(call: Call, model_price: ModelPrice, input_tokens: int,
-               output_tokens: int) -> Decimal:
+def worst_call_usd(call: Call, model_price: ModelPrice, input_tokens: int,
+                   output_tokens: int) -> Decimal:
+    """:func:`worst_cost_usd` with the call's price entry already looked up."""
     return worst_case_usd(model_price, input_tokens, output_tokens, cache_ttls=call.cache_ttls,
                           service_tier=call.service_tier, speed=call.speed,
                           inference_geo=call.inference_geo)
@@ -82,6 +83,6 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
                                                             "model": model_price.count_as}
     input_tokens = count_request_tokens(call.provider.value, call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
-    worst = _worst_usd(call, model_price, int(input_tokens), output_tokens)
+    worst = worst_call_usd(call, model_price, int(input_tokens), output_tokens)
     return Estimate(call.model, input_tokens, output_tokens, worst, table.version,
                     model_price)
