@@ -45,6 +45,9 @@ def reserve_observed(ledger: Ledger, claims: Sequence[ScopeClaim], amount_usd: D
                      expires_at: datetime, tags: Mapping[str, str]) -> str:
     """``ledger.reserve(...)``, except that observing scopes never refuse; returns its id."""
     observed = {budget.scope for budget in budgets if not budget.enforce}
+    if not observed:  # every scope enforces: the ledger's reservation as it is, refusal and all
+        return ledger.reserve(claims, amount_usd, call, time=time, expires_at=expires_at,
+                              tags=tags)
     over: dict[str, BudgetExceeded] = {}
     current = list(claims)
     # Each round lifts the limit of one more observing scope the call does not fit in; a
