@@ -59,8 +59,10 @@ def degrade(budget: Budget | None, call: Call, estimate: Estimate, table: PriceT
     """
     if budgets is None:
         budgets = collect_budgets(budget)
-    policy_budget = next((b for b in reversed(budgets) if b.degrade is not None), None)
-    if policy_budget is None or policy_budget.degrade is None:
+    for policy_budget in reversed(budgets):  # the innermost budget with a policy
+        if policy_budget.degrade is not None:
+            break
+    else:
         return None
     policy = policy_budget.degrade
     alternatives = policy.alternatives(call.model)

@@ -114,8 +114,8 @@ def read_table(container: Mapping[str, Any] | None, key: str, *, provider: str,
                path: str) -> Mapping[str, Any] | None:
     """A nested object of a usage payload, or None when absent."""
     value = None if container is None else container.get(key)
-    if value is None or isinstance(value, Mapping):
-        return value
+    if value is None or value.__class__ is dict or isinstance(value, Mapping):
+        return value  # a plain dict told by its class: an ABC check costs more
     raise ProviderResponseError(
         f"{provider}: usage field {path}.{key} is {value!r}, expected an object",
         provider=provider, field=f"{path}.{key}")

@@ -41,7 +41,7 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
         data = dict(data["response"])
     if "usage" in data:
         usage = data["usage"]
-        if not isinstance(usage, Mapping):
+        if usage.__class__ is not dict and not isinstance(usage, Mapping):
             raise ProviderResponseError(
                 f"openai: the response has no usage (usage is {usage!r}); for a chat stream, "
                 'send stream_options={"include_usage": true}', provider=PROVIDER, field="usage")
