@@ -158,16 +158,24 @@ def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None
     if usage.tool_requests:
         return _priced(model_price, usage, batch=batch, service_tier=service_tier).total
     names = _modifier_names(usage, batch=batch, service_tier=service_tier)
-    tier = model_price.tier_for(usage.total_input_tokens)
+    # Most entries have no long-context tier: then the input total needs no adding up.
+    tier = model_price.tier_for(usage.total_input_tokens) if model_price.tiers else None
     rates = _rate_vector(model_price, tier, names)
     total = ZERO
     with localcontext() as context:
         context.prec = 40  # as in cost(): exact for any realistic token count x rate
-        for kind, tokens in _buckets(usage, model_price):
-            rate = rates.get(kind)
-            if rate is None:
-                rate = _cached_rate(model_price, kind, tier, names)
-            total += tokens * rate / MILLION
+        # The buckets of _buckets(), in its order, priced as they are listed.
+        total += usage.input_tokens * _rate_of(rates, model_price, "input", tier, names) \
+            / MILLION
+        if usage.cache_read_tokens:
+            total += usage.cache_read_tokens * _rate_of(rates, model_price, "cache_read", tier,
+                                                        names) / MILLION
+        for ttl, n in usage.cache_write_tokens.items():
+            total += n * _rate_of(rates, model_price, f"cache_write_{ttl}", tier, names) \
+                / MILLION
+        if usage.output_tokens or model_price.output_usd_per_million is not None:
+            total += usage.output_tokens * _rate_of(rates, model_price, "output", tier, names) \
+                / MILLION
     return total
 
 
@@ -183,7 +191,7 @@ def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: in
     """
     names = _modifier_names(_NO_USAGE, batch=False, service_tier=billable_tier(service_tier),
                             speed=speed, inference_geo=inference_geo)
-    tier = model_price.tier_for(input_tokens)
+    tier = model_price.tier_for(input_tokens) if model_price.tiers else None
     rates = _rate_vector(model_price, tier, names)
     priced_output = bool(output_tokens) or model_price.output_usd_per_million is not None
     with localcontext() as context:
