@@ -94,7 +94,7 @@ class Reservation:
         crossings: list[Crossing] = []
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
-        warned = self._warned(crossings)
+        warned = self._warned(crossings) if crossings else []
         if listening():  # events cost nothing while nobody subscribes
             for scope, event in warned:  # told before "settled", which ends the call's events
                 publish(Stage.WARNED, **self._event_fields(), scope=scope,
