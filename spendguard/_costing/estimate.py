@@ -81,7 +81,8 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}
-    input_tokens = count_request_tokens(call.provider.value, call.endpoint, body)
+    # str() of a StrEnum member is its value, without the enum's property lookup.
+    input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
     worst = worst_call_usd(call, model_price, int(input_tokens), output_tokens)
     return Estimate(call.model, input_tokens, output_tokens, worst, table.version,
