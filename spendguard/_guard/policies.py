@@ -212,11 +212,14 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def _mask(value: Any) -> Any:
-    if isinstance(value, str):
+    kind = value.__class__  # exact types first: an ABC check costs more than the test
+    if kind is str or isinstance(value, str):
         return mask_volatile(value)
-    if isinstance(value, Mapping):
+    if kind in _SCALARS:
+        return value
+    if kind is dict or isinstance(value, Mapping):
         return {str(k): _mask(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if kind is list or isinstance(value, list | tuple):
         return [_mask(v) for v in value]
     return value
 
