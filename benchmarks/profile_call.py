@@ -11,7 +11,8 @@ process only and for the duration of the run (``unittest.mock.patch.object``); t
 is not changed. Phases, each the median per call over all calls (exclusive: a phase that
 contains another has it subtracted):
 
-- parse: ``classify`` + ``parse_body`` + ``route_request`` + ``build_call`` in ``Guard.begin``
+- parse: ``Guard.admit`` (headers, ``classify``) + ``parse_body`` + ``route_request`` +
+  ``build_call`` in ``Guard.begin``
 - count: ``count_request_tokens`` (the request's input tokens)
 - price: the rest of ``estimate_call`` (worst-case price) and ``Attempt._price`` (the bill)
 - reserve: ``reserve_call`` (the ledger's atomic reservation)
@@ -82,7 +83,8 @@ class Clock:
 def instrumented(clock: Clock) -> Iterator[None]:
     patches = [
         *(mock.patch.object(metering, name, clock.wrap("parse", getattr(metering, name)))
-          for name in ("classify", "parse_body", "route_request", "build_call")),
+          for name in ("parse_body", "route_request", "build_call")),
+        mock.patch.object(metering.Guard, "admit", clock.wrap("admit", metering.Guard.admit)),
         mock.patch.object(estimate_module, "count_request_tokens",
                           clock.wrap("count", estimate_module.count_request_tokens)),
         mock.patch.object(metering, "estimate_call",
@@ -104,9 +106,10 @@ def instrumented(clock: Clock) -> Iterator[None]:
 
 def exclusive(spent: dict[str, float], total_s: float) -> dict[str, float]:
     """Inclusive wrapper times → the exclusive phases of the table."""
-    parse, count, reserve = spent["parse"], spent["count"], spent["reserve"]
+    count, reserve = spent["count"], spent["reserve"]
+    parse = spent["parse"] + spent["admit"]  # admit runs before begin, the rest inside it
     price = spent["estimate"] - count + spent["price_bill"]
-    begin_other = spent["begin"] - parse - spent["estimate"] - reserve
+    begin_other = spent["begin"] - spent["parse"] - spent["estimate"] - reserve
     settle = spent["settle_all"] - spent["price_bill"]
     read_usage = spent["settle_body"] - spent["settle_all"]
     send = spent["send"]

@@ -43,7 +43,7 @@ from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._budget.scopes import collect_budgets
 from spendguard._core.periods import utc_now
 from spendguard._costing.calls import Call
-from spendguard._costing.estimate import Estimate, max_output_tokens, worst_cost_usd
+from spendguard._costing.estimate import Estimate, max_output_tokens, worst_call_usd
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.tokens import TokenCount
 
@@ -217,8 +217,9 @@ def learned_input_bound(budget: Budget | None, call: Call, estimate: Estimate,
         if 0 < expected < value else Decimal(0)
     learned = TokenCount(value, exact=False, margin=margin, expected=expected,
                          method=f"{counted.method}; learned bound ×{factor} of the static")
-    model_price = table.get(call.model)
+    # The entry that priced the static worst case prices the learned one (no second look-up).
+    model_price = estimate.price or table.get(call.model)
     output = max_output_tokens(call, model_price, value)
     tightened = replace(estimate, input_tokens=learned, output_tokens_worst=output,
-                        worst_usd=worst_cost_usd(call, value, output, table))
+                        worst_usd=worst_call_usd(call, model_price, value, output))
     return tightened, {STATIC_BOUND_TAG: str(int(counted))}

@@ -44,6 +44,12 @@ def reserve_observed(ledger: Ledger, claims: Sequence[ScopeClaim], amount_usd: D
                      call: CallInfo, budgets: Sequence[Budget], *, time: datetime,
                      expires_at: datetime, tags: Mapping[str, str]) -> str:
     """``ledger.reserve(...)``, except that observing scopes never refuse; returns its id."""
+    for budget in budgets:
+        if not budget.enforce:
+            break
+    else:  # every scope enforces: the ledger's reservation as it is, refusal and all
+        return ledger.reserve(claims, amount_usd, call, time=time, expires_at=expires_at,
+                              tags=tags)
     observed = {budget.scope for budget in budgets if not budget.enforce}
     over: dict[str, BudgetExceeded] = {}
     current = list(claims)

@@ -94,7 +94,7 @@ class Reservation:
         crossings: list[Crossing] = []
         for ledger, reservation_id in self._held:
             crossings.extend(ledger.settle(reservation_id, settlement))
-        warned = self._warned(crossings)
+        warned = self._warned(crossings) if crossings else []
         if listening():  # events cost nothing while nobody subscribes
             for scope, event in warned:  # told before "settled", which ends the call's events
                 publish(Stage.WARNED, **self._event_fields(), scope=scope,
@@ -243,6 +243,8 @@ def _call_fields(call: CallInfo, budgets: tuple[Budget, ...], *, worst_usd: Deci
 def _check_tokens(tokens: Mapping[str, int]) -> dict[str, int]:
     counts = dict(tokens)
     for kind, count in counts.items():
+        if kind.__class__ is str and count.__class__ is int and count >= 0:
+            continue  # the usual case: exact types, no isinstance chain
         if not isinstance(kind, str) or isinstance(count, bool) or not isinstance(count, int) \
                 or count < 0:
             raise ConfigError(f"tokens: {kind!r}={count!r} is not a non-negative token count")

@@ -134,6 +134,9 @@ class Runaways:
         self._scopes: dict[str, _ScopeState] = {}
 
     def _state(self, scope: str) -> _ScopeState:
+        state = self._scopes.get(scope)  # a dict read is atomic: the lock only to add one
+        if state is not None:
+            return state
         with self._lock:
             state = self._scopes.get(scope)
             if state is None:
@@ -204,9 +207,10 @@ class Runaways:
                 state.shapes.popitem(last=False)
         else:
             state.shapes.move_to_end(shape)
-        horizon = now - timedelta(seconds=rules.repeat_window_s)
-        while window and window[0] <= horizon:
-            window.popleft()
+        if window:  # a request not seen before (most of them) has nothing to expire
+            horizon = now - timedelta(seconds=rules.repeat_window_s)
+            while window and window[0] <= horizon:
+                window.popleft()
         if len(window) >= rules.max_repeats:
             window.clear()
             if rules.action == "warn":  # this one is sent: it starts the next count

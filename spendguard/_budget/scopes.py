@@ -54,8 +54,11 @@ def collect_budgets(client_budget: Budget | None) -> tuple[Budget, ...]:
 
     Each appears once, ancestors before descendants.
     """
+    active = _active.get()
+    if not active and client_budget is not None and client_budget.parent is None:
+        return (client_budget,)  # the usual call: the client's own budget, nothing entered
     found: dict[int, Budget] = {}
-    for budget in (*_active.get(), client_budget):
+    for budget in (*active, client_budget):
         if budget is not None:
             for ancestor in budget.lineage():
                 found.setdefault(id(ancestor), ancestor)

@@ -87,7 +87,10 @@ def end_user_of(provider: str, body: Mapping[str, Any]) -> str | None:
 def with_templates(budgets: tuple[Budget, ...], call: CallInfo,
                    tags: Mapping[str, str]) -> tuple[Budget, ...]:
     """``budgets`` and, after each, the children its templates make for this call."""
-    if not any([budget.templates for budget in budgets]):  # a list: no generator resumed
+    for budget in budgets:  # a plain loop: no generator resumed, no list built per call
+        if budget.templates:
+            break
+    else:
         return budgets
     out: list[Budget] = []
     for budget in budgets:

@@ -145,6 +145,16 @@ def mask_volatile(text: str) -> str:
     (``"checked at <timestamp>"``): equal for texts that differ only in such values."""
     if not text or not has_volatile(text):
         return text
+    if not text.isascii():
+        for kind, pattern in _PATTERNS:
+            text = pattern.sub(f"<{kind}>", text)
+        return text
+    # Only the patterns whose necessary part is in the text run (as in has_volatile). Exact:
+    # a replacement ("<kind>") adds no digit, hex run, "_" or "-", so a pattern that cannot
+    # match the text cannot match it after the replacements before it either.
+    raw = text.encode("ascii")
+    digits, hexes = raw.translate(_DIGITS), raw.translate(_HEX)
     for kind, pattern in _PATTERNS:
-        text = pattern.sub(f"<{kind}>", text)
+        if _NEEDS[kind](text, digits, hexes):
+            text = pattern.sub(f"<{kind}>", text)
     return text

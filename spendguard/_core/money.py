@@ -28,14 +28,16 @@ def parse_usd(value: object, *, field: str, allow_zero: bool = True,
 
     Floats are refused because ``0.1`` is not 0.1: pass ``Decimal("0.1")``, ``"0.1"`` or an int.
     """
-    if isinstance(value, bool):
+    if type(value) is Decimal:  # the usual case (every guarded call): no isinstance chain
+        amount = value
+    elif isinstance(value, bool):
         raise ConfigError(f"{field}: expected an amount in USD, got a bool ({value!r})")
-    if isinstance(value, float):
+    elif isinstance(value, float):
         raise ConfigError(
             f"{field}: floats are not accepted for money ({value!r} is not exact); "
             f"pass a string or Decimal instead, e.g. {field}=\"{value}\""
         )
-    if isinstance(value, Decimal):
+    elif isinstance(value, Decimal):
         amount = value
     elif isinstance(value, int):
         amount = Decimal(value)

@@ -31,7 +31,8 @@ from spendguard._costing.prices import (
 )
 from spendguard._costing.usage import Usage, usage_from
 
-__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "billable_tier", "cost", "total_usd"]
+__all__ = ["STANDARD_TIERS", "Cost", "CostLine", "billable_tier", "cost", "total_usd",
+           "worst_case_usd"]
 
 STANDARD_TIERS = frozenset({"default", "auto", "standard", "standard_only"})
 """Service-tier names that mean Standard pricing (no modifier): OpenAI's requested "auto" and
@@ -157,17 +158,71 @@ def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None
     if usage.tool_requests:
         return _priced(model_price, usage, batch=batch, service_tier=service_tier).total
     names = _modifier_names(usage, batch=batch, service_tier=service_tier)
-    tier = model_price.tier_for(usage.total_input_tokens)
+    # Most entries have no long-context tier: then the input total needs no adding up.
+    tier = model_price.tier_for(usage.total_input_tokens) if model_price.tiers else None
     rates = _rate_vector(model_price, tier, names)
     total = ZERO
     with localcontext() as context:
         context.prec = 40  # as in cost(): exact for any realistic token count x rate
-        for kind, tokens in _buckets(usage, model_price):
-            rate = rates.get(kind)
-            if rate is None:
-                rate = _cached_rate(model_price, kind, tier, names)
-            total += tokens * rate / MILLION
+        # The buckets of _buckets(), in its order, priced as they are listed.
+        total += usage.input_tokens * _rate_of(rates, model_price, "input", tier, names) \
+            / MILLION
+        if usage.cache_read_tokens:
+            total += usage.cache_read_tokens * _rate_of(rates, model_price, "cache_read", tier,
+                                                        names) / MILLION
+        for ttl, n in usage.cache_write_tokens.items():
+            total += n * _rate_of(rates, model_price, f"cache_write_{ttl}", tier, names) \
+                / MILLION
+        if usage.output_tokens or model_price.output_usd_per_million is not None:
+            total += usage.output_tokens * _rate_of(rates, model_price, "output", tier, names) \
+                / MILLION
     return total
+
+
+def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: int, *,
+                   cache_ttls: tuple[str, ...] = (), service_tier: str | None = None,
+                   speed: str | None = None, inference_geo: str | None = None) -> Decimal:
+    """The dearest way these tokens can be billed: the input uncached, or written to the cache
+    at one of ``cache_ttls`` (cache writes cost more than plain input), the output as output.
+
+    The same amount as the greatest :func:`total_usd` over one ``Usage`` per place the input
+    may land (the same rates, order and precision, the first of equal amounts kept), without
+    building those records: the guard prices every call's worst case before sending it.
+    """
+    names = _modifier_names(_NO_USAGE, batch=False, service_tier=billable_tier(service_tier),
+                            speed=speed, inference_geo=inference_geo)
+    tier = model_price.tier_for(input_tokens) if model_price.tiers else None
+    rates = _rate_vector(model_price, tier, names)
+    priced_output = bool(output_tokens) or model_price.output_usd_per_million is not None
+    with localcontext() as context:
+        context.prec = 40  # as in cost(): exact for any realistic token count x rate
+        # Input uncached: what total_usd adds for Usage(input_tokens=..., output_tokens=...).
+        worst = ZERO + input_tokens * _rate_of(rates, model_price, "input", tier, names) \
+            / MILLION
+        output_usd = (output_tokens * _rate_of(rates, model_price, "output", tier, names)
+                      / MILLION) if priced_output else None
+        if output_usd is not None:
+            worst += output_usd
+        if input_tokens:  # a zero write leaves the cache-write record equal to the first
+            for ttl in cache_ttls:
+                if ttl not in model_price.cache_write_usd_per_million:
+                    continue
+                # Usage(cache_write_tokens={ttl: input_tokens}, output_tokens=...): its
+                # buckets are an empty input, the write, then the output.
+                written = ZERO + 0 * _rate_of(rates, model_price, "input", tier, names) \
+                    / MILLION
+                written += input_tokens * _rate_of(rates, model_price, f"cache_write_{ttl}",
+                                                   tier, names) / MILLION
+                if output_usd is not None:
+                    written += output_usd
+                worst = max(worst, written)  # the first of equal amounts, as max() keeps
+    return worst
+
+
+def _rate_of(rates: dict[str, Decimal], model_price: ModelPrice, kind: str,
+             tier: LongContextTier | None, names: tuple[str, ...]) -> Decimal:
+    rate = rates.get(kind)
+    return _cached_rate(model_price, kind, tier, names) if rate is None else rate
 
 
 # A rate depends only on the entry, the tier, the modifiers and the kind, and a guarded call
@@ -203,18 +258,26 @@ def _cached_rate(model_price: ModelPrice, kind: str, tier: LongContextTier | Non
     return rate
 
 
-def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None) -> tuple[str, ...]:
+def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None,
+                    speed: str | None = None, inference_geo: str | None = None,
+                    ) -> tuple[str, ...]:
+    """The modifiers that price ``usage`` (its labels, or the given ones where it has none)."""
     tier = billable_tier(usage.service_tier if usage.service_tier is not None else service_tier)
+    speed = usage.speed if usage.speed is not None else speed
+    geo = usage.inference_geo if usage.inference_geo is not None else inference_geo
     names = []
     if batch or tier == "batch":
         names.append("batch")
     if tier is not None and tier != "batch":
         names.append(tier)
-    if usage.speed not in (None, "standard"):
-        names.append(f"speed_{usage.speed}")
-    if usage.inference_geo not in (None, "global"):
-        names.append(f"inference_geo_{usage.inference_geo}")
+    if speed not in (None, "standard"):
+        names.append(f"speed_{speed}")
+    if geo not in (None, "global"):
+        names.append(f"inference_geo_{geo}")
     return tuple(names)
+
+
+_NO_USAGE = Usage()  # no labels of its own: _modifier_names then reads the given ones
 
 
 def _buckets(usage: Usage, model_price: ModelPrice) -> list[tuple[str, int]]:

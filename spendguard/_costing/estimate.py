@@ -8,17 +8,16 @@ budget reserves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
-from spendguard._costing.cost import billable_tier, total_usd
+from spendguard._costing.cost import worst_case_usd
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
 from spendguard._costing.tokens import TokenCount, count_request_tokens
-from spendguard._costing.usage import Usage
 
-__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
+__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_call_usd", "worst_cost_usd"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +29,8 @@ class Estimate:
     output_tokens_worst: int
     worst_usd: Decimal
     table_version: str
+    price: ModelPrice | None = field(default=None, compare=False, repr=False)
+    """The entry that priced it (the guard prices the bill with it too), when known."""
 
     @property
     def exact_input(self) -> bool:
@@ -61,21 +62,16 @@ def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
     Input is priced at the highest rate it could land in: uncached, or written to a cache
     (cache writes cost more than plain input) when the request may write one.
     """
-    return _worst_usd(call, (table or default_table()).get(call.model), input_tokens,
-                      output_tokens)
+    return worst_call_usd(call, (table or default_table()).get(call.model), input_tokens,
+                          output_tokens)
 
 
-def _worst_usd(call: Call, model_price: ModelPrice, input_tokens: int,
-               output_tokens: int) -> Decimal:
-    candidates = [Usage(input_tokens=input_tokens, output_tokens=output_tokens,
-                        speed=call.speed, inference_geo=call.inference_geo)]
-    for ttl in call.cache_ttls:
-        if ttl in model_price.cache_write_usd_per_million:
-            candidates.append(Usage(cache_write_tokens={ttl: input_tokens},
-                                    output_tokens=output_tokens, speed=call.speed,
-                                    inference_geo=call.inference_geo))
-    tier = billable_tier(call.service_tier)
-    return max(total_usd(model_price, usage, service_tier=tier) for usage in candidates)
+def worst_call_usd(call: Call, model_price: ModelPrice, input_tokens: int,
+                   output_tokens: int) -> Decimal:
+    """:func:`worst_cost_usd` with the call's price entry already looked up."""
+    return worst_case_usd(model_price, input_tokens, output_tokens, cache_ttls=call.cache_ttls,
+                          service_tier=call.service_tier, speed=call.speed,
+                          inference_geo=call.inference_geo)
 
 
 def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
@@ -85,7 +81,9 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}
-    input_tokens = count_request_tokens(call.provider.value, call.endpoint, body)
+    # str() of a StrEnum member is its value, without the enum's property lookup.
+    input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
-    worst = _worst_usd(call, model_price, int(input_tokens), output_tokens)
-    return Estimate(call.model, input_tokens, output_tokens, worst, table.version)
+    worst = worst_call_usd(call, model_price, int(input_tokens), output_tokens)
+    return Estimate(call.model, input_tokens, output_tokens, worst, table.version,
+                    model_price)

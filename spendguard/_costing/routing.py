@@ -61,12 +61,13 @@ class Route:
 def route_request(provider: Provider, platform: str | None, url: httpx2.URL,
                   body: Mapping[str, Any], table: PriceTable) -> Route | None:
     """The route of a priced request, or None when its body's ``model`` is the price id."""
-    path = unquote(url.path.rstrip("/"))
+    url_path = url.path  # a property that decodes the path: read once
     if provider is Provider.ANTHROPIC:
-        return _anthropic_platform(path, table)
+        return _anthropic_platform(unquote(url_path.rstrip("/")), table)
     if platform in (AZURE, AZURE_PRICE_AFTER):
-        return _azure(path, body, table, price_after=platform == AZURE_PRICE_AFTER)
-    host = table.host_for(f"{url.scheme}://{url.netloc.decode('ascii')}{url.path}")
+        return _azure(unquote(url_path.rstrip("/")), body, table,
+                      price_after=platform == AZURE_PRICE_AFTER)
+    host = table.host_for(f"{url.scheme}://{url.netloc.decode('ascii')}{url_path}")
     if host is None:
         return None
     model = body.get("model")

@@ -15,8 +15,8 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -50,7 +50,7 @@ from spendguard._guard.settling import (
 from spendguard._guard.sse import ContentDecoder, SSEDecoder
 from spendguard._guard.stream_meter import Framing, StreamMeter
 
-__all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter"]
+__all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter", "response_headers"]
 
 log = logging.getLogger("spendguard")
 _T = TypeVar("_T")
@@ -179,14 +179,15 @@ class Attempt:
 
     def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Decimal]:
         """The entry that prices the bill, and the bill in USD (``cost(...).total``)."""
-        table = self.guard.table
-        model_price: ModelPrice | None = None
+        model_price = self.estimate.price  # the entry that priced the reservation
         if isinstance(model, str) and model and model != self.call.model and not self.routed:
-            # A snapshot we don't know (raises): the request's model prices it.
-            with suppress(SpendguardError):
+            # The snapshot that answered, when the table knows it (a membership test: a miss
+            # would build an error with close-match suggestions on every call).
+            table = self.guard.table
+            if model in table:
                 model_price = table.get(model)
         if model_price is None:
-            model_price = table.get(self.call.model)
+            model_price = self.guard.table.get(self.call.model)
         tier = usage.service_tier or self.call.service_tier
         return model_price, total_usd(model_price, usage, service_tier=billable_tier(tier))
 
@@ -256,10 +257,10 @@ class Attempt:
             self.settle_unreadable(exc)
             return None
 
-    def settle_body(self, status_code: int, headers: httpx2.Headers, raw: bytes, *,
+    def settle_body(self, status_code: int, found: Mapping[str, str], raw: bytes, *,
                     decoded: bool = False) -> None:
-        """Settle from a complete response body (content-encoded unless ``decoded``)."""
-        found = read_headers(headers, _RESPONSE_HEADERS)
+        """Settle from a complete response body (content-encoded unless ``decoded``);
+        ``found`` is what :func:`response_headers` read from the response."""
         self.request_id = _request_id(found)
         if status_code >= 400:
             self.release(f"http {status_code}")
@@ -276,9 +277,8 @@ class Attempt:
                 # background=True: billed later, out of our sight; count the worst case now.
                 self.settle_worst("background")
                 return
-            # str() of a StrEnum member is its value, without the enum's property lookup.
-            read_usage = usage_reader(str(self.call.provider))  # what usage_from calls
-            usage = read_usage(body, endpoint=str(self.call.endpoint))
+            # The member itself names the endpoint: the reader takes it without parsing a name.
+            usage = self.guard.read_usage(body, endpoint=self.call.endpoint)
         except Exception as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the
             # call: count the worst case and say so, but let the caller have their response.
@@ -286,8 +286,8 @@ class Attempt:
             return
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
 
-    def stream_meter(self, headers: httpx2.Headers) -> StreamMeter:
-        found = read_headers(headers, _RESPONSE_HEADERS)
+    def stream_meter(self, found: Mapping[str, str]) -> StreamMeter:
+        """The meter of a streamed response (``found``: its :func:`response_headers`)."""
         self.request_id = _request_id(found)
         framing: Framing = SSEDecoder()
         if found.get("content-type", "").startswith(EVENT_STREAM_TYPE):
@@ -299,7 +299,8 @@ class Attempt:
 
 _RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
                                b"content-type"})
-_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count"})
+_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count",
+                              PRERESERVED_HEADER.encode()})
 
 
 def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:
@@ -320,7 +321,14 @@ def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, 
     return found
 
 
-def _request_id(found: dict[str, str]) -> str | None:
+def response_headers(headers: httpx2.Headers) -> dict[str, str]:
+    """What settling reads from a response's headers (request id, encoding, content type),
+    in one pass: read once per response, handed to :meth:`Attempt.settle_body` or
+    :meth:`Attempt.stream_meter`."""
+    return read_headers(headers, _RESPONSE_HEADERS)
+
+
+def _request_id(found: Mapping[str, str]) -> str | None:
     return found.get("x-request-id") or found.get("request-id")
 
 
@@ -340,42 +348,36 @@ class Guard:
         self.budget = budget
         self.options = options or GuardOptions()
         self.links = AttemptLinks()
+        self.read_usage = usage_reader(provider.value)  # what usage_from calls, found once
 
     @property
     def table(self) -> PriceTable:
         return self.options.prices or default_table()
 
-    def is_priced(self, request: httpx2.Request) -> bool:
-        """Whether the request needs a reservation, from its method and path alone (its body is
-        not touched: an upload streams through unread). Raises for an endpoint the guard
-        refuses; takes off a :func:`prereserved` token, which is never sent on."""
-        # A membership test first: popping a missing header raises (and catches) KeyError.
-        if PRERESERVED_HEADER in request.headers \
+    def admit(self, request: httpx2.Request) -> tuple[Endpoint, dict[str, str]] | None:
+        """The endpoint of a request that needs a reservation, from its method and path alone
+        (its body is not touched: an upload streams through unread), with what
+        :meth:`begin` reads from its headers; None for a request that passes unpriced. Raises
+        for an endpoint the guard refuses; takes off a :func:`prereserved` token, which is
+        never sent on."""
+        found = read_headers(request.headers, _REQUEST_HEADERS)  # one pass over the headers
+        if PRERESERVED_HEADER in found \
                 and request.headers.pop(PRERESERVED_HEADER) in _prereserved_tokens:
-            return False
+            return None
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
-        return endpoint is not None and endpoint is not Endpoint.FREE
+        return None if endpoint is None or endpoint is Endpoint.FREE else (endpoint, found)
 
-    def begin(self, request: httpx2.Request, body: bytes) -> tuple[httpx2.Request,
-                                                                   Attempt | None]:
-        """Reserve the worst case of a priced request, or refuse it; free requests pass."""
-        if PRERESERVED_HEADER in request.headers:
-            token = request.headers[PRERESERVED_HEADER]
-            request = _without_header(request, PRERESERVED_HEADER)  # never sent on
-            if token in _prereserved_tokens:
-                return request, None
-        endpoint = classify(self.provider, request.method, request.url.path,
-                            allow_unpriced=self.options.allow_unpriced)
-        if endpoint is None or endpoint is Endpoint.FREE:
-            return request, None
+    def begin(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,
+              found: Mapping[str, str]) -> tuple[httpx2.Request, Attempt]:
+        """Reserve the worst case of a request to a priced ``endpoint``, or refuse it
+        (``endpoint`` and ``found`` are what :meth:`admit` gave)."""
         table = self.table  # once per call: the default table is looked up under a lock
         # Once per call: every policy below and the reservation read the same budgets.
         budgets = collect_budgets(self.budget)
         parsed = parse_body(body)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
-        found = read_headers(request.headers, _REQUEST_HEADERS)
         rewritable = not found.get("authorization", "").startswith(_SIGV4)
         if self.options.cache_order is not None and rewritable:
             ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
@@ -425,7 +427,8 @@ class Guard:
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
         tags.update(bound_tags)
-        deployment = None if unguarded else table.get(call.model).self_hosted
+        entry = None if unguarded else estimate.price or table.get(call.model)
+        deployment = None if entry is None else entry.self_hosted
         if deployment is not None:
             # A self-hosted call's record carries the deployment's hourly cost beside its
             # allocated per-token cost, for `spendguard breakeven --from-ledger`.
@@ -459,7 +462,7 @@ class Guard:
         new_estimate = Estimate(
             estimate.model, estimate.input_tokens, low * call.choices,
             worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),
-            estimate.table_version,
+            estimate.table_version, estimate.price,
         )
         new_request, _ = _with_body(request, body)
         log.info("spendguard capped %s output at %d tokens to fit the budget", call.model, low)
@@ -473,12 +476,6 @@ def _with_body(request: httpx2.Request, body: dict[str, Any]) -> tuple[httpx2.Re
                if k.lower() != "content-length"]
     return httpx2.Request(request.method, request.url, headers=headers, content=content,
                           extensions=request.extensions), content
-
-
-def _without_header(request: httpx2.Request, name: str) -> httpx2.Request:
-    headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() != name]
-    return httpx2.Request(request.method, request.url, headers=headers, content=request.content,
-                          extensions=request.extensions)
 
 
 def is_refusal(exc: BaseException) -> bool:

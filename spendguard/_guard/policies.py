@@ -59,8 +59,10 @@ def degrade(budget: Budget | None, call: Call, estimate: Estimate, table: PriceT
     """
     if budgets is None:
         budgets = collect_budgets(budget)
-    policy_budget = next((b for b in reversed(budgets) if b.degrade is not None), None)
-    if policy_budget is None or policy_budget.degrade is None:
+    for policy_budget in reversed(budgets):  # the innermost budget with a policy
+        if policy_budget.degrade is not None:
+            break
+    else:
         return None
     policy = policy_budget.degrade
     alternatives = policy.alternatives(call.model)
@@ -96,11 +98,13 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash
     if budgets is None:
         budgets = collect_budgets(budget)
     # Rules belong to budgets: a call charged to no budget has no scope to protect.
-    checks = [(b, b.runaway) for b in budgets if b.runaway is not None]
-    if not checks:
-        return
-    shape = request_shape(call.body, body_hash)
-    for scoped, rules in checks:
+    shape = None  # worked out for the first scope with rules: none without any
+    for scoped in budgets:
+        rules = scoped.runaway
+        if rules is None:
+            continue
+        if shape is None:
+            shape = request_shape(call.body, body_hash)
         now = scoped.now()
         # The ledger reader only for a velocity rule, the one rule that reads spend.
         spend_since = None if rules.max_usd_per_minute is None else _spend_since(scoped)
@@ -172,28 +176,50 @@ def request_shape(body: Mapping[str, Any], body_hash: str) -> str:
 
 
 def _any_volatile(body: Any) -> bool:
-    # A loop over a stack, plain dicts tested first (an ABC check costs more than the test):
-    # every guarded call walks its whole body here.
+    # Every guarded call walks its whole body here, so the walk makes as few calls as it can:
+    # the children of a dict or list are looked at in place, by exact type (an attribute read,
+    # not a call); only containers (and the rare subclass or other mapping) go on the stack.
     stack = [body]
+    push = stack.append
     while stack:
         value = stack.pop()
-        kind = type(value)
-        if kind is str or isinstance(value, str):
+        kind = value.__class__
+        if kind is dict:
+            children: Any = value.values()
+        elif kind is list or kind is tuple:
+            children = value
+        elif isinstance(value, str):
             if has_volatile(value):  # cached per text
                 return True
-        elif kind is dict or isinstance(value, Mapping):
-            stack.extend(value.values())
-        elif kind is list or isinstance(value, list | tuple):
-            stack.extend(value)
+            continue
+        elif isinstance(value, Mapping):
+            children = value.values()
+        elif isinstance(value, list | tuple):
+            children = value
+        else:
+            continue  # numbers, flags, nulls and other objects hold nothing volatile
+        for child in children:
+            child_kind = child.__class__
+            if child_kind is str:
+                if has_volatile(child):
+                    return True
+            elif child_kind not in _SCALARS:
+                push(child)
     return False
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def _mask(value: Any) -> Any:
-    if isinstance(value, str):
+    kind = value.__class__  # exact types first: an ABC check costs more than the test
+    if kind is str or isinstance(value, str):
         return mask_volatile(value)
-    if isinstance(value, Mapping):
+    if kind in _SCALARS:
+        return value
+    if kind is dict or isinstance(value, Mapping):
         return {str(k): _mask(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if kind is list or isinstance(value, list | tuple):
         return [_mask(v) for v in value]
     return value
 

@@ -97,8 +97,14 @@ def overrun_note(usage: Usage, actual_usd: Decimal, worst_usd: Decimal,
         return (f"reported usage costs {actual_usd} USD, above the reserved worst case "
                 f"{worst_usd} USD")
     window = model_price.context_window
+    if window is None:
+        return None
     most_output = model_price.max_output_tokens or 0
-    if window is not None and usage.total_tokens > (window + most_output) * max(choices, 1):
+    # usage.total_tokens, added up here: every settled call asks, and the properties nest.
+    total = usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
+    if usage.cache_write_tokens:
+        total += sum(usage.cache_write_tokens.values())
+    if total > (window + most_output) * max(choices, 1):
         return (f"reported usage of {usage.total_tokens} tokens is above the model's context "
                 f"window {window} plus its maximum output {most_output}")
     return None

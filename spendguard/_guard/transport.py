@@ -14,7 +14,7 @@ a plain SDK client sharing the httpx client — pass through uncharged.
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ import httpx2
 
 from spendguard._core.errors import SpendguardError
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE
-from spendguard._guard.metering import Attempt, Guard, StreamMeter, read_headers
+from spendguard._guard.metering import Attempt, Guard, StreamMeter, response_headers
 from spendguard._guard.settling import describe
 
 __all__ = ["AsyncGuardTransport", "ClientGuard", "GuardTransport", "client_guard", "install",
@@ -61,13 +61,9 @@ _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout,
              httpx2.UnsupportedProtocol, httpx2.ProxyError)
 
 
-def _is_event_stream(response: httpx2.Response) -> bool:
+def _is_event_stream(found: Mapping[str, str]) -> bool:
     # Bedrock streams AWS event-stream frames; everything else streams SSE.
-    content_type = read_headers(response.headers, _CONTENT_TYPE).get("content-type", "")
-    return content_type.startswith(("text/event-stream", EVENT_STREAM_TYPE))
-
-
-_CONTENT_TYPE = frozenset({b"content-type"})
+    return found.get("content-type", "").startswith(("text/event-stream", EVENT_STREAM_TYPE))
 
 
 def _response(inner: httpx2.Response, stream: httpx2.SyncByteStream | httpx2.AsyncByteStream,
@@ -84,12 +80,13 @@ def _on_transport_error(attempt: Attempt, exc: BaseException) -> None:
         attempt.settle_worst("error", note=f"request failed after sending: {describe(exc)}")
 
 
-def _metered(attempt: Attempt, response: httpx2.Response, *,
+def _metered(attempt: Attempt, response: httpx2.Response, found: Mapping[str, str], *,
              is_async: bool) -> httpx2.Response | None:
     """The response to hand back when it is a stream or was already read; None when its raw
-    body is still to be read (and settled) by the caller of this function."""
-    if _is_event_stream(response) and response.status_code < 400:
-        meter = attempt.safely(attempt.stream_meter, response.headers)
+    body is still to be read (and settled) by the caller of this function. ``found``: the
+    response's :func:`response_headers`."""
+    if _is_event_stream(found) and response.status_code < 400:
+        meter = attempt.safely(attempt.stream_meter, found)
         if meter is None:
             return response  # settled conservatively; the stream passes untouched
         if is_async and isinstance(response.stream, httpx2.AsyncByteStream):
@@ -98,7 +95,7 @@ def _metered(attempt: Attempt, response: httpx2.Response, *,
             return _response(response, _MeteredStream(response, meter))
     if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
         # .content itself may raise (iterated, never read): read it inside the safety net.
-        attempt.safely(lambda: attempt.settle_body(response.status_code, response.headers,
+        attempt.safely(lambda: attempt.settle_body(response.status_code, found,
                                                    response.content, decoded=True))
         return response
     return None
@@ -203,8 +200,9 @@ class GuardTransport(httpx2.BaseTransport):
         try:
             # The endpoint is decided from method and path alone: the body of a free request
             # (a multi-GB upload) streams through unread.
-            if tag is not None and tag.guard.is_priced(request):
-                request, attempt = tag.guard.begin(request, request.read())
+            admitted = None if tag is None else tag.guard.admit(request)
+            if tag is not None and admitted is not None:
+                request, attempt = tag.guard.begin(request, request.read(), *admitted)
         except SpendguardError as exc:
             _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
             raise
@@ -217,7 +215,8 @@ class GuardTransport(httpx2.BaseTransport):
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
-        ready = _metered(attempt, response, is_async=False)
+        found = response_headers(response.headers)
+        ready = _metered(attempt, response, found, is_async=False)
         if ready is not None:
             return ready
         try:
@@ -225,7 +224,7 @@ class GuardTransport(httpx2.BaseTransport):
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
-        attempt.safely(attempt.settle_body, response.status_code, response.headers, raw)
+        attempt.safely(attempt.settle_body, response.status_code, found, raw)
         return _response(response, httpx2.ByteStream(raw))
 
     def close(self) -> None:
@@ -242,8 +241,9 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         tag = request_tag(request)
         attempt = None
         try:
-            if tag is not None and tag.guard.is_priced(request):
-                request, attempt = tag.guard.begin(request, await request.aread())
+            admitted = None if tag is None else tag.guard.admit(request)
+            if tag is not None and admitted is not None:
+                request, attempt = tag.guard.begin(request, await request.aread(), *admitted)
         except SpendguardError as exc:
             _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
             raise
@@ -254,7 +254,8 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
-        ready = _metered(attempt, response, is_async=True)
+        found = response_headers(response.headers)
+        ready = _metered(attempt, response, found, is_async=True)
         if ready is not None:
             return ready
         try:
@@ -262,7 +263,7 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
-        attempt.safely(attempt.settle_body, response.status_code, response.headers, raw)
+        attempt.safely(attempt.settle_body, response.status_code, found, raw)
         return _response(response, httpx2.ByteStream(raw))
 
     async def aclose(self) -> None:

@@ -300,6 +300,9 @@ def default_table() -> PriceTable:
 
     Built on first use (the environment is read then, never at import) and cached.
     """
+    table = _Default.table  # read for every guarded call: a built table needs no lock
+    if table is not None:  # (it is replaced whole, never changed in place)
+        return table
     with _Default.lock:
         if _Default.table is None:
             table = PriceTable.bundled()

@@ -85,7 +85,13 @@ def endpoint_kind(endpoint: str | None) -> Endpoint | None:
 
 
 def to_plain(payload: object, *, provider: str) -> dict[str, Any]:
-    """A JSON-shaped dict from a dict or an SDK (pydantic) object, without mutating it."""
+    """A JSON-shaped dict from a dict or an SDK (pydantic) object, without mutating it.
+
+    A plain dict comes back as itself (the readers only read it: no copy of every response);
+    other mappings and SDK objects as a new dict.
+    """
+    if type(payload) is dict:
+        return payload
     if isinstance(payload, Mapping):
         return dict(payload)
     for method, kwargs in (("to_dict", {}), ("model_dump", {"by_alias": True})):
@@ -108,8 +114,8 @@ def read_table(container: Mapping[str, Any] | None, key: str, *, provider: str,
                path: str) -> Mapping[str, Any] | None:
     """A nested object of a usage payload, or None when absent."""
     value = None if container is None else container.get(key)
-    if value is None or isinstance(value, Mapping):
-        return value
+    if value is None or value.__class__ is dict or isinstance(value, Mapping):
+        return value  # a plain dict told by its class: an ABC check costs more
     raise ProviderResponseError(
         f"{provider}: usage field {path}.{key} is {value!r}, expected an object",
         provider=provider, field=f"{path}.{key}")

@@ -59,7 +59,7 @@ def _usage(usage: Mapping[str, Any]) -> Usage:
                                                           "usage.server_tool_use")
     details = read_table(usage, "output_tokens_details", provider=PROVIDER, path="usage")
     # Beta `iterations`: a compaction entry's tokens are billed but NOT in the top-level fields.
-    compaction = Usage()
+    compaction = _NO_COMPACTION  # most messages have no iterations: nothing to add up
     for index, entry in enumerate(usage.get("iterations") or ()):
         if isinstance(entry, Mapping) and entry.get("type") == "compaction":
             path = f"usage.iterations[{index}]"
@@ -82,6 +82,9 @@ def _usage(usage: Mapping[str, Any]) -> Usage:
         speed=_label(usage, "speed"),
         inference_geo=_label(usage, "inference_geo"),
     )
+
+
+_NO_COMPACTION = Usage()  # frozen: shared, and ``+=`` rebinds rather than changes it
 
 
 def _cache_writes(usage: Mapping[str, Any], path: str) -> dict[str, int]:

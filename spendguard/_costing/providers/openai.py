@@ -41,7 +41,7 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
         data = dict(data["response"])
     if "usage" in data:
         usage = data["usage"]
-        if not isinstance(usage, Mapping):
+        if usage.__class__ is not dict and not isinstance(usage, Mapping):
             raise ProviderResponseError(
                 f"openai: the response has no usage (usage is {usage!r}); for a chat stream, "
                 'send stream_options={"include_usage": true}', provider=PROVIDER, field="usage")
@@ -79,7 +79,8 @@ def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
         # (api-docs.deepseek.com, "Context Caching": prompt_cache_hit_tokens / _miss_tokens).
         cached = count(usage, "prompt_cache_hit_tokens", "usage")
     # Chat Completions caches with the default 30-minute retention only.
-    writes = {"30m": count(details, "cache_write_tokens", path)}
+    written = count(details, "cache_write_tokens", path)
+    writes = {"30m": written} if written else {}  # Usage drops zero buckets anyway
     uncached, writes = split_inclusive_input(prompt, cached, writes, provider=PROVIDER, path=path)
     out_details = read_table(usage, "completion_tokens_details", provider=PROVIDER, path="usage")
     return Usage(

@@ -42,7 +42,7 @@ class TokenCount(int):
             raise ValueError(f"expected must be between 0 and the count, got {expected}")
         self = super().__new__(cls, value)
         object.__setattr__(self, "exact", exact)
-        object.__setattr__(self, "margin", Decimal(margin))
+        object.__setattr__(self, "margin", margin if type(margin) is Decimal else Decimal(margin))
         object.__setattr__(self, "method", method)
         object.__setattr__(self, "_expected", expected)
         return self

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from spendguard._costing.tokens.bpe import count_text
 from spendguard._costing.tokens.content import (
     UNKNOWN_MARGIN,
     file_part,
@@ -86,6 +87,14 @@ def _content(profile: Profile, tally: Tally, content: Any) -> None:
 
 
 def _chat_message(profile: Profile, tally: Tally, message: Any) -> None:
+    if profile.exact and type(message) is dict and len(message) == 2:
+        # The usual message, {"role": str, "content": str}, with the model's own tokenizer:
+        # the Cookbook rule in one step (the same sum as the walk below).
+        role, content = message.get("role"), message.get("content")
+        if type(role) is str and type(content) is str:
+            tally.add(profile.tokens_per_message + count_text(profile.encoding, role)
+                      + count_text(profile.encoding, content))
+            return
     if not isinstance(message, Mapping):
         unknown(profile, tally, message)
         return

@@ -84,13 +84,15 @@ def count_request_tokens(provider: str, endpoint: Endpoint | str,
     if lowered not in _OTHER_PATHS:
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     key: Literal["openai", "anthropic"] = "openai" if lowered == "openai" else "anthropic"
-    model = body.get("model") if isinstance(body, Mapping) else None
+    # A plain dict (the usual body) is told by its class: an ABC check costs more.
+    mapping = body.__class__ is dict or isinstance(body, Mapping)
+    model = body.get("model") if mapping else None
     profile = profile_for(model) if isinstance(model, str) else None
     if profile is None:
         profile = foreign_profile(model if isinstance(model, str) else "", key)
     handler = _handler(key, endpoint) if isinstance(endpoint, str) else None
     tally = profile.tally()
-    if handler is not None and isinstance(body, Mapping):
+    if handler is not None and mapping:
         try:
             handler(profile, body, tally)
             return tally.result()
