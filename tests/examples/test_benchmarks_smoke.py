@@ -28,8 +28,9 @@ from tests.redis_helpers import requires_redis
 pytestmark = pytest.mark.xdist_group("benchmarks")
 
 BENCHMARKS = REPO / "benchmarks"
+# estimation.py is run by the runner's test.
 OWN_SCRIPTS = ["overhead.py", "overhead_loopback.py", "enforcement.py", "import_time.py",
-               "savings.py", "profile_call.py", "idle_wait.py"]  # estimation.py: run by the runner's test
+               "savings.py", "profile_call.py", "idle_wait.py"]
 COMPARES_WITH_PEERS = {"overhead_loopback.py", "enforcement.py", "import_time.py"}
 
 
