@@ -59,7 +59,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
@@ -168,33 +168,44 @@ class SqliteLedger(TransactionalLedger):
     def _connection(self) -> sqlite3.Connection:
         return self._handles()[0]
 
-    def _handles(self) -> tuple[sqlite3.Connection, sqlite3.Cursor]:
-        """This thread's connection, and the cursor its transactions run their statements on
-        (one made per connection, not one per statement as ``Connection.execute`` makes)."""
+    def _handles(self) -> tuple[sqlite3.Connection, sqlite3.Cursor, _Transaction]:
+        """This thread's connection, the cursor its transactions run their statements on
+        (one made per connection, not one per statement as ``Connection.execute`` makes), and
+        its write transaction (made once per connection, not once per use)."""
         held = getattr(self._local, "held", None)
         if held is not None and held[0] == os.getpid() and held[1] == self._generation:
-            handles: tuple[sqlite3.Connection, sqlite3.Cursor] = held[2]
+            handles: tuple[sqlite3.Connection, sqlite3.Cursor, _Transaction] = held[2]
             return handles
         db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                              check_same_thread=False, uri=isinstance(self._target, str))
         if not self.read_only:
             _tune(db)
-        handles = (db, db.cursor())
+        cursor = db.cursor()
+        # IMMEDIATE takes the write lock before the limits are read, so nothing another
+        # process writes can come between a read and the write that depends on it. A read-only
+        # ledger only reads (verify), and could not take it.
+        handles = (db, cursor, _Transaction(self, db, cursor,
+                                            "BEGIN" if self.read_only else "BEGIN IMMEDIATE"))
         self._local.held = (os.getpid(), self._generation, handles)
         with self._all_lock:
             self._all.append(db)
         return handles
 
     def _transaction(self) -> AbstractContextManager[_Tx]:
-        # IMMEDIATE takes the write lock before the limits are read, so nothing another
-        # process writes can come between a read and the write that depends on it. A read-only
-        # ledger only reads (verify), and could not take it.
-        return _Transaction(self, "BEGIN" if self.read_only else "BEGIN IMMEDIATE")
+        try:
+            # A thread's first transaction opens its connection, which can fail as an open does.
+            return self._handles()[2]
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "open", exc) from exc
 
     def _snapshot(self) -> AbstractContextManager[_Tx]:
         # A deferred transaction reads one WAL snapshot without the write lock: verifying a
         # large ledger does not stall the processes writing to it.
-        return _Transaction(self, "BEGIN")
+        try:
+            db, cursor, _ = self._handles()
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "open", exc) from exc
+        return _Transaction(self, db, cursor, "BEGIN")
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
         try:
@@ -318,28 +329,29 @@ class _StaleOpenRow(Exception):
 
 
 class _Transaction(AbstractContextManager["_Tx"]):
-    """One transaction on this thread's connection: committed when its block ends, rolled back
-    when it raises. A plain class rather than a ``@contextmanager`` generator: entered twice
-    per guarded call."""
+    """Transactions on one connection, one at a time: each committed when its block ends,
+    rolled back when it raises. A plain class rather than a ``@contextmanager`` generator,
+    made once per connection with its storage operations: entered twice per guarded call."""
 
-    __slots__ = ("_begin", "_cursor", "_db", "_ledger")
+    __slots__ = ("_begin", "_cursor", "_db", "_path", "_tx")
 
-    def __init__(self, ledger: SqliteLedger, begin: str) -> None:
-        self._ledger = ledger
-        self._begin = begin
+    def __init__(self, ledger: SqliteLedger, db: sqlite3.Connection, cursor: sqlite3.Cursor,
+                 begin: str) -> None:
+        self._path = ledger.path
+        self._db, self._cursor, self._begin = db, cursor, begin
+        self._tx = _Tx(db, ledger._open_rows, cursor)
 
     def __enter__(self) -> _Tx:
         try:
-            # A thread's first transaction opens its connection, which can fail as an open does.
-            db, cursor = self._ledger._handles()
+            self._cursor.execute(self._begin)
         except sqlite3.Error as exc:
-            raise ledger_error(self._ledger.path, "open", exc) from exc
-        try:
-            cursor.execute(self._begin)
-        except sqlite3.Error as exc:
-            raise ledger_error(self._ledger.path, "lock", exc) from exc
-        self._db, self._cursor = db, cursor
-        return _Tx(db, self._ledger._open_rows, cursor)
+            raise ledger_error(self._path, "lock", exc) from exc
+        tx = self._tx
+        # What the last transaction read may have changed since: nothing of it is kept.
+        tx.seen.clear()
+        tx.stored.clear()
+        tx.unverified = None
+        return tx
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
@@ -348,11 +360,11 @@ class _Transaction(AbstractContextManager["_Tx"]):
                 self._cursor.execute("COMMIT")
             except sqlite3.Error as error:
                 _roll_back(self._db)
-                raise ledger_error(self._ledger.path, "write", error) from error
+                raise ledger_error(self._path, "write", error) from error
             return
         _roll_back(self._db)
         if isinstance(exc, sqlite3.Error):
-            raise ledger_error(self._ledger.path, "write", exc) from exc
+            raise ledger_error(self._path, "write", exc) from exc
 
 
 class _Tx:
@@ -485,7 +497,10 @@ def _ts(moment: datetime) -> str:
     """Fixed-width UTC text (``2026-05-21T10:00:00.000000+00:00``): sorts as it compares.
 
     Cached: one reserve writes its time on the call, its event and the expiry probe, and a
-    settle its time on the event; each moment is formatted once."""
+    settle its time on the event; each moment is formatted once. A moment already in UTC (the
+    budget clock's) needs no conversion."""
+    if moment.tzinfo is UTC:
+        return moment.isoformat(timespec="microseconds")
     return as_utc(moment).isoformat(timespec="microseconds")
 
 
