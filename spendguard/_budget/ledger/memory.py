@@ -43,12 +43,14 @@ class _Store:
         self.totals_by_key[(scope, period_key)] = totals
 
     def insert_call(self, row: Call | CallRow) -> None:
-        if isinstance(row, Call):
-            self.calls[row.id] = row
-            if row.state == OPEN:
-                self.open_calls[row.id] = row
-        else:
-            self.calls[row.record.id] = row
+        if not isinstance(row, Call):
+            if row.state != OPEN:
+                self.calls[row.record.id] = row
+                return
+            row = Call.reopened(row)  # an open row is kept as the call its close updates
+        self.calls[row.id] = row
+        if row.state == OPEN:
+            self.open_calls[row.id] = row
 
     def get_call(self, call_id: str) -> Call | CallRow | None:
         return self.calls.get(call_id)
