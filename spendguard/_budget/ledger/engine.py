@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
+from operator import attrgetter
 from typing import Protocol
 
 from spendguard._budget.ledger.base import (
@@ -38,6 +39,9 @@ __all__ = ["OPEN", "Call", "CallRow", "Event", "TransactionalLedger", "Tx", "mer
 
 OPEN = "open"
 _HOST = socket.gethostname()
+_SCOPE = attrgetter("scope")
+_PERIOD_KEY = attrgetter("period_key")
+_LIMIT = attrgetter("limit_usd")
 
 
 def _new_call_id() -> str:
@@ -84,10 +88,10 @@ class Call:
         self.id = call_id
         self.time = time
         self.claims = claims
-        # Lists made into tuples: a generator would be resumed once per claim, on every call.
-        self.scopes = tuple([c.scope for c in claims])
-        self.period_keys = tuple([c.period_key for c in claims])
-        self.limits_usd: tuple[Decimal | None, ...] = tuple([c.limit_usd for c in claims])
+        # Read by attrgetter: no Python frame per field, as a comprehension or generator makes.
+        self.scopes: tuple[str, ...] = tuple(map(_SCOPE, claims))
+        self.period_keys: tuple[str, ...] = tuple(map(_PERIOD_KEY, claims))
+        self.limits_usd: tuple[Decimal | None, ...] = tuple(map(_LIMIT, claims))
         self.tags = tags
         # Only the fields a record keeps are read from it (never its end user).
         self.info = info
