@@ -29,7 +29,7 @@ from itertools import islice
 from spendguard._budget.ledger import Ledger, open_ledger
 from spendguard._budget.ledger.base import ScopeClaim, SpendRecord, Totals
 from spendguard._budget.ledger.drain_postgres import PostgresArchive, is_postgres_url
-from spendguard._budget.ledger.engine import CallRow, Event, TransactionalLedger, Tx
+from spendguard._budget.ledger.engine import CallRow, TransactionalLedger, Tx
 from spendguard._core.errors import ConfigError
 
 __all__ = ["DrainResult", "drain"]
@@ -105,11 +105,11 @@ def _insert(tx: Tx, record: SpendRecord) -> bool:
     state = _STATES.get(record.status, "settled")
     tx.insert_call(CallRow(record, claims, state))
     if state == "adjustment":
-        tx.append_event(Event(record.id, "adjust", record.time, record.actual_usd, record.note))
+        tx.append_event(record.id, "adjust", record.time, record.actual_usd, record.note)
     else:
-        tx.append_event(Event(record.id, "reserve", record.time, record.estimated_usd))
-        tx.append_event(Event(record.id, _CLOSING[state], record.time, record.actual_usd,
-                              record.note))
+        tx.append_event(record.id, "reserve", record.time, record.estimated_usd)
+        tx.append_event(record.id, _CLOSING[state], record.time, record.actual_usd,
+                        record.note)
     for claim in claims:
         old = tx.totals(claim.scope, claim.period_key)
         tx.put_totals(claim.scope, claim.period_key,

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
+from operator import attrgetter
 from typing import Protocol
 
 from spendguard._budget.ledger.base import (
@@ -33,11 +34,14 @@ from spendguard._core.errors import LedgerError
 from spendguard._core.money import ZERO
 from spendguard._core.periods import warning_key, window_keys
 
-__all__ = ["OPEN", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
+__all__ = ["OPEN", "Call", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
            "sum_totals", "window_totals"]
 
 OPEN = "open"
 _HOST = socket.gethostname()
+_SCOPE = attrgetter("scope")
+_PERIOD_KEY = attrgetter("period_key")
+_LIMIT = attrgetter("limit_usd")
 
 
 def _new_call_id() -> str:
@@ -62,6 +66,86 @@ class CallRow:
     owner_host: str | None = None
 
 
+class Call:
+    """A call this ledger reserved: one object from its reserve to its close.
+
+    Reserve builds it; settle, release or recovery set its closing fields on it (the state
+    and what a close changes: the storage writes only those), and its :class:`SpendRecord`
+    is built only when it is read. Every open row a storage hands back is one of these (read
+    from a file, it is made from the stored row); closed rows read back, imported ones and
+    corrections are :class:`CallRow`.
+    """
+
+    __slots__ = ("actual_usd", "claims", "estimated_usd", "expires_at", "id", "info",
+                 "latency_s", "limits_usd", "note", "owner_host", "owner_pid", "period_keys",
+                 "request_id", "scopes", "state", "status", "table_version", "tags", "time",
+                 "tokens", "usage_estimated")
+
+    def __init__(self, call_id: str, time: datetime, claims: tuple[ScopeClaim, ...],
+                 tags: Mapping[str, str], info: CallInfo, estimated_usd: Decimal,
+                 expires_at: datetime | None, owner_pid: int | None,
+                 owner_host: str | None) -> None:
+        self.id = call_id
+        self.time = time
+        self.claims = claims
+        # Read by attrgetter: no Python frame per field, as a comprehension or generator makes.
+        self.scopes: tuple[str, ...] = tuple(map(_SCOPE, claims))
+        self.period_keys: tuple[str, ...] = tuple(map(_PERIOD_KEY, claims))
+        self.limits_usd: tuple[Decimal | None, ...] = tuple(map(_LIMIT, claims))
+        self.tags = tags
+        # Only the fields a record keeps are read from it (never its end user).
+        self.info = info
+        self.estimated_usd = estimated_usd
+        self.state = OPEN
+        self.expires_at = expires_at
+        self.owner_pid = owner_pid
+        self.owner_host = owner_host
+        # What a close changes, as they are while the call is open.
+        self.actual_usd = ZERO
+        self.tokens: Mapping[str, int] = {}
+        self.usage_estimated = False
+        self.table_version = ""
+        self.latency_s: float | None = None
+        self.request_id = info.request_id
+        self.status = OPEN
+        self.note: str | None = None
+
+    @classmethod
+    def reopened(cls, row: CallRow) -> Call:
+        """The open call a stored row describes (its record's fields, exactly)."""
+        r = row.record
+        info = CallInfo(r.provider, r.model, r.endpoint, r.attempt, r.request_id, r.prompt_hash,
+                        r.prompt_text, r.estimated_input_tokens, r.estimated_output_tokens,
+                        r.input_exact)
+        call = cls(r.id, r.time, row.claims, r.tags, info, r.estimated_usd, row.expires_at,
+                   row.owner_pid, row.owner_host)
+        call.state = row.state
+        call.scopes, call.period_keys, call.limits_usd = r.scopes, r.period_keys, r.limits_usd
+        call.actual_usd, call.tokens, call.usage_estimated = (r.actual_usd, r.tokens,
+                                                              r.usage_estimated)
+        call.table_version, call.latency_s, call.status, call.note = (r.table_version,
+                                                                      r.latency_s, r.status,
+                                                                      r.note)
+        return call
+
+    @property
+    def record(self) -> SpendRecord:
+        """The call's record as it stands (built on each read: reads are rare, calls not)."""
+        info = self.info
+        return SpendRecord(
+            self.id, self.time, self.scopes, self.tags, info.provider, info.model,
+            info.endpoint, self.tokens, self.estimated_usd, self.actual_usd,
+            self.usage_estimated, self.table_version, self.latency_s, self.request_id,
+            info.attempt, self.status, info.prompt_hash, info.prompt_text,
+            info.estimated_input_tokens, info.estimated_output_tokens, info.input_exact,
+            self.note, self.period_keys, self.limits_usd)
+
+    def row(self) -> CallRow:
+        """The call as a stored row, fixed as it is now."""
+        return CallRow(self.record, self.claims, self.state, self.expires_at, self.owner_pid,
+                       self.owner_host)
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One line of the append-only log."""
@@ -79,11 +163,13 @@ class Tx(Protocol):
     def totals(self, scope: str, period_key: str) -> Totals: ...
     def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals: ...
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None: ...
-    def insert_call(self, row: CallRow) -> None: ...
-    def get_call(self, call_id: str) -> CallRow | None: ...
-    def update_call(self, row: CallRow) -> None: ...
-    def append_event(self, event: Event) -> None: ...
-    def expired_open_calls(self, now: datetime) -> list[CallRow]: ...
+    def insert_call(self, row: Call | CallRow) -> None: ...
+    def get_call(self, call_id: str) -> Call | CallRow | None: ...
+    def update_call(self, call: Call) -> None:
+        """Store an open call's close: its state and closing fields, set on it."""
+    def append_event(self, call_id: str, kind: str, time: datetime, amount_usd: Decimal,
+                     detail: str | None = None) -> None: ...
+    def expired_open_calls(self, now: datetime) -> list[Call]: ...
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool: ...
     def all_events(self) -> Iterator[Event]: ...
@@ -123,26 +209,8 @@ class TransactionalLedger(ABC):
                 time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
         merged = merge_claims(claims)
         call_id = _new_call_id()
-        # Lists made into tuples: a generator would be resumed once per claim, on every call.
-        scopes = tuple([c.scope for c in merged])
-        period_keys = tuple([c.period_key for c in merged])
-        limits = tuple([c.limit_usd for c in merged])
-        row = CallRow(
-            record=SpendRecord(
-                id=call_id, time=time, scopes=scopes, tags=dict(tags),
-                provider=call.provider, model=call.model, endpoint=call.endpoint, tokens={},
-                estimated_usd=amount_usd, actual_usd=ZERO, usage_estimated=False,
-                table_version="", latency_s=None, request_id=call.request_id,
-                attempt=call.attempt, status=OPEN, prompt_hash=call.prompt_hash,
-                prompt_text=call.prompt_text,
-                estimated_input_tokens=call.estimated_input_tokens,
-                estimated_output_tokens=call.estimated_output_tokens,
-                input_exact=call.input_exact,
-                period_keys=period_keys, limits_usd=limits,
-            ),
-            claims=merged, state=OPEN, expires_at=expires_at, owner_pid=os.getpid(),
-            owner_host=_HOST,
-        )
+        row = Call(call_id, time, merged, dict(tags), call, amount_usd, expires_at, os.getpid(),
+                   _HOST)
         with self._transaction() as tx:
             # Abandoned reservations are charged first, so they can't hold a budget forever.
             self._recover(tx, time)
@@ -151,7 +219,7 @@ class TransactionalLedger(ABC):
             if refused is not None:
                 raise refused
             tx.insert_call(row)
-            tx.append_event(Event(call_id, "reserve", time, amount_usd))
+            tx.append_event(call_id, "reserve", time, amount_usd)
             for claim, checked in zip(merged, current, strict=True):
                 # A rolling window's sum was checked; the call goes in its current step.
                 step = tx.totals(claim.scope, claim.period_key) if "@" in claim.period_key \
@@ -172,9 +240,18 @@ class TransactionalLedger(ABC):
             if row.state != OPEN:
                 raise LedgerError(f"reservation {reservation_id} is already {row.state}; a call "
                                   f"is settled or released exactly once")
-            tx.update_call(_closed(row, "settled", _settled(row.record, settlement)))
-            tx.append_event(Event(reservation_id, "settle", settlement.time,
-                                  settlement.actual_usd))
+            assert isinstance(row, Call)  # every open row is
+            row.state = "settled"
+            row.actual_usd = settlement.actual_usd
+            row.tokens = dict(settlement.tokens)
+            row.usage_estimated = settlement.usage_estimated
+            row.table_version = settlement.table_version
+            row.latency_s = settlement.latency_s
+            row.request_id = settlement.request_id or row.request_id
+            row.status = settlement.status
+            row.note = settlement.note or row.note
+            tx.update_call(row)
+            tx.append_event(reservation_id, "settle", settlement.time, settlement.actual_usd)
             self._move(tx, row, spent_usd=settlement.actual_usd)
             return self._crossings(tx, row.claims, settlement.time)
 
@@ -188,9 +265,11 @@ class TransactionalLedger(ABC):
                 return True
             if row.state != OPEN:
                 return False
-            tx.update_call(_closed(row, "released", replace(
-                row.record, status="released", note=reason)))
-            tx.append_event(Event(reservation_id, "release", time, ZERO, reason))
+            assert isinstance(row, Call)  # every open row is
+            row.state = row.status = "released"
+            row.note = reason
+            tx.update_call(row)
+            tx.append_event(reservation_id, "release", time, ZERO, reason)
             self._move(tx, row, spent_usd=ZERO, calls=-1)  # not billed: not counted
             return True
 
@@ -249,50 +328,49 @@ class TransactionalLedger(ABC):
 
     # -- the rules, inside a transaction ------------------------------------------------
 
-    def _get(self, tx: Tx, reservation_id: str) -> CallRow:
+    def _get(self, tx: Tx, reservation_id: str) -> Call | CallRow:
         row = tx.get_call(reservation_id)
         if row is None:
             raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
         return row
 
-    def _move(self, tx: Tx, row: CallRow, *, spent_usd: Decimal, calls: int = 0) -> None:
+    def _move(self, tx: Tx, row: Call, *, spent_usd: Decimal, calls: int = 0) -> None:
         """Take a call's worst case out of reserved and add what it cost to spent."""
         for claim in row.claims:
             old = tx.totals(claim.scope, claim.period_key)
             tx.put_totals(claim.scope, claim.period_key,
-                          Totals(old.spent_usd + spent_usd,
-                                 old.reserved_usd - row.record.estimated_usd,
+                          Totals(old.spent_usd + spent_usd, old.reserved_usd - row.estimated_usd,
                                  old.calls + calls))
 
     def _recover(self, tx: Tx, now: datetime) -> list[str]:
         recovered = []
         for row in tx.expired_open_calls(now):
-            worst = row.record.estimated_usd
+            worst = row.estimated_usd
             note = (f"recovered: reservation of pid {row.owner_pid} on {row.owner_host} expired "
                     f"at {row.expires_at} without being settled; charged its worst case")
-            tx.update_call(_closed(row, "recovered", replace(
-                row.record, actual_usd=worst, usage_estimated=True, status="recovered",
-                note=note)))
-            tx.append_event(Event(row.record.id, "recover", now, worst, note))
+            row.state = row.status = "recovered"
+            row.actual_usd, row.usage_estimated, row.note = worst, True, note
+            tx.update_call(row)
+            tx.append_event(row.id, "recover", now, worst, note)
             self._move(tx, row, spent_usd=worst)
-            recovered.append(row.record.id)
+            recovered.append(row.id)
         return recovered
 
-    def _correct(self, tx: Tx, row: CallRow, amount_usd: Decimal, settlement: Settlement,
+    def _correct(self, tx: Tx, row: Call | CallRow, amount_usd: Decimal, settlement: Settlement,
                  note: str) -> None:
+        opened = row.record
         record = replace(
-            row.record, id=_new_call_id(), time=settlement.time, tokens=dict(settlement.tokens),
+            opened, id=_new_call_id(), time=settlement.time, tokens=dict(settlement.tokens),
             estimated_usd=ZERO, actual_usd=amount_usd,
             usage_estimated=settlement.usage_estimated, table_version=settlement.table_version,
             latency_s=settlement.latency_s,
-            request_id=settlement.request_id or row.record.request_id, status="adjustment",
-            note=f"{note} of call {row.record.id} ({settlement.status})")
+            request_id=settlement.request_id or opened.request_id, status="adjustment",
+            note=f"{note} of call {opened.id} ({settlement.status})")
         self._insert_adjustment(tx, CallRow(record, row.claims, "adjustment"), settlement.time)
 
     def _insert_adjustment(self, tx: Tx, row: CallRow, time: datetime) -> None:
         tx.insert_call(row)
-        tx.append_event(Event(row.record.id, "adjust", time, row.record.actual_usd,
-                              row.record.note))
+        tx.append_event(row.record.id, "adjust", time, row.record.actual_usd, row.record.note)
         for claim in row.claims:
             old = tx.totals(claim.scope, claim.period_key)
             tx.put_totals(claim.scope, claim.period_key,
@@ -314,20 +392,3 @@ class TransactionalLedger(ABC):
                                       claim.warn_usd))
         return found
 
-
-def _closed(row: CallRow, state: str, record: SpendRecord) -> CallRow:
-    # The closing time is not on the row: it lives in the event log. Built field by field:
-    # dataclasses.replace reads every field by name, and this runs once per call.
-    return CallRow(record, row.claims, state, row.expires_at, row.owner_pid, row.owner_host)
-
-
-def _settled(record: SpendRecord, settlement: Settlement) -> SpendRecord:
-    """The record of an open call once settled (every call: built directly, as ``_closed``)."""
-    return SpendRecord(
-        record.id, record.time, record.scopes, record.tags, record.provider, record.model,
-        record.endpoint, dict(settlement.tokens), record.estimated_usd, settlement.actual_usd,
-        settlement.usage_estimated, settlement.table_version, settlement.latency_s,
-        settlement.request_id or record.request_id, record.attempt, settlement.status,
-        record.prompt_hash, record.prompt_text, record.estimated_input_tokens,
-        record.estimated_output_tokens, record.input_exact, settlement.note or record.note,
-        record.period_keys, record.limits_usd)

@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from spendguard._budget.ledger.base import SpendRecord, Totals
-from spendguard._budget.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
 from spendguard._budget.ledger.filters import record_matches
 from spendguard._budget.ledger.limits import sum_totals
 
@@ -26,9 +26,10 @@ _NOTHING = Totals()  # frozen: one shared "no totals yet" instead of a new one p
 
 @dataclass
 class _Store:
-    calls: dict[str, CallRow] = field(default_factory=dict)
-    open_calls: dict[str, CallRow] = field(default_factory=dict)  # so expiry needn't scan all
-    events: list[Event] = field(default_factory=list)
+    calls: dict[str, Call | CallRow] = field(default_factory=dict)
+    open_calls: dict[str, Call] = field(default_factory=dict)  # so expiry needn't scan all
+    # The log's lines as tuples, made into events when read (once per verify, not per call).
+    events: list[tuple[str, str, datetime, Decimal, str | None]] = field(default_factory=list)
     totals_by_key: dict[tuple[str, str], Totals] = field(default_factory=dict)
     crossings: set[tuple[str, str, Decimal]] = field(default_factory=set)
 
@@ -41,23 +42,29 @@ class _Store:
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
         self.totals_by_key[(scope, period_key)] = totals
 
-    def insert_call(self, row: CallRow) -> None:
-        self.calls[row.record.id] = row
+    def insert_call(self, row: Call | CallRow) -> None:
+        if not isinstance(row, Call):
+            if row.state != OPEN:
+                self.calls[row.record.id] = row
+                return
+            row = Call.reopened(row)  # an open row is kept as the call its close updates
+        self.calls[row.id] = row
         if row.state == OPEN:
-            self.open_calls[row.record.id] = row
+            self.open_calls[row.id] = row
 
-    def get_call(self, call_id: str) -> CallRow | None:
+    def get_call(self, call_id: str) -> Call | CallRow | None:
         return self.calls.get(call_id)
 
-    def update_call(self, row: CallRow) -> None:
-        self.calls[row.record.id] = row
-        if row.state != OPEN:
-            self.open_calls.pop(row.record.id, None)
+    def update_call(self, call: Call) -> None:
+        # The stored call is this one, closed in place: it only leaves the open ones.
+        if call.state != OPEN:
+            self.open_calls.pop(call.id, None)
 
-    def append_event(self, event: Event) -> None:
-        self.events.append(event)
+    def append_event(self, call_id: str, kind: str, time: datetime, amount_usd: Decimal,
+                     detail: str | None = None) -> None:
+        self.events.append((call_id, kind, time, amount_usd, detail))
 
-    def expired_open_calls(self, now: datetime) -> list[CallRow]:
+    def expired_open_calls(self, now: datetime) -> list[Call]:
         return [row for row in self.open_calls.values()
                 if row.expires_at is not None and row.expires_at <= now]
 
@@ -70,10 +77,10 @@ class _Store:
         return True
 
     def all_events(self) -> Iterator[Event]:
-        return iter(list(self.events))
+        return iter([Event(*line) for line in self.events])
 
     def all_calls(self) -> Iterator[CallRow]:
-        return iter(list(self.calls.values()))
+        return iter([row.row() if isinstance(row, Call) else row for row in self.calls.values()])
 
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
         return iter([(scope, key, t) for (scope, key), t in self.totals_by_key.items()])

@@ -59,14 +59,14 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from spendguard._budget.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
-from spendguard._budget.ledger.engine import OPEN, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.migrations import migrate
@@ -131,7 +131,7 @@ class SqliteLedger(TransactionalLedger):
         # Reservations this instance made and has not closed, with their rowids: settling one
         # reads nothing of it back; the closing UPDATE checks it is still open (another
         # process may have recovered it, and then it is read from the file after all).
-        self._open_rows: dict[str, tuple[int, CallRow]] = {}
+        self._open_rows: dict[str, tuple[int, Call]] = {}
         self._all_lock = threading.Lock()
         self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
         if read_only:
@@ -168,33 +168,44 @@ class SqliteLedger(TransactionalLedger):
     def _connection(self) -> sqlite3.Connection:
         return self._handles()[0]
 
-    def _handles(self) -> tuple[sqlite3.Connection, sqlite3.Cursor]:
-        """This thread's connection, and the cursor its transactions run their statements on
-        (one made per connection, not one per statement as ``Connection.execute`` makes)."""
+    def _handles(self) -> tuple[sqlite3.Connection, sqlite3.Cursor, _Transaction]:
+        """This thread's connection, the cursor its transactions run their statements on
+        (one made per connection, not one per statement as ``Connection.execute`` makes), and
+        its write transaction (made once per connection, not once per use)."""
         held = getattr(self._local, "held", None)
         if held is not None and held[0] == os.getpid() and held[1] == self._generation:
-            handles: tuple[sqlite3.Connection, sqlite3.Cursor] = held[2]
+            handles: tuple[sqlite3.Connection, sqlite3.Cursor, _Transaction] = held[2]
             return handles
         db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                              check_same_thread=False, uri=isinstance(self._target, str))
         if not self.read_only:
             _tune(db)
-        handles = (db, db.cursor())
+        cursor = db.cursor()
+        # IMMEDIATE takes the write lock before the limits are read, so nothing another
+        # process writes can come between a read and the write that depends on it. A read-only
+        # ledger only reads (verify), and could not take it.
+        handles = (db, cursor, _Transaction(self, db, cursor,
+                                            "BEGIN" if self.read_only else "BEGIN IMMEDIATE"))
         self._local.held = (os.getpid(), self._generation, handles)
         with self._all_lock:
             self._all.append(db)
         return handles
 
     def _transaction(self) -> AbstractContextManager[_Tx]:
-        # IMMEDIATE takes the write lock before the limits are read, so nothing another
-        # process writes can come between a read and the write that depends on it. A read-only
-        # ledger only reads (verify), and could not take it.
-        return _Transaction(self, "BEGIN" if self.read_only else "BEGIN IMMEDIATE")
+        try:
+            # A thread's first transaction opens its connection, which can fail as an open does.
+            return self._handles()[2]
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "open", exc) from exc
 
     def _snapshot(self) -> AbstractContextManager[_Tx]:
         # A deferred transaction reads one WAL snapshot without the write lock: verifying a
         # large ledger does not stall the processes writing to it.
-        return _Transaction(self, "BEGIN")
+        try:
+            db, cursor, _ = self._handles()
+        except sqlite3.Error as exc:
+            raise ledger_error(self.path, "open", exc) from exc
+        return _Transaction(self, db, cursor, "BEGIN")
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
         try:
@@ -318,28 +329,29 @@ class _StaleOpenRow(Exception):
 
 
 class _Transaction(AbstractContextManager["_Tx"]):
-    """One transaction on this thread's connection: committed when its block ends, rolled back
-    when it raises. A plain class rather than a ``@contextmanager`` generator: entered twice
-    per guarded call."""
+    """Transactions on one connection, one at a time: each committed when its block ends,
+    rolled back when it raises. A plain class rather than a ``@contextmanager`` generator,
+    made once per connection with its storage operations: entered twice per guarded call."""
 
-    __slots__ = ("_begin", "_cursor", "_db", "_ledger")
+    __slots__ = ("_begin", "_cursor", "_db", "_path", "_tx")
 
-    def __init__(self, ledger: SqliteLedger, begin: str) -> None:
-        self._ledger = ledger
-        self._begin = begin
+    def __init__(self, ledger: SqliteLedger, db: sqlite3.Connection, cursor: sqlite3.Cursor,
+                 begin: str) -> None:
+        self._path = ledger.path
+        self._db, self._cursor, self._begin = db, cursor, begin
+        self._tx = _Tx(db, ledger._open_rows, cursor)
 
     def __enter__(self) -> _Tx:
         try:
-            # A thread's first transaction opens its connection, which can fail as an open does.
-            db, cursor = self._ledger._handles()
+            self._cursor.execute(self._begin)
         except sqlite3.Error as exc:
-            raise ledger_error(self._ledger.path, "open", exc) from exc
-        try:
-            cursor.execute(self._begin)
-        except sqlite3.Error as exc:
-            raise ledger_error(self._ledger.path, "lock", exc) from exc
-        self._db, self._cursor = db, cursor
-        return _Tx(db, self._ledger._open_rows, cursor)
+            raise ledger_error(self._path, "lock", exc) from exc
+        tx = self._tx
+        # What the last transaction read may have changed since: nothing of it is kept.
+        tx.seen.clear()
+        tx.stored.clear()
+        tx.unverified = None
+        return tx
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
@@ -348,11 +360,11 @@ class _Transaction(AbstractContextManager["_Tx"]):
                 self._cursor.execute("COMMIT")
             except sqlite3.Error as error:
                 _roll_back(self._db)
-                raise ledger_error(self._ledger.path, "write", error) from error
+                raise ledger_error(self._path, "write", error) from error
             return
         _roll_back(self._db)
         if isinstance(exc, sqlite3.Error):
-            raise ledger_error(self._ledger.path, "write", exc) from exc
+            raise ledger_error(self._path, "write", exc) from exc
 
 
 class _Tx:
@@ -367,7 +379,7 @@ class _Tx:
     (``all_events``) get cursors of their own.
     """
 
-    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, tuple[int, CallRow]],
+    def __init__(self, db: sqlite3.Connection, open_rows: dict[str, tuple[int, Call]],
                  cursor: sqlite3.Cursor | None = None) -> None:
         self.db = db
         self.run = (db if cursor is None else cursor).execute
@@ -413,41 +425,44 @@ class _Tx:
                                str(totals.reserved_usd), totals.calls))
         self.stored.add(key)
 
-    def insert_call(self, row: CallRow) -> None:
-        rowid = self.run(_INSERT_CALL, _call_to_row(row)).lastrowid
+    def insert_call(self, row: Call | CallRow) -> None:
+        if not isinstance(row, Call):
+            self.run(_INSERT_CALL, _call_to_row(row))
+            return
+        rowid = self.run(_INSERT_CALL, _open_call_to_row(row)).lastrowid
         if row.state == OPEN and rowid is not None:
-            self.open_rows[row.record.id] = (rowid, row)
+            self.open_rows[row.id] = (rowid, row)
 
-    def get_call(self, call_id: str) -> CallRow | None:
+    def get_call(self, call_id: str) -> Call | CallRow | None:
         known = self.open_rows.get(call_id)
         if known is not None:
             # Taken on trust: closing it checks that it is still open (update_call).
             self.unverified = (call_id, known[0])
             return known[1]
         row = self.run(f"{_SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
-        return None if row is None else _row_to_call(row)
+        return None if row is None else _stored_call(row)
 
-    def update_call(self, row: CallRow) -> None:
-        if row.state != OPEN:
-            self.open_rows.pop(row.record.id, None)
-        r = row.record
-        values = (row.state, str(r.actual_usd), _json_object(r.tokens), int(r.usage_estimated),
-                  r.table_version, r.latency_s, r.request_id, r.status, r.note)
+    def update_call(self, call: Call) -> None:
+        # Forgotten first: should this transaction fail, the call is read from the file again.
+        self.open_rows.pop(call.id, None)
+        values = (call.state, str(call.actual_usd), _json_object(call.tokens),
+                  int(call.usage_estimated), call.table_version, call.latency_s,
+                  call.request_id, call.status, call.note)
         unverified = self.unverified
-        if unverified is None or unverified[0] != r.id:
-            self.run(_CLOSE_CALL, (*values, r.id))
+        if unverified is None or unverified[0] != call.id:
+            self.run(_CLOSE_CALL, (*values, call.id))
             return
         self.unverified = None
-        if self.run(_CLOSE_OPEN_CALL, (*values, unverified[1], r.id)).rowcount != 1:
+        if self.run(_CLOSE_OPEN_CALL, (*values, unverified[1], call.id)).rowcount != 1:
             # Another process recovered it meanwhile: nothing was written yet; start again
             # from the row in the file.
-            raise _StaleOpenRow(r.id)
+            raise _StaleOpenRow(call.id)
 
-    def append_event(self, event: Event) -> None:
-        self.run(_INSERT_EVENT, (event.call_id, event.kind, _ts(event.time),
-                                 str(event.amount_usd), event.detail))
+    def append_event(self, call_id: str, kind: str, time: datetime, amount_usd: Decimal,
+                     detail: str | None = None) -> None:
+        self.run(_INSERT_EVENT, (call_id, kind, _ts(time), str(amount_usd), detail))
 
-    def expired_open_calls(self, now: datetime) -> list[CallRow]:
+    def expired_open_calls(self, now: datetime) -> list[Call]:
         # Asked on every reserve, and almost always none: one probe of the partial index
         # answers that before any row is read and decoded.
         cutoff = _ts(now)
@@ -455,7 +470,7 @@ class _Tx:
             return []
         rows = self.run(f"{_SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
                         (cutoff,)).fetchall()
-        return [_row_to_call(row) for row in rows]
+        return [Call.reopened(_row_to_call(row)) for row in rows]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
@@ -482,7 +497,10 @@ def _ts(moment: datetime) -> str:
     """Fixed-width UTC text (``2026-05-21T10:00:00.000000+00:00``): sorts as it compares.
 
     Cached: one reserve writes its time on the call, its event and the expiry probe, and a
-    settle its time on the event; each moment is formatted once."""
+    settle its time on the event; each moment is formatted once. A moment already in UTC (the
+    budget clock's) needs no conversion."""
+    if moment.tzinfo is UTC:
+        return moment.isoformat(timespec="microseconds")
     return as_utc(moment).isoformat(timespec="microseconds")
 
 
@@ -522,6 +540,21 @@ def _encoded_claims(rows: tuple[tuple[str | int | None, ...], ...], scopes: tupl
     return _json([list(row) for row in rows]), _json(list(scopes)), _json(list(period_keys))
 
 
+def _open_call_to_row(call: Call) -> tuple[Any, ...]:
+    """A call just reserved as its columns, from the call itself (no record is built)."""
+    info = call.info
+    return (
+        call.id, _ts(call.time), call.state,
+        None if call.expires_at is None else _ts(call.expires_at), call.owner_pid,
+        call.owner_host, *_claims_text(call.claims, call.scopes, call.period_keys),
+        _json_object(call.tags), info.provider, info.model, info.endpoint, info.attempt,
+        call.request_id, info.prompt_hash, info.prompt_text, info.estimated_input_tokens,
+        info.estimated_output_tokens, None if info.input_exact is None else int(info.input_exact),
+        str(call.estimated_usd), str(call.actual_usd), _json_object(call.tokens),
+        int(call.usage_estimated), call.table_version, call.latency_s, call.status, call.note,
+    )
+
+
 def _call_to_row(row: CallRow) -> tuple[Any, ...]:
     r = row.record
     return (
@@ -534,6 +567,12 @@ def _call_to_row(row: CallRow) -> tuple[Any, ...]:
         str(r.actual_usd), _json_object(r.tokens), int(r.usage_estimated), r.table_version,
         r.latency_s, r.status, r.note,
     )
+
+
+def _stored_call(row: tuple[Any, ...]) -> Call | CallRow:
+    """A row read from the file: an open one as the :class:`Call` its close will update."""
+    stored = _row_to_call(row)
+    return Call.reopened(stored) if stored.state == OPEN else stored
 
 
 def _row_to_call(row: tuple[Any, ...]) -> CallRow:
