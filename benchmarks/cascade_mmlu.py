@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import os
 import random
 import sys
 from dataclasses import dataclass
@@ -158,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                                     weak=args.weak, seed=args.seed))
 
     weak_price, strong_price = price(args.weak), price(args.strong)
-    print(f"MMLU, {n:,} questions (contaminated rows left out); {args.path}")
+    print(f"MMLU, {n:,} questions (contaminated rows left out); "
+          f"{os.path.relpath(args.path)}")  # relative: no machine path in a report
     print(f"weak = {args.weak} (Mixtral-8x7B's labels), strong = {args.strong} "
           f"(GPT-4-1106's labels); prices from spendguard's table "
           f"({weak_price.as_of} / {strong_price.as_of})")
