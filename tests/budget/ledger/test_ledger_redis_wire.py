@@ -1,5 +1,6 @@
 """What the Redis ledger sends and stores on its hot path: the record written at reservation,
-the scripts sent again to a server that forgot them, a dropped connection reconnected.
+the scripts or functions sent again to a server that forgot them, EVALSHA where functions
+cannot be used, a dropped connection reconnected.
 
 The server tests start a Redis of their own, so flushing its scripts or killing its clients
 never touches the shared server on 6379.
@@ -93,6 +94,43 @@ def test_a_server_that_forgot_the_scripts_is_sent_them_again(
     admin.script_flush()
     spend(budget, "1", "0.25")
     assert (budget.spent, budget.reserved) == (D("0.75"), D(0))
+    assert ledger.verify() == []
+
+
+@pytest.mark.redis
+@requires_redis_server_binary
+def test_a_server_that_forgot_the_functions_is_sent_them_again(
+        server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger]) -> None:
+    ledger = open_redis(ledger_url("sg:", server.port))
+    budget = Budget("10", scope="p", warn_at=None, ledger=ledger)
+    spend(budget, "1", "0.5")
+    admin = _admin(server.port)
+    assert len(admin.function_list()) == 1
+    admin.function_flush()
+    spend(budget, "1", "0.25")
+    assert (budget.spent, budget.reserved) == (D("0.75"), D(0))
+    assert len(admin.function_list()) == 1
+    assert ledger.verify() == []
+
+
+@pytest.mark.redis
+@requires_redis_server_binary
+@pytest.mark.parametrize("denied", [["-fcall", "-function"], ["-function"]],
+                         ids=["may-not-call", "may-not-load"])
+def test_a_user_who_may_not_use_functions_is_served_by_evalsha(
+        server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger],
+        denied: list[str]) -> None:
+    admin = _admin(server.port)
+    admin.acl_setuser("sg", enabled=True, passwords=["+pw"], keys=["*"], channels=["*"],
+                      commands=["+@all", *denied])
+    ledger = open_redis(ledger_url("sg:", server.port).replace("redis://", "redis://sg:pw@"))
+    budget = Budget("10", scope="p", warn_at=None, ledger=ledger)
+    spend(budget, "1", "0.5")
+    admin.script_flush()  # and the EVALSHA way sends a forgotten script again
+    spend(budget, "1", "0.25")
+    assert (budget.spent, budget.reserved) == (D("0.75"), D(0))
+    assert admin.function_list() == []
+    assert len(list(ledger.records())) == 2
     assert ledger.verify() == []
 
 

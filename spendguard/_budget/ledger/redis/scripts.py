@@ -37,12 +37,19 @@ key, ``P totals``, only so that the cluster routes it to the primary holding tha
 
 from __future__ import annotations
 
-__all__ = ["ADJUST", "IMPORT", "RECOVER", "RELEASE", "RESERVE", "SETTLE"]
+__all__ = ["ADJUST", "BODIES", "COMMON", "IMPORT", "RECOVER", "RELEASE", "RESERVE",
+           "SETTLE"]
 
-_COMMON = r"""
+COMMON = r"""
 local E = 1000000000000000
-local P = ARGV[1]
-local TOTALS = P .. 'totals'
+-- The prefix, its totals key and the totals fields read so far: set by begin() as each run
+-- starts (a function library keeps these between runs; Redis runs one at a time).
+local P, TOTALS, cached
+local function begin(argv)
+  P = argv[1]
+  TOTALS = P .. 'totals'
+  cached = {}
+end
 -- An amount is two numbers, whole dollars and femto-dollars (0 <= femto < E), passed as two
 -- values rather than a table: nothing to allocate.
 local function parse(s)
@@ -73,9 +80,8 @@ local function fmt(d, f)
   return string.format('%d.%015d', d, f)
 end
 local function field(c) return c[2] .. ' ' .. c[1] end
--- The totals fields this run has read or written, parsed once:
+-- The totals fields this run has read or written, parsed once (in cached):
 -- {spent whole, spent femto, reserved whole, reserved femto, calls}.
-local cached = {}
 local function get_totals(f)
   local t = cached[f]
   if t then return t end
@@ -178,12 +184,14 @@ local function recover(now, most)
 end
 """
 
-RECOVER = _COMMON + r"""
+_RECOVER_BODY = r"""
+begin(ARGV)
 -- ARGV: prefix, now, most
 return recover(ARGV[2], tonumber(ARGV[3]))
 """
 
-RESERVE = _COMMON + r"""
+_RESERVE_BODY = r"""
+begin(ARGV)
 -- ARGV: prefix, id, time, expires, worst, claims, rec, pid, host, exp_text, most_recovered
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -222,7 +230,8 @@ return {'ok'}
 # {'ok'}, or {'ok', claims, i, spent, ...} with the warning levels this settle reached (by the
 # claim's 1-based index). A reply of {'recovered', worst, claims, rec} asks the client for a
 # correction (ADJUST).
-SETTLE = _COMMON + r"""
+_SETTLE_BODY = r"""
+begin(ARGV)
 -- ARGV: prefix, id, actual, done, time, nonce
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -246,7 +255,8 @@ if #out > 1 then table.insert(out, 2, h[3]) end
 return out
 """
 
-RELEASE = _COMMON + r"""
+_RELEASE_BODY = r"""
+begin(ARGV)
 -- ARGV: prefix, id, reason, time, nonce
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -266,7 +276,8 @@ move(cjson.decode(h[3]), 0, 0, nd, nf, -1)
 return {'ok'}
 """
 
-ADJUST = _COMMON + r"""
+_ADJUST_BODY = r"""
+begin(ARGV)
 -- ARGV: prefix, id, time, amount, claims, rec, note, report_crossings
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -284,7 +295,8 @@ return {'ok'}
 
 # A call made and closed while Redis was unreachable (fail-open), replayed once it is back:
 # its money is already spent, so no limit is checked; warnings come with the next settle.
-IMPORT = _COMMON + r"""
+_IMPORT_BODY = r"""
+begin(ARGV)
 -- ARGV: prefix, id, state, time, worst, actual, claims, rec, done, note, closed_at
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -306,3 +318,14 @@ local ad, af = parse(ARGV[6])
 move(cjson.decode(ARGV[7]), ad, af, 0, 0, counted)
 return {'ok'}
 """
+
+# Each script's own part, after COMMON: the body of its function in a function library.
+BODIES = {"reserve": _RESERVE_BODY, "settle": _SETTLE_BODY, "release": _RELEASE_BODY,
+          "adjust": _ADJUST_BODY, "recover": _RECOVER_BODY, "import": _IMPORT_BODY}
+# Each script whole, as EVAL runs it.
+RESERVE = COMMON + _RESERVE_BODY
+SETTLE = COMMON + _SETTLE_BODY
+RELEASE = COMMON + _RELEASE_BODY
+ADJUST = COMMON + _ADJUST_BODY
+RECOVER = COMMON + _RECOVER_BODY
+IMPORT = COMMON + _IMPORT_BODY

@@ -4,8 +4,10 @@ redis-py is imported here, when a ``redis://`` ledger is first opened, never bef
 is a ``redis.Redis`` for one server, a ``redis.cluster.RedisCluster`` for a cluster, or the
 primary a ``redis.sentinel.Sentinel`` names. Every script is sent with the ledger's ``totals``
 key as its one declared key, so a cluster routes it to the primary holding the ledger's slot.
-Scripts, one per reserve or settle, take the short way: packed here and written to the
-thread's own connection (see :meth:`RedisSession.run`); reads go through redis-py's client.
+Scripts, one per reserve or settle, take the short way: loaded as one function library and
+called with ``FCALL`` (``EVALSHA`` on a server without functions), packed here and written to
+the thread's own connection (see :meth:`RedisSession.run`); reads go through redis-py's
+client.
 Every failure to reach the server — refused, timed out, reset, read-only after a failover, a
 cluster that is down or moving slots — becomes
 :class:`LedgerUnavailable` naming the URL with its password masked; anything else Redis
@@ -57,21 +59,24 @@ class RedisSession:
         self._route = f"{self.prefix}totals"
         self._own = threading.local()
         self._shas = {name: _sha1(source) for name, source in _SCRIPTS.items()}
-        # Each script's EVALSHA as sent, up to its own arguments: the digest, the one key
-        # (the cluster routes by it) and the prefix.
-        self._heads = {name: _packed("EVALSHA", sha, "1", self._route, self.prefix)
-                       for name, sha in self._shas.items()}
+        # Each script's command as sent, up to its own arguments: the function (FCALL) or
+        # digest (EVALSHA), the one key (the cluster routes by it) and the prefix. FCALL
+        # until a server shows it has no functions (Redis 6.2) or may not use them.
+        self._heads = {name: _packed("FCALL", f"{_LIBRARY_NAME}_{name}", "1", self._route,
+                                     self.prefix) for name in _SCRIPTS}
+        self._functions = True
         self._schema_checked = False
         self._rest_until = 0.0
 
     def run(self, name: str, args: Sequence[str]) -> list[Any]:
         """Run script ``name`` with the prefix and ``args``; its reply as a list.
 
-        The hot path of every reserve and settle: one EVALSHA, packed here behind the
-        script's pre-encoded head (digest, key, prefix) and written straight to this thread's
-        connection, its reply read from it, without redis-py's command layers. A server that
-        does not know the script yet (new, restarted, or another cluster primary) is sent
-        its text once.
+        The hot path of every reserve and settle: one FCALL of the script's function (on
+        Redis 7 and later; an EVALSHA of its digest before), packed here behind the script's
+        pre-encoded head (function or digest, key, prefix) and written straight to this
+        thread's connection, its reply read from it, without redis-py's command layers. A
+        server that does not know the function or script yet (new, restarted, or another
+        cluster primary) is sent it once.
         """
         try:
             if not self._schema_checked:
@@ -83,13 +88,13 @@ class RedisSession:
         return reply if isinstance(reply, list) else [reply]
 
     def _script(self, name: str, args: Sequence[str]) -> Any:
-        parts = [b"*%d\r\n" % (len(args) + 5), self._heads[name]]
+        parts = [b""]
         for arg in args:
             data = arg.encode()
             parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-        packed = b"".join(parts)
+        parts[0] = b"*%d\r\n" % (len(args) + 5)
         if self.options.topology != "cluster":
-            return self._send(self._thread_client(self.client.connection_pool), name, packed)
+            return self._send(self._thread_client(self.client.connection_pool), name, parts)
         exceptions = self._redis.exceptions
         cluster: Any = self.client
         try:
@@ -98,33 +103,64 @@ class RedisSession:
             node = None
         if node is not None:
             try:
-                return self._send(self._thread_client(node.connection_pool), name, packed)
+                return self._send(self._thread_client(node.connection_pool), name, parts)
             except (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
                     exceptions.ClusterDownError, exceptions.ConnectionError):
                 pass  # the cluster client follows the redirection and renews its map
         return self._evalsha(cluster, name, args)
 
-    def _send(self, client: Any, name: str, packed: bytes) -> Any:
-        """The reply to ``packed``, an EVALSHA of script ``name``, on ``client``'s connection.
+    def _send(self, client: Any, name: str, parts: list[bytes]) -> Any:
+        """The reply to script ``name`` on ``client``'s connection; ``parts`` are the
+        command's count and its packed arguments, the script's head goes between them.
 
         As redis-py's client would: a dropped connection (a restarted server leaves stale
         ones) is reconnected and the command sent once more at once; a timeout is not
         retried. The scripts are idempotent, so one that ran before its reply was lost may
-        run again.
+        run again. A server without the functions loaded (new, restarted, flushed, or
+        another cluster primary) is sent the library once, or the script's text once on the
+        EVALSHA way.
         """
         connection = client.connection
         try:
             try:
-                connection.send_packed_command((packed,), check_health=False)
-                return connection.read_response()
+                return self._exchange(connection, name, parts)
             except self._redis.ConnectionError:
                 connection.disconnect()
-                connection.send_packed_command((packed,), check_health=False)
-                return connection.read_response()
+                return self._exchange(connection, name, parts)
         except self._redis.exceptions.NoScriptError:
             client.script_load(_SCRIPTS[name])
-            connection.send_packed_command((packed,), check_health=False)
-            return connection.read_response()
+        except self._redis.ResponseError as exc:
+            if not self._functions or not self._load_functions(client, exc):
+                raise
+            if not self._functions:  # switched to EVALSHA just now
+                client.script_load(_SCRIPTS[name])
+        return self._exchange(connection, name, parts)
+
+    def _exchange(self, connection: Any, name: str, parts: list[bytes]) -> Any:
+        packed = b"".join((parts[0], self._heads[name], *parts[1:]))
+        connection.send_packed_command((packed,), check_health=False)
+        return connection.read_response()
+
+    def _load_functions(self, client: Any, refusal: BaseException) -> bool:
+        """After FCALL was refused with ``refusal``: whether to send it again.
+
+        A server that does not know the library is sent it (whole, replacing any older copy
+        of the same text); one that has no functions or does not let this user run or load
+        them switches this session to EVALSHA for good.
+        """
+        if str(refusal).startswith("Function not found"):
+            try:
+                client.function_load(_LIBRARY, replace=True)
+                return True
+            except self._redis.ResponseError as exc:
+                refusal = exc
+        if not (isinstance(refusal, self._redis.exceptions.NoPermissionError)
+                or str(refusal).startswith(("unknown command", "unknown subcommand"))):
+            return False
+        self._functions = False
+        self._heads = {name: _packed("EVALSHA", sha, "1", self._route, self.prefix)
+                       for name, sha in self._shas.items()}
+        return True
 
     def _evalsha(self, client: Any, name: str, args: Sequence[str]) -> Any:
         try:
@@ -238,8 +274,27 @@ def _packed(*words: str) -> bytes:
     return out
 
 
+def _library(common: str, bodies: dict[str, str]) -> tuple[str, str]:
+    """The scripts as one Redis function library: its name and its text.
+
+    ``common`` (the helpers every script shares) is run once, when the library is loaded,
+    rather than at every call as EVAL does; each script's body becomes a function of its
+    own (``KEYS`` and ``ARGV`` are the function's arguments). The name carries the text's
+    digest, so libraries of different spendguard versions live side by side on one server.
+    """
+    digest = _sha1(common + "".join(bodies[name] for name in sorted(bodies)))[:16]
+    name = f"spendguard_{digest}"
+    functions = "".join(
+        f"redis.register_function('{name}_{script}', function(KEYS, ARGV)\n{body}\nend)\n"
+        for script, body in bodies.items())
+    return name, f"#!lua name={name}\n{common}{functions}"
+
+
 def _sha1(source: str) -> str:
     return hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+
+
+_LIBRARY_NAME, _LIBRARY = _library(redis_scripts.COMMON, redis_scripts.BODIES)
 
 
 def _client(options: RedisOptions, redis: Any, retry: Any) -> Any:
