@@ -110,12 +110,14 @@ def _responses_usage(usage: Mapping[str, Any], response: Mapping[str, Any],
     web_search = read_table(tool_usage, "web_search", provider=PROVIDER, path="tool_usage")
     if web_search is not None:
         tools["web_search"] = count(web_search, "num_requests", "tool_usage.web_search")
-    return Usage(
-        input_tokens=uncached, cache_read_tokens=cached, cache_write_tokens=writes,
-        output_tokens=output,
-        reasoning_tokens=count(out_details, "reasoning_tokens", "usage.output_tokens_details"),
-        tool_requests=tools, service_tier=tier,
-    )
+    reasoning = count(out_details, "reasoning_tokens", "usage.output_tokens_details")
+    if tools:
+        return Usage(input_tokens=uncached, cache_read_tokens=cached, cache_write_tokens=writes,
+                     output_tokens=output, reasoning_tokens=reasoning, tool_requests=tools,
+                     service_tier=tier)
+    # The TTL buckets left at 0 (most replies) are what Usage drops anyway.
+    return reply_usage(uncached, cached, {ttl: n for ttl, n in writes.items() if n}, output,
+                       reasoning, tier)
 
 
 def _batch_line(line: Mapping[str, Any], endpoint: str | None) -> Usage:
