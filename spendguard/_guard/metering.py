@@ -312,11 +312,12 @@ def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, 
 
     One pass over the raw headers instead of one ``get`` per name (each ``get`` of httpx
     decodes and scans every header again). A repeated or non-ASCII header is read through
-    ``get`` itself, which joins repeats and picks the headers' encoding.
+    ``get`` itself, which joins repeats and picks the headers' encoding. The pass reads
+    httpx2's own list of (name as sent, name in lower case, value): ``raw`` would build a
+    copy of it, and the names would be lowered again.
     """
     found: dict[str, str] = {}
-    for key, value in headers.raw:
-        name = key.lower()
+    for _, name, value in headers._list:
         if name in names:
             text = name.decode("ascii")
             if text in found or not value.isascii():
