@@ -16,7 +16,7 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 
-__all__ = ["CACHE_TTLS", "Usage", "usage_from"]
+__all__ = ["CACHE_TTLS", "Usage", "reply_usage", "usage_from"]
 
 CACHE_TTLS = ("5m", "1h", "30m", "12h")
 """Known cache-write TTLs: Anthropic 5m / 1h, OpenAI 30m / 12h."""
@@ -174,6 +174,30 @@ class Usage:
         if unknown:
             raise ConfigError(f"Usage.from_dict: unknown field(s) {', '.join(unknown)}")
         return cls(**data)
+
+
+_UNSET = {f.name: _EMPTY if f.name in _TABLES else f.default for f in fields(Usage)}
+"""Every field of a Usage at its default (the tables as the shared empty one)."""
+
+
+def reply_usage(input_tokens: int, cache_read_tokens: int, cache_write_tokens: Mapping[str, int],
+                output_tokens: int, reasoning_tokens: int, service_tier: str | None) -> Usage:
+    """``Usage(...)`` of the counts a provider's reply gave: built in one step when they are
+    whole numbers >= 0 and nothing was written to the cache (every guarded call's usual
+    reply), through the constructor and its checks otherwise."""
+    if (not cache_write_tokens and input_tokens.__class__ is int and input_tokens >= 0
+            and cache_read_tokens.__class__ is int and cache_read_tokens >= 0
+            and output_tokens.__class__ is int and output_tokens >= 0
+            and reasoning_tokens.__class__ is int and reasoning_tokens >= 0
+            and (service_tier is None or service_tier.__class__ is str)):
+        usage: Usage = object.__new__(Usage)
+        usage.__dict__.update(_UNSET, input_tokens=input_tokens,
+                              cache_read_tokens=cache_read_tokens, output_tokens=output_tokens,
+                              reasoning_tokens=reasoning_tokens, service_tier=service_tier)
+        return usage
+    return Usage(input_tokens=input_tokens, cache_read_tokens=cache_read_tokens,
+                 cache_write_tokens=cache_write_tokens, output_tokens=output_tokens,
+                 reasoning_tokens=reasoning_tokens, service_tier=service_tier)
 
 
 def usage_from(provider: str, payload: object, *, endpoint: str | None = None) -> Usage:

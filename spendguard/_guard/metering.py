@@ -258,13 +258,16 @@ class Attempt:
             return None
 
     def settle_body(self, status_code: int, found: Mapping[str, str], raw: bytes, *,
-                    decoded: bool = False) -> None:
+                    decoded: bool = False) -> Any:
         """Settle from a complete response body (content-encoded unless ``decoded``);
-        ``found`` is what :func:`response_headers` read from the response."""
+        ``found`` is what :func:`response_headers` read from the response. Returns the body
+        decoded from JSON, for the SDK to take instead of decoding it again; None when it was
+        not decoded (an error status, a body that is not JSON)."""
         self.request_id = _request_id(found)
         if status_code >= 400:
             self.release(f"http {status_code}")
-            return
+            return None
+        body = None
         try:
             encoding = None if decoded else found.get("content-encoding")
             if encoding:
@@ -276,15 +279,16 @@ class Attempt:
                     and body.get("usage") is None):
                 # background=True: billed later, out of our sight; count the worst case now.
                 self.settle_worst("background")
-                return
+                return body
             # The member itself names the endpoint: the reader takes it without parsing a name.
             usage = self.guard.read_usage(body, endpoint=self.call.endpoint)
         except Exception as exc:
             # The provider answered (and billed); the body is unreadable to us. Never lose the
             # call: count the worst case and say so, but let the caller have their response.
             self.settle_unreadable(exc)
-            return
+            return body
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
+        return body
 
     def stream_meter(self, found: Mapping[str, str]) -> StreamMeter:
         """The meter of a streamed response (``found``: its :func:`response_headers`)."""
@@ -308,11 +312,12 @@ def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, 
 
     One pass over the raw headers instead of one ``get`` per name (each ``get`` of httpx
     decodes and scans every header again). A repeated or non-ASCII header is read through
-    ``get`` itself, which joins repeats and picks the headers' encoding.
+    ``get`` itself, which joins repeats and picks the headers' encoding. The pass reads
+    httpx2's own list of (name as sent, name in lower case, value): ``raw`` would build a
+    copy of it, and the names would be lowered again.
     """
     found: dict[str, str] = {}
-    for key, value in headers.raw:
-        name = key.lower()
+    for _, name, value in headers._list:
         if name in names:
             text = name.decode("ascii")
             if text in found or not value.isascii():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import secrets
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -244,7 +244,8 @@ class AttemptLinks:
             if attempt > 1 and known is not None:
                 self._ids.move_to_end(prompt_hash)
                 return known
-            fresh = secrets.token_hex(8)  # 16 hex digits, as random as a uuid4's
+            # 16 hex digits from the OS's CSPRNG: what secrets.token_hex(8) reads, in one call.
+            fresh = os.urandom(8).hex()
             self._ids[prompt_hash] = fresh
             if len(self._ids) > self._MAX:
                 self._ids.popitem(last=False)

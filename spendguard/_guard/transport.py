@@ -72,6 +72,29 @@ def _response(inner: httpx2.Response, stream: httpx2.SyncByteStream | httpx2.Asy
                            extensions=inner.extensions)
 
 
+class _DecodedResponse(httpx2.Response):
+    """A response whose JSON body the guard decoded to settle it: the first ``json()`` (the
+    SDK's, to parse its reply) takes that object rather than decoding the same bytes again;
+    every later call, or one with options, decodes afresh as httpx does."""
+
+    _spendguard_body: Any = None
+
+    def json(self, **kwargs: Any) -> Any:
+        body, self._spendguard_body = self._spendguard_body, None
+        return body if body is not None and not kwargs else super().json(**kwargs)
+
+
+def _hand_on(response: httpx2.Response, body: Any) -> httpx2.Response:
+    """``response``, whose whole body was read and settled, carrying the ``body`` settling
+    decoded from it (None: nothing decoded). Only a plain ``httpx2.Response`` carries it: a
+    subclass keeps its own ``json``."""
+    if body is not None and response.__class__ is httpx2.Response:
+        response.__class__ = _DecodedResponse
+        assert isinstance(response, _DecodedResponse)
+        response._spendguard_body = body
+    return response
+
+
 def _on_transport_error(attempt: Attempt, exc: BaseException) -> None:
     if isinstance(exc, _NOT_SENT):
         attempt.release(type(exc).__name__)
@@ -95,9 +118,8 @@ def _metered(attempt: Attempt, response: httpx2.Response, found: Mapping[str, st
             return _response(response, _MeteredStream(response, meter))
     if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
         # .content itself may raise (iterated, never read): read it inside the safety net.
-        attempt.safely(lambda: attempt.settle_body(response.status_code, found,
-                                                   response.content, decoded=True))
-        return response
+        return _hand_on(response, attempt.safely(lambda: attempt.settle_body(
+            response.status_code, found, response.content, decoded=True)))
     return None
 
 
@@ -224,8 +246,8 @@ class GuardTransport(httpx2.BaseTransport):
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
-        attempt.safely(attempt.settle_body, response.status_code, found, raw)
-        return _response(response, httpx2.ByteStream(raw))
+        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+        return _hand_on(_response(response, httpx2.ByteStream(raw)), body)
 
     def close(self) -> None:
         self.inner.close()
@@ -263,8 +285,8 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
-        attempt.safely(attempt.settle_body, response.status_code, found, raw)
-        return _response(response, httpx2.ByteStream(raw))
+        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+        return _hand_on(_response(response, httpx2.ByteStream(raw)), body)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -135,6 +135,20 @@ def test_token_count_is_an_immutable_int_that_pickles() -> None:
     assert "margin=Decimal('0.2')" in repr(count)
 
 
+def test_an_estimated_count_describes_itself_the_same_on_every_read_and_after_pickling(
+        ) -> None:
+    count = count_tokens("claude-sonnet-4-5", text="How many tokens is this?")
+    assert not count.exact
+    first = count.method
+    assert "bounded estimate" in first
+    assert count.method == first
+    with pytest.raises(AttributeError):
+        count.method = "other"
+    clone = pickle.loads(pickle.dumps(count))
+    assert (clone, clone.margin, clone.method) == (count, count.margin, first)
+    assert repr(count).endswith(f"method={first!r})")
+
+
 def test_token_count_rejects_inconsistent_fields() -> None:
     with pytest.raises(ValueError, match="margin"):
         TokenCount(1, exact=True, margin=Decimal("0.1"), method="x")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from spendguard import Usage
 from spendguard._core.errors import ConfigError
+from spendguard._costing.usage import reply_usage
 
 
 def test_totals_add_disjoint_buckets() -> None:
@@ -81,3 +83,32 @@ def test_token_counts_name_each_billed_kind() -> None:
 def test_repr_shows_only_what_is_set() -> None:
     assert repr(Usage(input_tokens=3, cache_write_tokens={"5m": 2})) == (
         "Usage(input_tokens=3, cache_write_tokens={'5m': 2}, output_tokens=0)")
+
+
+@pytest.mark.parametrize("counts", [
+    (520, 0, {}, 32, 0, "default"),
+    (10, 5, {}, 3, 2, None),
+    (10, 0, {"30m": 4}, 3, 0, None),
+    (10, 0, {"30m": 0}, 3, 0, "flex"),
+])
+def test_a_reply_usage_is_the_same_record_as_the_constructor_builds(
+        counts: tuple[int, int, dict[str, int], int, int, str | None]) -> None:
+    built = Usage(input_tokens=counts[0], cache_read_tokens=counts[1],
+                  cache_write_tokens=counts[2], output_tokens=counts[3],
+                  reasoning_tokens=counts[4], service_tier=counts[5])
+    read = reply_usage(*counts)
+    assert read == built
+    assert hash(read) == hash(built)
+    assert repr(read) == repr(built)
+    assert read.as_dict() == built.as_dict()
+    assert read.token_counts() == built.token_counts()
+    with pytest.raises(AttributeError):
+        read.input_tokens = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("bad", [(-1, 0, {}, 1, 0, None), (1, 0, {}, True, 0, None),
+                                 (1, 0, {}, 1.5, 0, None)])
+def test_a_reply_usage_of_counts_that_are_not_whole_numbers_is_refused(
+        bad: tuple[Any, ...]) -> None:
+    with pytest.raises(ConfigError):
+        reply_usage(*bad)

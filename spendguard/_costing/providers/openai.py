@@ -20,7 +20,7 @@ from spendguard._costing.providers import (
     split_inclusive_input,
     to_plain,
 )
-from spendguard._costing.usage import Usage
+from spendguard._costing.usage import Usage, reply_usage
 
 __all__ = ["ChatStreamReader", "ResponsesStreamReader", "stream_reader", "usage_from_openai"]
 
@@ -65,30 +65,24 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
 
 
 def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
-    def count(container: Mapping[str, Any] | None, key: str, path: str,
-              required: bool = False) -> int:
-        return read_count(container, key, provider=PROVIDER, path=path, required=required)
-
-    prompt = count(usage, "prompt_tokens", "usage", required=True)
-    completion = count(usage, "completion_tokens", "usage", required=True)
+    prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
+    completion = read_count(usage, "completion_tokens", provider=PROVIDER, path="usage",
+                            required=True)
     details = read_table(usage, "prompt_tokens_details", provider=PROVIDER, path="usage")
     path = "usage.prompt_tokens_details"
-    cached = count(details, "cached_tokens", path)
+    cached = read_count(details, "cached_tokens", provider=PROVIDER, path=path)
     if not cached and "prompt_cache_hit_tokens" in usage:
         # DeepSeek's OpenAI-compatible API reports cache hits in its own field
         # (api-docs.deepseek.com, "Context Caching": prompt_cache_hit_tokens / _miss_tokens).
-        cached = count(usage, "prompt_cache_hit_tokens", "usage")
+        cached = read_count(usage, "prompt_cache_hit_tokens", provider=PROVIDER, path="usage")
     # Chat Completions caches with the default 30-minute retention only.
-    written = count(details, "cache_write_tokens", path)
+    written = read_count(details, "cache_write_tokens", provider=PROVIDER, path=path)
     writes = {"30m": written} if written else {}  # Usage drops zero buckets anyway
     uncached, writes = split_inclusive_input(prompt, cached, writes, provider=PROVIDER, path=path)
     out_details = read_table(usage, "completion_tokens_details", provider=PROVIDER, path="usage")
-    return Usage(
-        input_tokens=uncached, cache_read_tokens=cached, cache_write_tokens=writes,
-        output_tokens=completion,
-        reasoning_tokens=count(out_details, "reasoning_tokens", "usage.completion_tokens_details"),
-        service_tier=tier,
-    )
+    reasoning = read_count(out_details, "reasoning_tokens", provider=PROVIDER,
+                           path="usage.completion_tokens_details")
+    return reply_usage(uncached, cached, writes, completion, reasoning, tier)
 
 
 def _responses_usage(usage: Mapping[str, Any], response: Mapping[str, Any],
@@ -116,12 +110,14 @@ def _responses_usage(usage: Mapping[str, Any], response: Mapping[str, Any],
     web_search = read_table(tool_usage, "web_search", provider=PROVIDER, path="tool_usage")
     if web_search is not None:
         tools["web_search"] = count(web_search, "num_requests", "tool_usage.web_search")
-    return Usage(
-        input_tokens=uncached, cache_read_tokens=cached, cache_write_tokens=writes,
-        output_tokens=output,
-        reasoning_tokens=count(out_details, "reasoning_tokens", "usage.output_tokens_details"),
-        tool_requests=tools, service_tier=tier,
-    )
+    reasoning = count(out_details, "reasoning_tokens", "usage.output_tokens_details")
+    if tools:
+        return Usage(input_tokens=uncached, cache_read_tokens=cached, cache_write_tokens=writes,
+                     output_tokens=output, reasoning_tokens=reasoning, tool_requests=tools,
+                     service_tier=tier)
+    # The TTL buckets left at 0 (most replies) are what Usage drops anyway.
+    return reply_usage(uncached, cached, {ttl: n for ttl, n in writes.items() if n}, output,
+                       reasoning, tier)
 
 
 def _batch_line(line: Mapping[str, Any], endpoint: str | None) -> Usage:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
@@ -28,10 +29,16 @@ class TokenCount(int):
 
     exact: bool
     margin: Decimal
-    method: str
 
     def __new__(cls, value: int, *, exact: bool, method: str, margin: Decimal = _ZERO,
                 expected: int | None = None) -> TokenCount:
+        return cls._made(value, exact=exact, method=method, margin=margin, expected=expected)
+
+    @classmethod
+    def _made(cls, value: int, *, exact: bool, method: str | Callable[[], str],
+              margin: Decimal = _ZERO, expected: int | None = None) -> TokenCount:
+        """The constructor, which also takes ``method`` as a function that writes it: an
+        estimate's description is built only if read (most counts are only reserved)."""
         if value < 0:
             raise ValueError(f"a token count cannot be negative, got {value}")
         if margin < 0 or (exact and margin != 0):
@@ -43,9 +50,20 @@ class TokenCount(int):
         self = super().__new__(cls, value)
         object.__setattr__(self, "exact", exact)
         object.__setattr__(self, "margin", margin if type(margin) is Decimal else Decimal(margin))
-        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "_method", method)
         object.__setattr__(self, "_expected", expected)
         return self
+
+    @property
+    def method(self) -> str:
+        """How the count was obtained (``"tiktoken o200k_base"``, ``"bounded estimate
+        (+35%)"``...)."""
+        method = self.__dict__["_method"]
+        if method.__class__ is not str:
+            # Written once, on first read; two threads reading at once write the same text.
+            method = self.__dict__["_method"] = method()
+        text: str = method
+        return text
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TokenCount is immutable")
@@ -115,18 +133,27 @@ class Tally:
         central = self.exact_tokens + self.estimate
         value = self.exact_tokens + math.ceil(self.estimate + self.headroom)
         if self.exact:
-            return TokenCount(value, exact=True, method=self.label)
+            return TokenCount._made(value, exact=True, method=self.label)
         margin = _ZERO
         if central > 0 and self.headroom > 0:
             margin = (self.headroom / central).quantize(_MARGIN_STEP,
                                                         rounding=ROUND_CEILING).normalize()
-        method = " + ".join(p for p in (self.label, *self._notes) if p)
-        if margin:
-            bound = f"bounded estimate (+{_percent(margin)}%)"
-            method = f"{method}, {bound}" if method else bound
-        else:  # estimated by a published rule with no headroom of our own
-            method = f"{method} (estimate)" if method else "estimate"
-        if self._uncounted:
-            method += f"; not counted: {', '.join(self._uncounted)}"
-        return TokenCount(value, exact=False, margin=margin, method=method,
-                          expected=min(value, math.ceil(central)))
+        parts = (self.label, *self._notes)
+        uncounted = tuple(self._uncounted)
+        return TokenCount._made(value, exact=False, margin=margin,
+                                method=lambda: _description(parts, margin, uncounted),
+                                expected=min(value, math.ceil(central)))
+
+
+def _description(parts: tuple[str, ...], margin: Decimal, uncounted: tuple[str, ...]) -> str:
+    """The ``method`` of an estimate: the tokenizer, the notes, the headroom and what it could
+    not count."""
+    method = " + ".join(p for p in parts if p)
+    if margin:
+        bound = f"bounded estimate (+{_percent(margin)}%)"
+        method = f"{method}, {bound}" if method else bound
+    else:  # estimated by a published rule with no headroom of our own
+        method = f"{method} (estimate)" if method else "estimate"
+    if uncounted:
+        method += f"; not counted: {', '.join(uncounted)}"
+    return method

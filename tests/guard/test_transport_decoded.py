@@ -1,0 +1,83 @@
+"""The reply body the guard decoded to settle a call is the SDK's parse, once: the raw
+response still decodes afresh, and a transport's own response class is left alone."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+
+import spendguard
+from tests.provider_bodies import chat_completion
+
+BASE_URL = "http://provider.test/v1"
+REPLY = chat_completion(prompt_tokens=12, completion_tokens=3, content="hello")
+
+
+class _Chunks(httpx2.SyncByteStream):
+    """A body the transport has not read yet, as from a socket."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        text = json.dumps(REPLY).encode()
+        yield text[:40]
+        yield text[40:]
+
+
+class _OwnResponse(httpx2.Response):
+    def json(self, **kwargs: Any) -> Any:
+        body = super().json(**kwargs)
+        body["choices"][0]["message"]["content"] = "from the subclass"
+        return body
+
+
+def _reply(kind: str) -> httpx2.Response:
+    headers = {"content-type": "application/json"}
+    if kind == "read":  # a mock's response: read before the transport sees it
+        return httpx2.Response(200, headers=headers, content=json.dumps(REPLY).encode())
+    if kind == "streamed":
+        return httpx2.Response(200, headers=headers, stream=_Chunks())
+    return _OwnResponse(200, headers=headers, content=json.dumps(REPLY).encode())
+
+
+def _client(kind: str, budget: spendguard.Budget) -> Any:
+    transport = httpx2.MockTransport(lambda request: _reply(kind))
+    return spendguard.OpenAI(api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
+                             http_client=httpx2.Client(transport=transport))
+
+
+@pytest.mark.parametrize("kind", ["read", "streamed"])
+def test_the_raw_response_decodes_afresh_after_the_sdk_parsed_the_settled_body(
+        kind: str) -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+    raw = _client(kind, budget).chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    completion = raw.parse()
+    assert (completion.choices[0].message.content, completion.usage.prompt_tokens) == \
+        ("hello", 12)
+    first = raw.http_response.json()
+    first["usage"]["prompt_tokens"] = -1
+    assert raw.http_response.json() == REPLY
+    [record] = budget.ledger.records()
+    assert (record.status, record.tokens["input"], record.tokens["output"]) == ("ok", 12, 3)
+
+
+@pytest.mark.parametrize("kind", ["read", "streamed"])
+def test_a_json_read_with_options_decodes_the_bytes_and_the_sdk_still_parses_its_reply(
+        kind: str) -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+    raw = _client(kind, budget).chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    assert raw.http_response.json(parse_int=str)["usage"]["prompt_tokens"] == "12"
+    assert raw.parse().usage.prompt_tokens == 12
+
+
+def test_a_response_class_of_the_wrapped_transport_keeps_its_own_json() -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+    completion = _client("own", budget).chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    assert completion.choices[0].message.content == "from the subclass"
+    [record] = budget.ledger.records()
+    assert (record.status, record.tokens["input"]) == ("ok", 12)
