@@ -143,7 +143,7 @@ def test_an_estimated_count_describes_itself_the_same_on_every_read_and_after_pi
     assert "bounded estimate" in first
     assert count.method == first
     with pytest.raises(AttributeError):
-        count.method = "other"
+        count.method = "other"  # type: ignore[misc]
     clone = pickle.loads(pickle.dumps(count))
     assert (clone, clone.margin, clone.method) == (count, count.margin, first)
     assert repr(count).endswith(f"method={first!r})")
