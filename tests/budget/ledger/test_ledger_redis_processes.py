@@ -10,15 +10,18 @@ reservations).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import signal
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
 from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.ledger import ScopeClaim, Settlement
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._core.errors import BudgetExceeded
 from tests.ledger_helpers import FakeClock, call_info, spend, worker
@@ -112,3 +115,45 @@ def test_a_killed_workers_reservation_counts_until_it_expires_then_is_charged_in
         "recovered", D("4"), True)
     assert recovered.note is not None and f"pid {process.pid}" in recovered.note
     assert budget.ledger.verify() == []
+
+
+def _fork_reserves(ledger: RedisLedger, claims: list[ScopeClaim], calls: int,
+                   ) -> tuple[int, int]:
+    """``calls`` reservations (each settled when granted): (granted, refused)."""
+    granted = refused = 0
+    for _ in range(calls):
+        now = datetime.now(UTC)
+        try:
+            reservation_id = ledger.reserve(claims, D("0.01"), call_info(), time=now,
+                                            expires_at=now + timedelta(minutes=5), tags={})
+        except BudgetExceeded:
+            refused += 1
+            continue
+        ledger.settle(reservation_id, Settlement(now, D("0.01"), {"input": 10, "output": 1},
+                                                 False, "ok", 0.0))
+        granted += 1
+    return granted, refused
+
+
+def _forked_child(ledger: RedisLedger, answers: Any) -> None:
+    answers.put(_fork_reserves(ledger, [ScopeClaim("child", "all", D("0"), D("0"))], 300))
+
+
+def test_a_forked_process_gets_its_own_redis_connection_and_its_own_answers(
+        redis_url: str, open_redis: Callable[[str], RedisLedger]) -> None:
+    """A ledger used before ``fork()`` and then in both processes: each process reads the
+    replies to its own commands (a shared socket would hand one process the other's), so
+    the child's scope with no room refuses every call and the parent's grants every one."""
+    ledger = open_redis(redis_url)
+    roomy = [ScopeClaim("parent", "all", D("1000"), D("800"))]
+    assert _fork_reserves(ledger, roomy, 1) == (1, 0)  # this thread's connection is open
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    child = context.Process(target=_forked_child, args=(ledger, answers))
+    child.start()
+    parent = _fork_reserves(ledger, roomy, 300)
+    child_result = answers.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert (parent, child_result) == ((300, 0), (0, 300))
+    assert ledger.totals("parent", "all").calls == 301

@@ -19,8 +19,10 @@ waits at most about twice the URL's ``timeout``.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,6 +40,19 @@ _SCRIPTS = {"reserve": redis_scripts.RESERVE, "settle": redis_scripts.SETTLE,
             "release": redis_scripts.RELEASE, "adjust": redis_scripts.ADJUST,
             "recover": redis_scripts.RECOVER, "import": redis_scripts.IMPORT}
 T = TypeVar("T")
+
+_SESSIONS: weakref.WeakSet[RedisSession] = weakref.WeakSet()
+
+
+def _forget_connections_after_fork() -> None:
+    """In a forked child: drop every session's per-thread connections, inherited from the
+    parent. Used by both processes, one socket would hand each the other's replies (a
+    refusal meant for one reaching the other); the pools themselves reconnect in the child."""
+    for session in list(_SESSIONS):
+        session._own = threading.local()
+
+
+os.register_at_fork(after_in_child=_forget_connections_after_fork)
 
 
 class RedisSession:
@@ -58,6 +73,7 @@ class RedisSession:
             NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
         self._route = f"{self.prefix}totals"
         self._own = threading.local()
+        _SESSIONS.add(self)
         self._shas = {name: _sha1(source) for name, source in _SCRIPTS.items()}
         # Each script's command as sent, up to its own arguments: the function (FCALL) or
         # digest (EVALSHA), the one key (the cluster routes by it) and the prefix. FCALL
