@@ -74,6 +74,10 @@ class RedisSession:
         self._route = f"{self.prefix}totals"
         self._own = threading.local()
         _SESSIONS.add(self)
+        exceptions = redis.exceptions
+        # What a cluster primary answers when the ledger's slot is elsewhere or unreachable.
+        self._redirected = (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
+                            exceptions.ClusterDownError, exceptions.ConnectionError)
         self._shas = {name: _sha1(source) for name, source in _SCRIPTS.items()}
         # Each script's command as sent, up to its own arguments: the function (FCALL) or
         # digest (EVALSHA), the one key (the cluster routes by it) and the prefix. FCALL
@@ -111,19 +115,13 @@ class RedisSession:
         parts[0] = b"*%d\r\n" % (len(args) + 5)
         if self.options.topology != "cluster":
             return self._send(self._thread_client(self.client.connection_pool), name, parts)
-        exceptions = self._redis.exceptions
-        cluster: Any = self.client
-        try:
-            node = cluster.get_node_from_key(self._route).redis_connection
-        except exceptions.RedisClusterException:
-            node = None
-        if node is not None:
+        primary = self._cluster_primary()
+        if primary is not None:
             try:
-                return self._send(self._thread_client(node.connection_pool), name, parts)
-            except (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
-                    exceptions.ClusterDownError, exceptions.ConnectionError):
+                return self._send(primary, name, parts)
+            except self._redirected:
                 pass  # the cluster client follows the redirection and renews its map
-        return self._evalsha(cluster, name, args)
+        return self._evalsha(self.client, name, args)
 
     def _send(self, client: Any, name: str, parts: list[bytes]) -> Any:
         """The reply to script ``name`` on ``client``'s connection; ``parts`` are the
@@ -226,19 +224,23 @@ class RedisSession:
         """
         if self.options.topology != "cluster":
             return operation(self._thread_client(self.client.connection_pool))
-        exceptions = self._redis.exceptions
+        primary = self._cluster_primary()
+        if primary is not None:
+            try:
+                return operation(primary)
+            except self._redirected:
+                pass  # the cluster client follows the redirection and renews its map
+        return operation(self.client)
+
+    def _cluster_primary(self) -> Any:
+        """This thread's client on the primary the cluster client's map names for the ledger's
+        slot; None when the map names none."""
         cluster: Any = self.client
         try:
             node = cluster.get_node_from_key(self._route).redis_connection
-        except exceptions.RedisClusterException:
-            node = None
-        if node is None:
-            return operation(cluster)
-        try:
-            return operation(self._thread_client(node.connection_pool))
-        except (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
-                exceptions.ClusterDownError, exceptions.ConnectionError):
-            return operation(cluster)
+        except self._redis.exceptions.RedisClusterException:
+            return None
+        return None if node is None else self._thread_client(node.connection_pool)
 
     def _thread_client(self, pool: Any) -> Any:
         """This thread's client, on a connection of its own from ``pool``.
