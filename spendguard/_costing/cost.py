@@ -160,23 +160,7 @@ def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None
     names = _modifier_names(usage, batch=batch, service_tier=service_tier)
     # Most entries have no long-context tier: then the input total needs no adding up.
     tier = model_price.tier_for(usage.total_input_tokens) if model_price.tiers else None
-    rates = _rate_vector(model_price, tier, names)
-    total = ZERO
-    with localcontext() as context:
-        context.prec = 40  # as in cost(): exact for any realistic token count x rate
-        # The buckets of _buckets(), in its order, priced as they are listed.
-        total += usage.input_tokens * _rate_of(rates, model_price, "input", tier, names) \
-            / MILLION
-        if usage.cache_read_tokens:
-            total += usage.cache_read_tokens * _rate_of(rates, model_price, "cache_read", tier,
-                                                        names) / MILLION
-        for ttl, n in usage.cache_write_tokens.items():
-            total += n * _rate_of(rates, model_price, f"cache_write_{ttl}", tier, names) \
-                / MILLION
-        if usage.output_tokens or model_price.output_usd_per_million is not None:
-            total += usage.output_tokens * _rate_of(rates, model_price, "output", tier, names) \
-                / MILLION
-    return total
+    return _sum(model_price, tier, names, _buckets(usage, model_price))
 
 
 def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: int, *,
@@ -192,37 +176,34 @@ def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: in
     names = _modifier_names(_NO_USAGE, batch=False, service_tier=billable_tier(service_tier),
                             speed=speed, inference_geo=inference_geo)
     tier = model_price.tier_for(input_tokens) if model_price.tiers else None
-    rates = _rate_vector(model_price, tier, names)
-    priced_output = bool(output_tokens) or model_price.output_usd_per_million is not None
-    with localcontext() as context:
-        context.prec = 40  # as in cost(): exact for any realistic token count x rate
-        # Input uncached: what total_usd adds for Usage(input_tokens=..., output_tokens=...).
-        worst = ZERO + input_tokens * _rate_of(rates, model_price, "input", tier, names) \
-            / MILLION
-        output_usd = (output_tokens * _rate_of(rates, model_price, "output", tier, names)
-                      / MILLION) if priced_output else None
-        if output_usd is not None:
-            worst += output_usd
-        if input_tokens:  # a zero write leaves the cache-write record equal to the first
-            for ttl in cache_ttls:
-                if ttl not in model_price.cache_write_usd_per_million:
-                    continue
-                # Usage(cache_write_tokens={ttl: input_tokens}, output_tokens=...): its
-                # buckets are an empty input, the write, then the output.
-                written = ZERO + 0 * _rate_of(rates, model_price, "input", tier, names) \
-                    / MILLION
-                written += input_tokens * _rate_of(rates, model_price, f"cache_write_{ttl}",
-                                                   tier, names) / MILLION
-                if output_usd is not None:
-                    written += output_usd
+    output = ([("output", output_tokens)]
+              if output_tokens or model_price.output_usd_per_million is not None else [])
+    # The buckets _buckets() lists for Usage(input_tokens=..., output_tokens=...), then for
+    # Usage(cache_write_tokens={ttl: input_tokens}, output_tokens=...) per cache-write TTL the
+    # entry prices (a zero write would only repeat the first amount).
+    worst = _sum(model_price, tier, names, [("input", input_tokens), *output])
+    if input_tokens:
+        for ttl in cache_ttls:
+            if ttl in model_price.cache_write_usd_per_million:
+                written = _sum(model_price, tier, names,
+                               [("input", 0), (f"cache_write_{ttl}", input_tokens), *output])
                 worst = max(worst, written)  # the first of equal amounts, as max() keeps
     return worst
 
 
-def _rate_of(rates: dict[str, Decimal], model_price: ModelPrice, kind: str,
-             tier: LongContextTier | None, names: tuple[str, ...]) -> Decimal:
-    rate = rates.get(kind)
-    return _cached_rate(model_price, kind, tier, names) if rate is None else rate
+def _sum(model_price: ModelPrice, tier: LongContextTier | None, names: tuple[str, ...],
+         buckets: list[tuple[str, int]]) -> Decimal:
+    """The buckets priced at the cached rates, in their order, at :func:`cost`'s precision."""
+    rates = _rate_vector(model_price, tier, names)
+    total = ZERO
+    with localcontext() as context:
+        context.prec = 40  # as in cost(): exact for any realistic token count x rate
+        for kind, tokens in buckets:
+            rate = rates.get(kind)
+            if rate is None:
+                rate = _cached_rate(model_price, kind, tier, names)
+            total += tokens * rate / MILLION
+    return total
 
 
 # A rate depends only on the entry, the tier, the modifiers and the kind, and a guarded call
