@@ -154,6 +154,16 @@ class ThrowawayRedis:
                                  f"{seen.decode(errors='replace')}")
 
 
+@pytest.fixture(name="server")
+def fixture_server(tmp_path: Path) -> Iterator[ThrowawayRedis]:
+    """A started :class:`ThrowawayRedis` (no persistence), killed when the test ends."""
+    own = ThrowawayRedis(tmp_path)
+    own.start()
+    yield own
+    if own.process is not None:
+        own.kill()
+
+
 def redis_worker(*args: str) -> subprocess.Popen[str]:
     """Start this file as a worker process with ``args`` in a fresh interpreter."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}

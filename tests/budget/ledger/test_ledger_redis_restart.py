@@ -22,21 +22,13 @@ from tests.ledger_helpers import call_info, settle, spend
 from tests.redis_helpers import (
     ThrowawayRedis,
     fixture_open_redis,  # noqa: F401 - a fixture: pytest finds it here
+    fixture_server,  # noqa: F401 - a fixture: pytest finds it here
     ledger_url,
     requires_redis_server_binary,
 )
 
 D = Decimal
 pytestmark = [pytest.mark.redis, requires_redis_server_binary]
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ThrowawayRedis]:
-    own = ThrowawayRedis(tmp_path)
-    own.start()
-    yield own
-    if own.process is not None:
-        own.kill()
 
 
 @pytest.fixture

@@ -8,11 +8,10 @@ never touches the shared server on 6379.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from tests.ledger_helpers import START, call_info, settle, spend
 from tests.redis_helpers import (
     ThrowawayRedis,
     fixture_open_redis,  # noqa: F401 - a fixture: pytest finds it here
+    fixture_server,  # noqa: F401 - a fixture: pytest finds it here
     ledger_url,
     requires_redis_server_binary,
 )
@@ -66,15 +66,6 @@ def test_a_settlement_is_stored_as_the_fields_it_changes() -> None:
         status="error", note="why")
     plain = settlement_json(Settlement(START, D("1"), {}, False, "v1", 0.0))
     assert "request_id" not in plain and "note" not in plain
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ThrowawayRedis]:
-    own = ThrowawayRedis(tmp_path)
-    own.start()
-    yield own
-    if own.process is not None:
-        own.kill()
 
 
 def _admin(port: int) -> Any:
