@@ -108,11 +108,11 @@ class RedisSession:
         return reply if isinstance(reply, list) else [reply]
 
     def _script(self, name: str, args: Sequence[str]) -> Any:
-        parts = [b""]
+        # The count: the head's five words (command, function or digest, 1, key, prefix), the args.
+        parts = [b"*%d\r\n" % (len(args) + 5)]
         for arg in args:
             data = arg.encode()
             parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-        parts[0] = b"*%d\r\n" % (len(args) + 5)
         if self.options.topology != "cluster":
             return self._send(self._thread_client(self.client.connection_pool), name, parts)
         primary = self._cluster_primary()
