@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import spendguard
 from spendguard._budget.budget import Budget, reserve_call
 from spendguard._budget.ledger import ScopeClaim, Settlement
 from spendguard._budget.ledger.redis import RedisLedger
@@ -140,11 +141,19 @@ def _forked_child(ledger: RedisLedger, answers: Any) -> None:
 
 
 def test_a_forked_process_gets_its_own_redis_connection_and_its_own_answers(
-        redis_url: str, open_redis: Callable[[str], RedisLedger]) -> None:
+        redis_url: str) -> None:
     """A ledger used before ``fork()`` and then in both processes: each process reads the
     replies to its own commands (a shared socket would hand one process the other's), so
     the child's scope with no room refuses every call and the parent's grants every one."""
-    ledger = open_redis(redis_url)
+    ledger = spendguard.open_ledger(redis_url)
+    assert isinstance(ledger, RedisLedger)
+    try:
+        _fork_and_reserve(ledger)
+    finally:
+        ledger.close()
+
+
+def _fork_and_reserve(ledger: RedisLedger) -> None:
     roomy = [ScopeClaim("parent", "all", D("1000"), D("800"))]
     assert _fork_reserves(ledger, roomy, 1) == (1, 0)  # this thread's connection is open
     context = multiprocessing.get_context("fork")
