@@ -19,12 +19,17 @@ on, so imports and connecting are not counted) and, for Redis, the server's (``I
 exact when nothing else uses that server). Their sum is what one call costs the machine: on
 ``C`` idle cores the ledger can make about ``C / (client + server)`` calls a second, and one
 Redis server (one core) at most ``1 / server``.
+
+For SQLite it also counts what a pair costs on any machine: the statements the ledger runs
+(its connection's trace callback) and the pages its commits append to the ``-wal`` file (the
+file's growth from an emptied WAL, over fewer pairs than one automatic checkpoint takes).
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import sqlite3
 import tempfile
 import time
 import uuid
@@ -47,11 +52,7 @@ def _worker(url: str, calls: int, barrier: Any, cpu: Any) -> None:
     barrier.wait()
     started = time.process_time()
     for _ in range(calls):
-        now = datetime.now(UTC)
-        reservation_id = ledger.reserve(CLAIMS, WORST, CALL, time=now,
-                                        expires_at=now + timedelta(minutes=15), tags={})
-        ledger.settle(reservation_id, Settlement(now, ACTUAL, {"input": 1200, "output": 210},
-                                                 False, "bench", 0.0))
+        _pair(ledger)
     cpu.put(time.process_time() - started)
     ledger.close()
 
@@ -105,6 +106,42 @@ def _drop(redis_url: str, prefix: str) -> None:
 
 Row = tuple[str, int, float, float, float | None]
 
+_COUNTED_PAIRS = 200  # about 2,400 WAL pages: below the 4 MiB (4,096-page) checkpoint
+
+
+def sqlite_work(path: Path) -> tuple[float, float, int]:
+    """Statements and WAL pages per reserve + settle pair on a SQLite ledger at ``path``, and
+    the file's page size: counts, not timings, so they are the same on a busy machine."""
+    ledger: Any = open_ledger(f"sqlite:///{path}")
+    for _ in range(20):  # the first pairs write the scope's row and the index roots
+        _pair(ledger)
+    with sqlite3.connect(path) as db:  # empty the WAL: what follows is this run's pages only
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    statements = 0
+
+    def counted(_sql: str) -> None:
+        nonlocal statements
+        statements += 1
+
+    connection = ledger._connection()  # this thread's: the one every pair below runs on
+    connection.set_trace_callback(counted)
+    for _ in range(_COUNTED_PAIRS):
+        _pair(ledger)
+    connection.set_trace_callback(None)
+    wal_bytes = path.with_name(path.name + "-wal").stat().st_size
+    ledger.close()
+    frames = (wal_bytes - 32) / (24 + page_size)  # the WAL header, then (header + page) each
+    return statements / _COUNTED_PAIRS, frames / _COUNTED_PAIRS, page_size
+
+
+def _pair(ledger: Any) -> None:
+    now = datetime.now(UTC)
+    reservation_id = ledger.reserve(CLAIMS, WORST, CALL, time=now,
+                                    expires_at=now + timedelta(minutes=15), tags={})
+    ledger.settle(reservation_id, Settlement(now, ACTUAL, {"input": 1200, "output": 210},
+                                             False, "bench", 0.0))
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -120,10 +157,16 @@ def main() -> None:
         for backend in options.backends:
             for processes in options.processes:
                 rows.append(_row(backend, processes, calls, options.redis, Path(directory)))
+        work = (sqlite_work(Path(directory) / "counted.db") if "sqlite" in options.backends
+                else None)
     print_rows(rows)
     print(f"({calls} calls per process; each call = reserve + settle; 'vs SQLite' is "
           f"time per call relative to SQLite with as many processes; memory is per-process; "
           f"CPU is µs per call, the workers' and the Redis server's)")
+    if work is not None:
+        statements, pages, page_size = work
+        print(f"SQLite, per reserve + settle pair (counts, the same on any machine): "
+              f"{statements:.1f} statements, {pages:.1f} WAL pages of {page_size:,} bytes")
 
 
 def _row(backend: str, processes: int, calls: int, redis_url: str, directory: Path) -> Row:
