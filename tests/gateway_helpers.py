@@ -8,11 +8,13 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import httpx2
 
 import spendguard
 from spendguard._budget.events import CallEvent, Stage
@@ -50,6 +52,13 @@ def records(ledger_url: str, scope: str | None = None) -> list[spendguard.SpendR
     return list(spendguard.open_ledger(ledger_url).records(scope=scope))
 
 
+def held_sleep(gate: threading.Event) -> Callable[[float], None]:
+    """An emulator ``sleep`` that waits for ``gate`` instead of a time (tests never sleep)."""
+    def sleep(_seconds: float) -> None:
+        gate.wait(30)
+    return sleep
+
+
 class Settled:
     """Counts settled and released call events in this process; ``wait(n)`` blocks until n."""
 
@@ -79,21 +88,43 @@ def settled_events() -> Iterator[Settled]:
         spendguard.unsubscribe(seen)
 
 
-def gateway_process(*args: str, env: dict[str, str] | None = None,
-                    ) -> tuple[subprocess.Popen[str], dict[str, str]]:
-    """``spendguard gateway --port 0 --json ARGS`` as a process; returns it with its URLs."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "spendguard.cli", "gateway", "--port", "0", "--json", *args],
+def spawn_gateway(*args: str) -> subprocess.Popen[str]:
+    """``spendguard gateway --port 0 --json ARGS`` started as a process (see :func:`urls_of`)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from spendguard.cli import main; main()", "gateway",
+         "--port", "0", "--json", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})})
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+
+
+def urls_of(child: subprocess.Popen[str]) -> dict[str, str]:
+    """The URLs a spawned gateway prints once it listens."""
     assert child.stdout is not None
     line = child.stdout.readline()
     if not line:
-        child.wait(10)
-        assert child.stderr is not None
-        raise AssertionError(f"the gateway did not start: {child.stderr.read()}")
-    return child, json.loads(line)
+        _, err = child.communicate(timeout=10)
+        raise AssertionError(f"the gateway did not start: {err}")
+    urls: dict[str, str] = json.loads(line)
+    return urls
+
+
+def gateway_process(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """A gateway process, once it listens, with its URLs."""
+    child = spawn_gateway(*args)
+    return child, urls_of(child)
 
 
 def worst_usd(refusal_body: dict[str, Any]) -> Decimal:
+    """The worst case a refusal names (its ``error.spendguard`` member)."""
     return Decimal(refusal_body["error"]["spendguard"]["worst_case_usd"])
+
+
+def refused_worst_usd(server: EmulatorServer, *, model: str, max_tokens: int) -> Decimal:
+    """The worst case of one chat call of ``model``, as a gateway refusing it names it."""
+    with gateway_for(server, limit_usd="0.000001") as probe:
+        refused = httpx2.post(probe.openai_base_url + "/chat/completions",
+                              headers={"authorization": "Bearer k"},
+                              json={"model": model, "messages": USER,
+                                    "max_tokens": max_tokens})
+    assert refused.status_code == 402
+    return worst_usd(refused.json())

@@ -10,6 +10,7 @@ record before the process exits.
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 import threading
 from types import TracebackType
@@ -59,8 +60,21 @@ def _config(gateway: Gateway, grace_s: float) -> uvicorn.Config:
 
 
 def serve(gateway: Gateway, sock: socket.socket, *, grace_s: float = 30.0) -> None:
-    """Serve until SIGINT or SIGTERM (the foreground ``spendguard gateway``)."""
-    uvicorn.Server(_config(gateway, grace_s)).run(sockets=[sock])
+    """Serve until SIGINT or SIGTERM (the foreground ``spendguard gateway``), then return.
+
+    uvicorn handles the signal (a graceful shutdown) and raises it again once done, for the
+    handler it found; that handler is a no-op here, so a stopped gateway exits with status 0.
+    """
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        uvicorn.Server(_config(gateway, grace_s)).run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    """The signal, raised again by uvicorn after its graceful shutdown: nothing left to do."""
 
 
 class _Server(uvicorn.Server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 import spendguard
 from spendguard.testing import Emulator, EmulatorServer, ManualClock, Reply, ToolCall, serve
-from tests.gateway_helpers import USER, gateway_for, records
+from tests.gateway_helpers import USER, gateway_for, held_sleep, records
 
 WEATHER: Any = [{"type": "function", "function": {
     "name": "weather", "parameters": {"type": "object", "properties": {}}}}]
@@ -94,18 +95,11 @@ def test_anthropic_messages_plain_streamed_and_tool_use_pass_through(
         spendguard.cost("claude-sonnet-4-5", m.usage).total for m in (plain, streamed, tool)]
 
 
-def test_a_stream_reaches_the_client_event_by_event_as_the_upstream_sends_it(
-        ) -> None:
+def test_a_stream_reaches_the_client_event_by_event_as_the_upstream_sends_it() -> None:
     # The emulator waits before each event after the first until the test lets it go: the
     # client must already hold the first event while the second is not yet written.
-    import threading
-
     gate = threading.Event()
-
-    def held(_seconds: float) -> None:
-        gate.wait(10)
-
-    emulator = Emulator(stream_interval_s=1.0, sleep=held)
+    emulator = Emulator(stream_interval_s=1.0, sleep=held_sleep(gate))
     with serve(emulator) as upstream, gateway_for(upstream, limit_usd="5") as gateway, \
             httpx2.Client() as http, http.stream(
                 "POST", gateway.openai_base_url + "/chat/completions",
