@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from spendguard._adoption.running import GUARDED_HEADER
 from spendguard._gateway.upstreams import Upstream
 
 __all__ = ["GUARDED_HEADER", "SCOPE_HEADER", "GatewayConfig"]
 
 SCOPE_HEADER = "x-spendguard-scope"
 """A request header naming a scope nested under the gateway's (or the virtual key's) budget."""
-GUARDED_HEADER = "x-spendguard-guarded"
-"""Set by a Python process of ``spendguard run`` whose own guard already charged the request:
-with the run's secret token, the gateway forwards it without charging it again."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,19 @@
-"""``spendguard run -- CMD ...``: run a Python program with every LLM client it builds guarded."""
+"""``spendguard run -- CMD ...``: run a program with every LLM call it makes guarded.
+
+Python processes of the program are guarded from inside (``install()`` from their first
+import). A program in any other language is guarded from outside: the run starts a gateway on
+a free loopback port for the program's lifetime and points the official clients' base-URL
+variables at it (:data:`BASE_URL_VARIABLES`); Python processes get the variables too, so a
+subprocess in another language is covered, and the gateway does not charge their calls twice.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -16,7 +26,7 @@ from typing import Any
 
 import click
 
-from spendguard._adoption.running import ENV_VAR, RunSettings
+from spendguard._adoption.running import ENV_VAR, RunSettings, RunTally
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import format_usd
 
@@ -26,6 +36,17 @@ _BOOT_DIR = Path(__file__).resolve().parent.parent / "_adoption" / "boot"
 _COUNTS = ("calls", "released", "input_tokens", "output_tokens", "refusals", "warnings",
            "would_refuse")
 _MONEY = ("cost_usd", "refused_usd", "would_refuse_usd")
+_GATEWAY_TALLY = "gateway.json"
+
+BASE_URL_VARIABLES = {
+    # The openai SDKs (Python, Node) and Codex CLI's built-in OpenAI provider.
+    "OPENAI_BASE_URL": "/v1",
+    # The older name, still read by some tools built on the OpenAI API.
+    "OPENAI_API_BASE": "/v1",
+    # The anthropic SDKs (Python, TypeScript) and Claude Code.
+    "ANTHROPIC_BASE_URL": "",
+}
+"""The variables a run's gateway sets for the program, each the gateway's URL plus this path."""
 
 
 @click.command(context_settings={"ignore_unknown_options": True,
@@ -46,15 +67,19 @@ _MONEY = ("cost_usd", "refused_usd", "would_refuse_usd")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url: str | None,
         observe: bool, as_json: bool, command: tuple[str, ...]) -> None:
-    """Run COMMAND (a Python program) with spendguard.install() active from its first import.
+    """Run COMMAND with every LLM call it makes guarded, in Python or any other language.
 
-    Every openai and anthropic client the program (or a Python subprocess of it) builds is
-    guarded; its output and exit status are its own. On exit a spend summary (calls, tokens,
-    cost, refusals, warnings) is printed on stderr.
+    Every openai and anthropic client a Python process of the program builds is guarded from
+    its first import (spendguard.install()). Programs in other languages (Node, coding agents
+    such as Claude Code or Codex CLI, curl) reach the providers through a gateway the run
+    starts on a free loopback port, named in OPENAI_BASE_URL, OPENAI_API_BASE and
+    ANTHROPIC_BASE_URL (needs the gateway extra). The program's output and exit status are its
+    own. On exit a spend summary (calls, tokens, cost, refusals, warnings) is printed on stderr.
 
     \b
-    Example:
+    Examples:
         spendguard run --budget 1.00 -- python agent.py
+        spendguard run --budget 5 -- claude
     """
     if command and command[0] == "--":
         command = command[1:]
@@ -73,7 +98,16 @@ def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url
             budget = settings.budget()  # checked here, so a mistake is one line, not N
         except ConfigError as exc:
             raise click.BadParameter(str(exc)) from None
-        code = _run_child(command, settings)
+        gateway = _start_gateway(command, settings)
+        if gateway is not None:
+            settings = dataclasses.replace(settings, gateway_url=gateway.base_url,
+                                           gateway_token=gateway.gateway.config.guarded_token)
+        try:
+            code = _run_child(command, settings)
+        finally:
+            if gateway is not None:
+                gateway.close()  # calls in flight finish and are recorded first
+                _save_tally(gateway.gateway.tally, folder)
         summary = _summary(folder, code, budget)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -81,9 +115,58 @@ def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url
     sys.exit(code)
 
 
+def is_python_program(command: tuple[str, ...]) -> bool:
+    """Whether COMMAND starts a Python interpreter, or a script whose ``#!`` line names one."""
+    found = shutil.which(command[0]) or command[0]
+    if re.fullmatch(r"python(\d+(\.\d+)*)?[tw]?(\.exe)?", Path(found).name.lower()):
+        return True
+    try:
+        with open(found, "rb") as script:
+            first = script.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _start_gateway(command: tuple[str, ...], settings: RunSettings) -> Any:
+    """The run's gateway on a free loopback port, or None for a Python program when the
+    gateway extra is not installed (install() guards it all the same)."""
+    try:
+        from spendguard._gateway.app import Gateway  # noqa: PLC0415 - the gateway extra
+        from spendguard._gateway.config import GatewayConfig  # noqa: PLC0415
+        from spendguard._gateway.server import start  # noqa: PLC0415
+        from spendguard._gateway.upstreams import parse_upstream  # noqa: PLC0415
+    except ImportError as exc:
+        if is_python_program(command):
+            return None
+        raise click.ClickException(
+            f"{command[0]!r} is not a Python program: spendguard run guards it through a local "
+            f"gateway, which needs the gateway extra ({exc.name} is missing): "
+            "pip install 'spendguard-llm[gateway]'") from None
+    if settings.ledger and settings.limit_usd is None:
+        os.environ["SPENDGUARD_LEDGER"] = settings.ledger  # the gateway records there too
+    # Where the program's calls were going is where the gateway sends them.
+    upstreams = tuple(parse_upstream(f"{name}={os.environ[variable]}") for name, variable in
+                      (("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL"))
+                      if os.environ.get(variable))
+    config = GatewayConfig(upstreams=upstreams, limit_usd=settings.limit_usd,
+                           scope=settings.scope or "run", period=settings.period,
+                           ledger=settings.ledger, observe=settings.observe,
+                           guarded_token=secrets.token_hex(16))
+    return start(Gateway(config))
+
+
+def _save_tally(tally: RunTally, folder: str) -> None:
+    target = Path(folder) / _GATEWAY_TALLY
+    target.write_text(json.dumps(tally.as_dict()), encoding="utf-8")
+
+
 def _run_child(command: tuple[str, ...], settings: RunSettings) -> int:
     env = dict(os.environ)
     env[ENV_VAR] = settings.to_env()
+    if settings.gateway_url is not None:
+        env.update({name: settings.gateway_url + path
+                    for name, path in BASE_URL_VARIABLES.items()})
     env["PYTHONPATH"] = os.pathsep.join(
         [str(_BOOT_DIR), *filter(None, [env.get("PYTHONPATH")])])
     if settings.ledger:
@@ -114,7 +197,7 @@ def _summary(folder: str, code: int, budget: Any) -> dict[str, Any]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        processes += 1
+        processes += path.name != _GATEWAY_TALLY  # the gateway's counts are not a process's
         for name in _COUNTS:
             totals[name] += int(data.get(name, 0))
         for name in _MONEY:
@@ -148,7 +231,7 @@ def _render(summary: dict[str, Any]) -> str:
     if summary.get("observe"):
         lines.append(f"  observe mode: would have refused {summary['would_refuse']:,} calls, "
                      f"{format_usd(Decimal(summary['would_refuse_usd']), places=4)}")
-    if summary["processes"] == 0:
+    if summary["processes"] == 0 and summary["calls"] + summary["refusals"] == 0:
         lines.append("  (no Python process of the program reported: it was not Python, or "
                      "it exited without running its exit handlers, e.g. os._exit)")
     lines.append(f"  exit status {summary['exit_code']}")
