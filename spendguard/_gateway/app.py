@@ -138,7 +138,9 @@ class Gateway:
         cache_key = (upstream.name, id(budget))
         tag = self._guards.get(cache_key)
         if tag is None:
-            guard = Guard(upstream.provider, budget, GuardOptions(platform=upstream.platform))
+            options = GuardOptions(platform=upstream.platform,
+                                   allow_unpriced=self.config.allow_unpriced)
+            guard = Guard(upstream.provider, budget, options)
             tag = self._guards[cache_key] = ClientGuard(guard)
         return tag
 

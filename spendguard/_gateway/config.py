@@ -31,6 +31,8 @@ class GatewayConfig:
     per_user_usd: str | None = None
     """A budget per end user (the request's ``user`` / ``safety_identifier`` /
     ``metadata.user_id``), as ``Budget.per("user", ...)``."""
+    allow_unpriced: bool = False
+    """Forward requests to endpoints spendguard cannot price (uncounted) instead of refusing."""
     keys_file: str | None = None
     """Virtual keys: every request must present one (see :mod:`spendguard._gateway.keys`)."""
     provider_keys: Mapping[str, str] = field(default_factory=dict, repr=False)

@@ -45,6 +45,9 @@ def _default_keys_file() -> str:
               help="A provider upstream, served under /NAME/: an OpenAI-compatible base URL, "
                    "anthropic+URL or azure+URL; openai= and anthropic= replace the defaults "
                    "behind /v1/. Repeatable.")
+@click.option("--allow-unpriced", is_flag=True, help="Forward requests to endpoints spendguard "
+              "cannot price (audio, images, ...), their cost NOT counted, instead of refusing "
+              "them with a 400.")
 @click.option("--keys", "keys_file", metavar="FILE", help="Require virtual keys from this key "
               "file (see `spendguard gateway keys`); the real provider keys are read from the "
               "gateway's environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).")
@@ -61,8 +64,8 @@ def _default_keys_file() -> str:
 def gateway(ctx: click.Context, host: str, port: int, limit_usd: str | None, scope: str,
             period: str | None, ledger_url: str | None, observe: bool,
             scope_limit_usd: str | None, per_user_usd: str | None, upstreams: tuple[str, ...],
-            keys_file: str | None, max_body_bytes: int, upstream_timeout_s: float,
-            grace_s: float, as_json: bool) -> None:
+            allow_unpriced: bool, keys_file: str | None, max_body_bytes: int,
+            upstream_timeout_s: float, grace_s: float, as_json: bool) -> None:
     """Serve the OpenAI and Anthropic APIs on HOST:PORT, every call through spendguard's guard.
 
     Point any program at it: OPENAI_BASE_URL=http://127.0.0.1:8787/v1,
@@ -90,7 +93,7 @@ def gateway(ctx: click.Context, host: str, port: int, limit_usd: str | None, sco
     config = GatewayConfig(
         upstreams=parsed, limit_usd=limit_usd, scope=scope, period=period, ledger=ledger_url,
         observe=observe, scope_limit_usd=scope_limit_usd, per_user_usd=per_user_usd,
-        keys_file=keys_file,
+        allow_unpriced=allow_unpriced, keys_file=keys_file,
         provider_keys=provider_keys_from(os.environ, [*DEFAULT_UPSTREAMS, *parsed])
         if keys_file else {},
         max_body_bytes=max_body_bytes, upstream_timeout_s=upstream_timeout_s)

@@ -231,3 +231,19 @@ def test_a_provider_error_status_passes_through_and_releases_the_reservation(
         summary = _summary(gateway.base_url)
     assert summary["gateway"]["released"] == 1 and summary["gateway"]["calls"] == 0
     assert summary["budget"]["spent_usd"] == "0"
+
+
+def test_an_endpoint_spendguard_cannot_price_is_refused_unless_allowed(
+        emulator: Emulator, server: EmulatorServer) -> None:
+    speech = {"model": "tts-1", "input": "hi", "voice": "alloy"}
+    with gateway_for(server, limit_usd="5") as gateway:
+        refused = httpx2.post(gateway.openai_base_url + "/audio/speech", json=speech,
+                              headers={"authorization": "Bearer k"})
+    with gateway_for(server, limit_usd="5", allow_unpriced=True) as gateway:
+        allowed = httpx2.post(gateway.openai_base_url + "/audio/speech", json=speech,
+                              headers={"authorization": "Bearer k"})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "not_priced"
+    assert "allow_unpriced" in refused.json()["error"]["message"]
+    assert allowed.status_code != 400  # forwarded: the emulator answers as it does
+    assert [r.path for r in emulator.requests] == ["/v1/audio/speech"]
