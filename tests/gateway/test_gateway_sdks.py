@@ -125,3 +125,15 @@ def test_health_and_summary_report_the_gateway_and_its_budget(server: EmulatorSe
     assert summary["budget"]["limit_usd"] == "5"
     assert Decimal(summary["budget"]["spent_usd"]) == Decimal(summary["gateway"]["cost_usd"])
     assert Decimal(summary["budget"]["spent_usd"]) > 0
+
+
+def test_the_listening_socket_turns_nagles_algorithm_off_for_every_connection() -> None:
+    # With Nagle on, a response written in two parts waits ~40 ms for the client's delayed
+    # ACK on every call; asyncio turns it off only on sockets created as IPPROTO_TCP.
+    import socket
+
+    from spendguard._gateway.server import bind
+
+    with bind("127.0.0.1", 0) as sock:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
