@@ -51,7 +51,9 @@ from harness import (
 from loopback import server_process
 from peers import peers_python
 
-HEADERS = {"authorization": "Bearer sk-bench"}
+KEY = "sk-bench-5f0c2d1e9a8b7c6d5e4f3a2b1c0d9e8f"
+"""The key every variant is sent (LiteLLM's proxy takes it as its master key)."""
+HEADERS = {"authorization": f"Bearer {KEY}"}
 _sent = iter(range(10**9))
 
 
@@ -104,6 +106,8 @@ def litellm_proxy(upstream: str, folder: str) -> Iterator[str | None]:
         "      model: openai/gpt-4o-mini\n"
         f"      api_base: {upstream}\n"
         "      api_key: sk-bench\n"
+        "general_settings:\n"
+        f"  master_key: {KEY}\n"
         "litellm_settings:\n"
         "  max_budget: 1000000\n"
         "  budget_duration: 30d\n", encoding="utf-8")

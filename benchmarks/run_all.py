@@ -53,6 +53,7 @@ SCRIPTS = [
     Script("estimation", "estimation.py"),
     Script("savings", "savings.py"),
     Script("cascade_mmlu", "cascade_mmlu.py"),
+    Script("gateway", "gateway.py"),
 ]
 
 

@@ -101,7 +101,11 @@ def gateway(ctx: click.Context, host: str, port: int, limit_usd: str | None, sco
         app = Gateway(config)
     except ConfigError as exc:
         raise click.BadParameter(str(exc)) from None
-    sock = bind(host, port)
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: "
+                                   f"{exc.strerror or exc}") from None
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     base = f"http://{shown}:{bound_port}"

@@ -115,3 +115,20 @@ def test_beyond_loopback_virtual_keys_are_required() -> None:
     check_host("0.0.0.0", virtual_keys=True)  # allowed with keys
     with pytest.raises(Exception, match="requires virtual keys"):
         check_host("0.0.0.0", virtual_keys=False)
+
+
+def test_cli_mistakes_are_one_line_never_a_traceback() -> None:
+    import socket
+
+    runner = CliRunner()
+    bad_budget = runner.invoke(main, ["gateway", "--port", "0", "--budget", "lots"])
+    bad_upstream = runner.invoke(main, ["gateway", "--port", "0", "--upstream", "v1=http://x"])
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        busy = runner.invoke(main, ["gateway", "--port", str(taken.getsockname()[1])])
+    assert bad_budget.exit_code == 2 and "limit_usd" in bad_budget.output
+    assert bad_upstream.exit_code == 2 and "NAME=URL" in bad_upstream.output
+    assert busy.exit_code == 1 and "cannot listen on 127.0.0.1:" in busy.output
+    for result in (bad_budget, bad_upstream, busy):
+        assert "Traceback" not in result.output
