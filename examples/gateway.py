@@ -41,7 +41,7 @@ def main() -> None:
         try:
             # What curl, a Node service or a coding agent sends: plain HTTP, its own key.
             for n in range(3):
-                answer = httpx2.post(urls["openai_base_url"] + "/chat/completions",
+                answer = httpx2.post(urls["openai_base_url"] + "/chat/completions", timeout=60,
                                      headers={"authorization": "Bearer sk-your-own-key"},
                                      json={"model": "gpt-5.5", "max_tokens": 200, "messages": [
                                          {"role": "user", "content": f"Fact {n}?"}]})
@@ -53,7 +53,7 @@ def main() -> None:
                 print("SDK call: answered")
             except openai.APIStatusError as exc:  # 402: the SDK does not retry it
                 print(f"SDK call: {exc.status_code} {exc.body['message']}")  # type: ignore[index]
-            summary = httpx2.get(urls["base_url"] + "/spendguard/v1/summary").json()
+            summary = httpx2.get(urls["base_url"] + "/spendguard/v1/summary", timeout=60).json()
             print(f"gateway summary: {summary['gateway']['calls']} calls, "
                   f"{summary['gateway']['refusals']} refused, "
                   f"${summary['budget']['spent_usd']} of ${summary['budget']['limit_usd']}")

@@ -122,7 +122,7 @@ def worst_usd(refusal_body: dict[str, Any]) -> Decimal:
 def refused_worst_usd(server: EmulatorServer, *, model: str, max_tokens: int) -> Decimal:
     """The worst case of one chat call of ``model``, as a gateway refusing it names it."""
     with gateway_for(server, limit_usd="0.000001") as probe:
-        refused = httpx2.post(probe.openai_base_url + "/chat/completions",
+        refused = httpx2.post(probe.openai_base_url + "/chat/completions", timeout=30,
                               headers={"authorization": "Bearer k"},
                               json={"model": model, "messages": USER,
                                     "max_tokens": max_tokens})

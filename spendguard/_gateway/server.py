@@ -57,9 +57,10 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def _config(gateway: Gateway, grace_s: float) -> uvicorn.Config:
-    # No access log: paths are logged by nobody, and headers (keys) never are.
+    # No access log: paths are logged by nobody, and headers (keys) never are. httptools and
+    # uvloop (the gateway extra) are used where installed, h11 and asyncio otherwise.
     return uvicorn.Config(gateway.app, lifespan="on", log_level="warning", access_log=False,
-                          server_header=False, date_header=False, http="h11",
+                          server_header=False, date_header=False, http="auto", loop="auto",
                           timeout_graceful_shutdown=int(max(grace_s, 1)), timeout_keep_alive=30)
 
 

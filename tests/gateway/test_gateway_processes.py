@@ -83,7 +83,7 @@ def test_sigterm_lets_a_stream_in_flight_finish_and_records_it(tmp_path: Path) -
         child, urls = gateway_process("--budget", "1", "--ledger", ledger, "--grace", "10",
                                       "--upstream", f"openai={upstream.openai_base_url}")
         try:
-            with httpx2.Client() as http, http.stream(
+            with httpx2.Client(timeout=30) as http, http.stream(
                     "POST", urls["openai_base_url"] + "/chat/completions",
                     headers={"authorization": "Bearer k"},
                     json={"model": "gpt-4o-mini", "messages": USER, "max_tokens": 20,

@@ -101,7 +101,7 @@ def test_a_stream_reaches_the_client_event_by_event_as_the_upstream_sends_it() -
     gate = threading.Event()
     emulator = Emulator(stream_interval_s=1.0, sleep=held_sleep(gate))
     with serve(emulator) as upstream, gateway_for(upstream, limit_usd="5") as gateway, \
-            httpx2.Client() as http, http.stream(
+            httpx2.Client(timeout=30) as http, http.stream(
                 "POST", gateway.openai_base_url + "/chat/completions",
                 headers={"authorization": "Bearer sk-caller"},
                 json={"model": "gpt-4o-mini", "messages": USER, "max_tokens": 20,
@@ -118,8 +118,8 @@ def test_health_and_summary_report_the_gateway_and_its_budget(server: EmulatorSe
     with gateway_for(server, limit_usd="5") as gateway, \
             openai.OpenAI(api_key="sk-caller", base_url=gateway.openai_base_url) as client:
         client.chat.completions.create(model="gpt-4o-mini", messages=USER, max_tokens=20)
-        health = httpx2.get(gateway.base_url + "/healthz").json()
-        summary = httpx2.get(gateway.base_url + "/spendguard/v1/summary").json()
+        health = httpx2.get(gateway.base_url + "/healthz", timeout=30).json()
+        summary = httpx2.get(gateway.base_url + "/spendguard/v1/summary", timeout=30).json()
     assert health["status"] == "ok" and "openai" in health["upstreams"]
     assert summary["gateway"]["calls"] == 1
     assert summary["budget"]["limit_usd"] == "5"
