@@ -11,6 +11,7 @@ the upstream stream, which settles the call as abandoned (one record).
 from __future__ import annotations
 
 import contextvars
+import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, nullcontext
 from typing import Any
@@ -251,8 +252,8 @@ class Gateway:
         secret = self.config.guarded_token
         if secret is None:
             return False
-        name = GUARDED_HEADER.encode()
-        return any(n == name and v.decode("latin-1") == secret for n, v in headers)
+        name, expected = GUARDED_HEADER.encode(), secret.encode("latin-1")
+        return any(n == name and secrets.compare_digest(v, expected) for n, v in headers)
 
     async def _read_body(self, request: Request, provider: Provider) -> bytes | Response:
         limit = self.config.max_body_bytes

@@ -173,11 +173,15 @@ def list_keys(keys_file: str | None, as_json: bool) -> None:
 @keys.command("revoke")
 @click.argument("key_id")
 @_KEYS_OPTION
-def revoke(key_id: str, keys_file: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as one JSON object.")
+def revoke(key_id: str, keys_file: str | None, as_json: bool) -> None:
     """Revoke the key with id KEY_ID (running gateways stop taking it at once)."""
     from spendguard._gateway.keys import KeyStore  # noqa: PLC0415
 
     if not KeyStore(keys_file or _default_keys_file()).revoke(key_id):
         raise click.ClickException(f"no key with id {key_id!r}; see `spendguard gateway keys "
                                    "list`")
-    click.echo(f"revoked {key_id}", err=True)
+    if as_json:
+        click.echo(json.dumps({"revoked": key_id}))
+    else:
+        click.echo(f"revoked {key_id}", err=True)
