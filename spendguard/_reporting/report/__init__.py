@@ -14,6 +14,7 @@ from pathlib import Path
 from spendguard._budget.ledger.base import Ledger
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import exact_sums
+from spendguard._core.private_files import write_private_text
 from spendguard._reporting.export.filters import SpendFilter, ledger_of
 from spendguard._reporting.report.html import render_html
 from spendguard._reporting.report.summary import (
@@ -61,7 +62,7 @@ def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:
     """Save the report's page at ``path``; returns the path."""
     target = Path(path)
     try:
-        target.write_text(render_html(report), encoding="utf-8")
+        write_private_text(target, render_html(report))
     except OSError as exc:
         raise ConfigError(f"html: cannot write {target}: {exc.strerror or exc}; check the path and "
                           f"its permissions") from exc
