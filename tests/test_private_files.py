@@ -8,6 +8,7 @@ import stat
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from click.testing import CliRunner
@@ -60,9 +61,9 @@ def test_the_default_ledger_folder_is_0700_and_the_ledger_and_its_journals_0600(
 def test_exports_and_html_reports_are_written_0600(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     _spend(url)
-    for fmt in ("csv", "jsonl", "focus"):
-        spendguard.export_spend(tmp_path / f"spend.{fmt}", format=fmt,  # type: ignore[arg-type]
-                                ledger=url)
+    formats: tuple[Literal["csv", "jsonl", "focus"], ...] = ("csv", "jsonl", "focus")
+    for fmt in formats:
+        spendguard.export_spend(tmp_path / f"spend.{fmt}", format=fmt, ledger=url)
         assert mode(tmp_path / f"spend.{fmt}") == 0o600
     runner = CliRunner()
     exported = runner.invoke(main, ["export", "--ledger", url, "-o", str(tmp_path / "cli.csv")])
