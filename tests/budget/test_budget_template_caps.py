@@ -20,6 +20,7 @@ from spendguard._budget.ledger.base import CallInfo
 from spendguard._core.errors import BudgetConfigError, BudgetExceeded
 from spendguard._reporting.report import render_text
 from spendguard.cli import main
+from tests.example_runs import RunExample, on_examples_worker
 from tests.ledger_backends import LedgerBackend
 from tests.ledger_helpers import FakeClock, settle
 from tests.provider_bodies import chat_completion
@@ -169,3 +170,13 @@ def test_report_cli_folds_by_default_and_shows_every_scope_when_asked(tmp_path: 
     assert [b["folded"] for b in budgets if b["folded"]] == [27]
     assert "app/user:user00" in every.output and "more)" not in every.output
     assert bad.exit_code == 2 and "--top" in bad.output and "Traceback" not in bad.output
+
+
+@on_examples_worker("per_user_budgets")
+def test_the_per_user_example_caps_its_visitors_and_folds_its_report(
+        run_example: RunExample) -> None:
+    done = run_example("per_user_budgets")
+    assert done.returncode == 0, done.stderr
+    assert "app:demo/user:%overflow" in done.stdout
+    assert "app:demo/user:* (1 more)" in done.stdout
+    assert "%new" not in done.stdout
