@@ -59,7 +59,9 @@ def test_new_users_past_the_cap_share_one_overflow_scope_on_every_backend(
     report = spendguard.report_spend(url, by="scope")
     assert OVERFLOW in [b.scope for b in report.budgets]
     assert OVERFLOW in [g.name for g in report.groups]
-    assert "%new" not in render_text(report)  # the count is bookkeeping, never shown
+    text = render_text(report)
+    assert "%new" not in text  # the count is bookkeeping, never shown
+    assert f"({OVERFLOW}: values past their template's max_children" in text
     assert app.ledger.verify() == []
 
 
@@ -166,6 +168,7 @@ def test_report_cli_folds_by_default_and_shows_every_scope_when_asked(tmp_path: 
     bad = runner.invoke(main, ["report", "--ledger", url, "--top", "0"])
     assert default.exit_code == top3.exit_code == every.exit_code == 0
     assert "app/user:* (10 more)" in default.output and "user00" not in default.output
+    assert "--all-scopes lists them" in default.output
     budgets = json.loads(top3.output)["budgets"]
     assert [b["folded"] for b in budgets if b["folded"]] == [27]
     assert "app/user:user00" in every.output and "more)" not in every.output
