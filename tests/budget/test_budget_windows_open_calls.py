@@ -7,18 +7,24 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
+import respx
 
+import spendguard
 from spendguard._budget.budget import Budget, reserve_call
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._core.errors import BudgetExceeded
 from tests.ledger_backends import LedgerBackend
 from tests.ledger_helpers import FakeClock, call_info, settle
+from tests.provider_bodies import chat_stream_events, sse
 from tests.redis_helpers import drop_prefix, ledger_url, requires_redis
 
 D = Decimal
 NOON = datetime(2031, 1, 31, 12, 0, tzinfo=UTC)
+OPENAI_CHAT = "https://api.openai.com/v1/chat/completions"
+MESSAGES: Any = [{"role": "user", "content": "Say hi"}]
 
 
 @pytest.fixture
@@ -48,6 +54,35 @@ def test_a_call_running_past_a_one_minute_window_still_counts_until_it_settles(
     assert (minute.spent, minute.reserved, minute.calls) == (D(0), D(0), 0)
     settle(reserve_call(minute, D("0.10"), call=call_info()), "0.10")
     assert minute.spent == D("0.10")
+    assert minute.ledger.verify() == []
+
+
+@respx.mock
+def test_a_guarded_stream_still_open_past_a_one_minute_window_keeps_the_next_call_out(
+        url: str) -> None:
+    respx.post(OPENAI_CHAT).respond(200, content=sse(chat_stream_events(words=5)),
+                                    headers={"content-type": "text/event-stream"})
+
+    def stream(client: spendguard.OpenAI) -> Any:
+        return client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES,
+                                              max_tokens=50, stream=True,
+                                              stream_options={"include_usage": True})
+
+    probe = spendguard.Budget("1", ledger="memory://", warn_at=None)
+    with stream(spendguard.OpenAI(api_key="k", budget=probe, max_retries=0)) as held:
+        worst = probe.reserved  # what one call holds while it streams
+        list(held)
+    clock = FakeClock(NOON)
+    minute = window_budget(url, str(worst * D("1.5")), clock, "1m")
+    client = spendguard.OpenAI(api_key="k", budget=minute, max_retries=0)
+    first = stream(client)  # reserved at 12:00:00, its body not read yet
+    clock.advance(seconds=70)
+    assert minute.reserved == worst
+    with pytest.raises(BudgetExceeded, match="rolling 1m window"):
+        stream(client)
+    list(first)  # the stream ends: settled, charged at 12:00:00
+    with stream(client) as second:
+        list(second)
     assert minute.ledger.verify() == []
 
 
