@@ -110,12 +110,16 @@ def prices(ctx: click.Context, as_json: bool, provider: str | None) -> None:
 @click.option("--litellm", "litellm_file", type=click.Path(exists=True, dir_okay=False,
                                                            path_type=Path),
               help="Also compare with a LiteLLM model_prices_and_context_window.json.")
+@click.option("--genai-prices", "genai_file", type=click.Path(exists=True, dir_okay=False,
+                                                              path_type=Path),
+              help="Read genai-prices' data from this file (its published data.json, or a "
+                   "stored snapshot) instead of the installed package's.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @click.option("--provider", type=_PROVIDERS, help="Only this provider's models.")
 @click.option("--date", "on_date", type=click.DateTime(["%Y-%m-%d"]),
               help="Compare with genai-prices' rates on this date (default: today).")
-def check(litellm_file: Path | None, as_json: bool, provider: str | None,
-          on_date: datetime | None) -> None:
+def check(litellm_file: Path | None, genai_file: Path | None, as_json: bool,
+          provider: str | None, on_date: datetime | None) -> None:
     """Compare the price table with genai-prices and/or a LiteLLM file; exit 1 on disagreement.
 
     Every rate is compared where the other table lists it: input, cached input, cache writes
@@ -128,7 +132,8 @@ def check(litellm_file: Path | None, as_json: bool, provider: str | None,
     table = default_table()
     when = on_date.replace(tzinfo=UTC) if on_date else datetime.now(UTC)
     try:
-        result = check_prices(table, when=when, litellm=litellm_file, provider=provider)
+        result = check_prices(table, when=when, litellm=litellm_file, provider=provider,
+                              genai_prices=genai_file)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     found = result.disagreements

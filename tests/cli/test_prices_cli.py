@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.prices.check import compare_genai_prices, compare_litellm
 from spendguard.cli import main
+from tests.paths import GENAI_PRICES_SNAPSHOT
 
 ON = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -59,10 +60,13 @@ def test_prices_include_environment_overrides(tmp_path: Path,
 
 
 def test_check_agrees_with_genai_prices_and_lists_what_it_lacks() -> None:
-    result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30"])
+    # genai-prices' data as stored under tests/ (its version and date are in the file)
+    result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30",
+                                       "--genai-prices", str(GENAI_PRICES_SNAPSHOT)])
     assert result.exit_code == 0, result.output
     assert "0 disagreement(s)" in result.output
-    assert "not in genai-prices:" in result.output and "gpt-6.2-sol" in result.output
+    lacking = result.output.split("not in genai-prices:")[1]
+    assert "bedrock-regional/claude-haiku-4-5" in lacking and "gpt-6.2-sol" not in lacking
 
 
 def test_check_reports_a_changed_rate_and_a_changed_long_context_tier() -> None:
@@ -71,7 +75,7 @@ def test_check_reports_a_changed_rate_and_a_changed_long_context_tier() -> None:
         "gpt-5.5": {"tiers": [{"above_input_tokens": 272000, "input_multiplier": 3,
                                "output_multiplier": "1.5"}], "source": "t", "as_of": "2026-11-30"},
     }})
-    found, _ = compare_genai_prices(table, ON)
+    found, _ = compare_genai_prices(table, ON, snapshot_file=GENAI_PRICES_SNAPSHOT)
     assert {(d.model, d.kind, str(d.ours), str(d.theirs)) for d in found} == {
         ("gpt-5", "input", "1.30", "1.25"),
         ("gpt-5.5", "input >272000", "15", "10"),

@@ -8,7 +8,10 @@ table leaves out is not a disagreement; neither is "no rate" against 0 (LiteLLM 
 table lacks are listed apart.
 
 genai-prices is optional (``pip install 'spendguard-llm[prices]'``); a check with only a
-LiteLLM file runs without it.
+LiteLLM file runs without it. Either table can be read from a file instead of the installed
+package: genai-prices' published ``data.json`` (a list of providers) or LiteLLM's
+``model_prices_and_context_window.json``, bare or wrapped in a snapshot object
+``{"source", "version", "taken", "providers" | "models"}`` that records where it came from.
 """
 
 from __future__ import annotations
@@ -104,16 +107,40 @@ def _short_write(entry: ModelPrice) -> str:
     return "cache_write_5m" if entry.provider == "anthropic" else "cache_write_30m"
 
 
-def compare_genai_prices(table: PriceTable, when: datetime,
-                         provider: str | None = None) -> tuple[list[Disagreement], list[str]]:
-    """Rates that differ from pydantic's genai-prices at ``when``; and models it lacks."""
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{what}: {path}: cannot read a {what} price file ({exc})") from exc
+
+
+def _unwrap(data: Any, key: str) -> tuple[Any, str | None]:
+    """A snapshot's payload and its "<version>, taken <date>" label; a bare file as it is."""
+    if isinstance(data, Mapping) and key in data and "source" in data:
+        return data[key], f"{data.get('version', '?')}, taken {data.get('taken', '?')}"
+    return data, None
+
+
+def compare_genai_prices(table: PriceTable, when: datetime, provider: str | None = None, *,
+                         snapshot_file: Path | None = None,
+                         ) -> tuple[list[Disagreement], list[str]]:
+    """Rates that differ from pydantic's genai-prices at ``when``; and models it lacks.
+
+    ``snapshot_file``: genai-prices' data read from this file (its published ``data.json``, or a
+    snapshot object) instead of the installed package's own.
+    """
     try:
         from genai_prices import data_snapshot  # noqa: PLC0415 - optional, this check only
         from genai_prices.types import TieredPrices  # noqa: PLC0415
     except ImportError as exc:
         raise ConfigError(f"genai-prices is not installed: {GENAI_PRICES_EXTRA}, or compare "
                           "with a LiteLLM price file only (--litellm FILE)") from exc
-    snapshot = data_snapshot.get_snapshot()
+    label = "genai-prices"
+    if snapshot_file is None:
+        snapshot = data_snapshot.get_snapshot()
+    else:
+        snapshot, version = genai_prices_snapshot(snapshot_file)
+        label = f"genai-prices {version}" if version else label
     found: list[Disagreement] = []
     missing: list[str] = []
     for model in table.models(provider):
@@ -123,7 +150,7 @@ def compare_genai_prices(table: PriceTable, when: datetime,
         except LookupError:
             missing.append(model)
             continue
-        other = "genai-prices" + (f" ({info.id})" if info.id != model else "")
+        other = label + (f" ({info.id})" if info.id != model else "")
         price = info.get_prices(when)
         theirs: dict[str, Any] = {
             "input": price.input_mtok, "cache_read": price.cache_read_mtok,
@@ -140,6 +167,22 @@ def compare_genai_prices(table: PriceTable, when: datetime,
                 base = value.base
             found += _differ(model, kind, our_rate(entry, kind), base, other)
     return found, missing
+
+
+def genai_prices_snapshot(path: Path) -> tuple[Any, str | None]:
+    """genai-prices' ``DataSnapshot`` read from a file, and the snapshot's version label."""
+    from genai_prices import data_snapshot, types  # noqa: PLC0415 - optional
+
+    providers, version = _unwrap(_read_json(path, "genai-prices"), "providers")
+    if not isinstance(providers, list):
+        raise ConfigError(f"genai-prices: {path}: expected a list of providers, as in "
+                          "genai-prices' published data.json")
+    try:
+        # the loader genai-prices' own UpdatePrices runs on its published data.json
+        parsed = types._providers_from_raw(providers)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise ConfigError(f"genai-prices: {path}: not genai-prices data ({exc})") from exc
+    return data_snapshot.DataSnapshot(providers=parsed, from_auto_update=False), version
 
 
 def _litellm_fields(entry: ModelPrice) -> dict[str, str]:
@@ -178,14 +221,9 @@ def _compare_litellm_record(model: str, entry: ModelPrice, record: Mapping[str, 
 def compare_litellm(table: PriceTable, source: Path | Mapping[str, Any],
                     provider: str | None = None) -> tuple[list[Disagreement], list[str]]:
     """Rates that differ from a LiteLLM ``model_prices_and_context_window.json``."""
-    if isinstance(source, Path):
-        try:
-            data: Any = json.loads(source.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"litellm: {source}: cannot read a LiteLLM price file ({exc})"
-                              ) from exc
-    else:
-        data = source
+    data, version = _unwrap(_read_json(source, "LiteLLM") if isinstance(source, Path)
+                            else source, "models")
+    label = f"litellm {version}" if version else "litellm"
     if not isinstance(data, Mapping):
         raise ConfigError(f"litellm: {source}: expected a JSON object of models")
     found: list[Disagreement] = []
@@ -197,13 +235,15 @@ def compare_litellm(table: PriceTable, source: Path | Mapping[str, Any],
         if key is None:
             missing.append(model)
             continue
-        found += _compare_litellm_record(model, entry, data[key], f"litellm ({key})")
+        found += _compare_litellm_record(model, entry, data[key], f"{label} ({key})")
     return found, missing
 
 
 def check_prices(table: PriceTable, *, when: datetime, litellm: Path | None = None,
-                 provider: str | None = None) -> PriceCheck:
+                 provider: str | None = None, genai_prices: Path | None = None) -> PriceCheck:
     """Compare ``table`` with genai-prices (when installed) and a LiteLLM file (when given).
+
+    ``genai_prices``: read genai-prices' data from this file rather than the installed package.
 
     With neither available this raises ``ConfigError`` naming the extra to install.
     """
@@ -211,7 +251,8 @@ def check_prices(table: PriceTable, *, when: datetime, litellm: Path | None = No
     missing: dict[str, list[str]] = {}
     skipped: dict[str, str] = {}
     try:
-        found, missing["genai-prices"] = compare_genai_prices(table, when, provider)
+        found, missing["genai-prices"] = compare_genai_prices(table, when, provider,
+                                                              snapshot_file=genai_prices)
     except ConfigError as exc:
         if litellm is None:
             raise
