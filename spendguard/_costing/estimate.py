@@ -9,6 +9,7 @@ budget reserves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 
 from spendguard._core.errors import ConfigError
@@ -31,6 +32,8 @@ class Estimate:
     table_version: str
     price: ModelPrice | None = field(default=None, compare=False, repr=False)
     """The entry that priced it (the guard prices the bill with it too), when known."""
+    at: datetime | None = field(default=None, compare=False)
+    """The call's time the rates in force were looked up for (None: when it was estimated)."""
 
     @property
     def exact_input(self) -> bool:
@@ -56,13 +59,13 @@ def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) ->
 
 
 def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
-                   table: PriceTable | None = None) -> Decimal:
-    """The dearest way the provider could bill these tokens.
+                   table: PriceTable | None = None, *, at: datetime | None = None) -> Decimal:
+    """The dearest way the provider could bill these tokens, at the rates in force at ``at``.
 
     Input is priced at the highest rate it could land in: uncached, or written to a cache
     (cache writes cost more than plain input) when the request may write one.
     """
-    return worst_call_usd(call, (table or default_table()).get(call.model), input_tokens,
+    return worst_call_usd(call, (table or default_table()).get(call.model, at), input_tokens,
                           output_tokens)
 
 
@@ -74,10 +77,12 @@ def worst_call_usd(call: Call, model_price: ModelPrice, input_tokens: int,
                           inference_geo=call.inference_geo)
 
 
-def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
-    """The worst case of one call, ready to reserve."""
+def estimate_call(call: Call, table: PriceTable | None = None, *,
+                  at: datetime | None = None) -> Estimate:
+    """The worst case of one call, ready to reserve, at the rates in force at ``at`` (the
+    call's time; None: now)."""
     table = table or default_table()
-    model_price = table.get(call.model)
+    model_price = table.get(call.model, at)
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}
@@ -85,5 +90,5 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
     input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
     worst = worst_call_usd(call, model_price, int(input_tokens), output_tokens)
-    return Estimate(call.model, input_tokens, output_tokens, worst, table.version,
-                    model_price)
+    return Estimate(call.model, input_tokens, output_tokens, worst, model_price.table_version,
+                    model_price, at)

@@ -185,9 +185,9 @@ class Attempt:
             # would build an error with close-match suggestions on every call).
             table = self.guard.table
             if model in table:
-                model_price = table.get(model)
+                model_price = table.get(model, self.estimate.at)
         if model_price is None:
-            model_price = self.guard.table.get(self.call.model)
+            model_price = self.guard.table.get(self.call.model, self.estimate.at)
         tier = usage.service_tier or self.call.service_tier
         return model_price, total_usd(model_price, usage, service_tier=billable_tier(tier))
 
@@ -397,7 +397,9 @@ class Guard:
             estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
                                 Decimal(0), table.version)
         else:
-            estimate = estimate_call(call, table)
+            # The rates in force at the call's time, on the budget's clock when it has one.
+            estimate = estimate_call(call, table, at=self.budget.now()
+                                     if self.budget is not None else None)
         # Degrading rewrites the model in the body sent: only where the body names the model
         # it is priced as (not a platform route, nor a signed body).
         degraded = (degrade(self.budget, call, estimate, table, budgets=budgets)
@@ -456,7 +458,8 @@ class Guard:
         low, high = 0, estimate.output_tokens_worst // max(call.choices, 1)
         while low < high:  # the largest per-choice cap whose worst case fits
             mid = (low + high + 1) // 2
-            if worst_cost_usd(call, input_tokens, mid * call.choices, self.table) <= remaining:
+            if worst_cost_usd(call, input_tokens, mid * call.choices, self.table,
+                              at=estimate.at) <= remaining:
                 low = mid
             else:
                 high = mid - 1
@@ -466,8 +469,9 @@ class Guard:
         new_call = build_call(call.provider, call.endpoint, {**call.body, call.cap_field: low})
         new_estimate = Estimate(
             estimate.model, estimate.input_tokens, low * call.choices,
-            worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),
-            estimate.table_version, estimate.price,
+            worst_cost_usd(new_call, input_tokens, low * call.choices, self.table,
+                           at=estimate.at),
+            estimate.table_version, estimate.price, estimate.at,
         )
         new_request, _ = _with_body(request, body)
         log.info("spendguard capped %s output at %d tokens to fit the budget", call.model, low)

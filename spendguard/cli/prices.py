@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from spendguard._core.errors import ConfigError
-from spendguard._costing.prices import ModelPrice, default_table
+from spendguard._costing.prices import ModelPrice, PriceTable, default_table
 
 __all__ = ["prices"]
 
@@ -62,7 +62,30 @@ def _as_json(entry: ModelPrice) -> dict[str, Any]:
         "min_cacheable_tokens": entry.min_cacheable_tokens,
         "source": entry.source, "as_of": entry.as_of.isoformat(), "note": entry.note,
         "table_version": entry.table_version,
+        "effective_from": _day(entry.effective_from),
+        "effective_until": _day(entry.effective_until),
     }
+
+
+def _day(day: date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _changes(table: PriceTable, models: list[str]) -> list[tuple[str, ...]]:
+    """One row per dated period of rates (past, current and scheduled), grouped by change."""
+    grouped: dict[tuple[str, str, str, str], list[str]] = {}
+    for model in models:
+        periods = table.periods(model)
+        if len(periods) < 2:
+            continue
+        for period in periods:
+            if period.change is None:
+                continue
+            key = (_day(period.effective_from) or "-", _day(period.effective_until) or "-",
+                   period.change, period.source)
+            grouped.setdefault(key, []).append(model)
+    return [(start, end, ", ".join(names) if len(names) <= 3 else f"{len(names)} models",
+             note, source) for (start, end, note, source), names in sorted(grouped.items())]
 
 
 def _kinds(entry: ModelPrice) -> list[str]:
@@ -86,24 +109,40 @@ def _print_table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> No
 @click.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @click.option("--provider", type=_PROVIDERS, help="Only this provider's models.")
+@click.option("--on", "on_date", type=click.DateTime(["%Y-%m-%d"]),
+              help="The rates in force on this UTC day (default: today).")
 @click.pass_context
-def prices(ctx: click.Context, as_json: bool, provider: str | None) -> None:
+def prices(ctx: click.Context, as_json: bool, provider: str | None,
+           on_date: datetime | None) -> None:
     """List model prices in USD per million tokens, with their source and date.
 
     Includes $SPENDGUARD_PRICES overrides. CACHED is the cache-read rate; WRITE the
     cache-write rate per TTL; LONG CONTEXT the multipliers a request pays, on all of its
-    tokens, once its input is above the threshold.
+    tokens, once its input is above the threshold. Rates with dated changes (past price
+    cuts, scheduled increases) are listed after the table; --on shows another day's rates.
     """
     if ctx.invoked_subcommand is not None:
         return
     table = default_table()
-    entries = [table.get(model) for model in table.models(provider)]
+    day = on_date.date() if on_date else datetime.now(UTC).date()
+    models = table.models(provider)
+    entries = [table.get(model, day) for model in models]
     if as_json:
-        click.echo(json.dumps({"table_version": table.version,
-                               "models": [_as_json(entry) for entry in entries]}, indent=2))
+        click.echo(json.dumps({
+            "table_version": table.version, "on": day.isoformat(),
+            "models": [{**_as_json(entry), "periods": [
+                {"from": _day(p.effective_from), "until": _day(p.effective_until),
+                 "table_version": p.table_version, "source": p.source, "change": p.change}
+                for p in table.periods(entry.model)] if entry.effective_from
+                or entry.effective_until else []} for entry in entries]}, indent=2))
         return
-    click.echo(f"price table {table.version} (USD per million tokens)\n")
+    click.echo(f"price table {table.version}, rates in force on {day} "
+               "(USD per million tokens)\n")
     _print_table((_row(entry) for entry in entries), _COLUMNS)
+    changes = _changes(table, models)
+    if changes:
+        click.echo("\ndated rates (each call is priced at the rates of its own UTC day):\n")
+        _print_table(changes, ("FROM", "UNTIL", "MODELS", "CHANGE", "SOURCE"))
 
 
 @prices.command("check")

@@ -111,3 +111,19 @@ def test_check_refuses_an_unreadable_litellm_file(tmp_path: Path) -> None:
     path.write_text("{not json")
     result = CliRunner().invoke(main, ["prices", "check", "--litellm", str(path)])
     assert result.exit_code != 0 and "cannot read a LiteLLM price file" in result.output
+
+
+def test_prices_show_the_rates_of_a_day_and_the_dated_changes() -> None:
+    before = CliRunner().invoke(main, ["prices", "--json", "--on", "2027-02-28"])
+    after = CliRunner().invoke(main, ["prices", "--json", "--on", "2027-03-01"])
+    assert before.exit_code == 0 and after.exit_code == 0, before.output + after.output
+    sol = {data["on"]: next(m for m in data["models"] if m["model"] == "gpt-6.2-sol")
+           for data in (json.loads(before.output), json.loads(after.output))}
+    assert sol["2027-02-28"]["modifiers"]["ultrafast"]["multiplier"] == "3"
+    assert sol["2027-03-01"]["modifiers"]["ultrafast"]["multiplier"] == "6"
+    assert sol["2027-03-01"]["effective_from"] == "2027-03-01"
+    assert [p["from"] for p in sol["2027-03-01"]["periods"]] == [None, "2027-03-01"]
+    text = CliRunner().invoke(main, ["prices", "--provider", "openai"]).output
+    changes = text.split("dated rates")[1]
+    assert "2027-03-01" in changes and "Ultrafast is 3x Standard" in changes
+    assert "price cut of 2025-06-10" in changes  # o3's earlier rates, kept for old calls

@@ -8,12 +8,13 @@ are Decimal USD **per million tokens**; a miss is an
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from types import MappingProxyType
@@ -133,6 +134,12 @@ class ModelPrice:
     """The model whose tokenizer counts this entry's text (platform and host entries)."""
     self_hosted: SelfHostedModel | None = None
     """The GPU deployment a self-hosted entry's rates were derived from."""
+    effective_from: date | None = None
+    """The first UTC day these rates are in force (None: since before any dated change)."""
+    effective_until: date | None = None
+    """The last UTC day these rates are in force (None: until a change not yet announced)."""
+    change: str | None = None
+    """The dated changes in force in this period (their notes); None: the entry's own rates."""
 
     @property
     def tokenizer_model(self) -> str:
@@ -221,6 +228,15 @@ class PriceTable:
                          for model, entry in valid.entries.items()}
         self._aliases = {alias: model for model, entry in self._entries.items()
                          for alias in entry.aliases}
+        # Entries with dated changes: the first day of each later period, and each period's
+        # prices (the first period is the entry itself, before any change).
+        self._periods: dict[str, tuple[list[date], tuple[ModelPrice, ...]]] = {}
+        for model, periods in valid.periods.items():
+            prices = tuple(_model_price(model, period.entry, valid.version, period.start,
+                                        period.end, period.change) for period in periods)
+            self._entries[model] = prices[0]
+            self._periods[model] = ([p.start for p in periods[1:] if p.start is not None],
+                                    prices)
         # host_for's answers by URL: a client asks about the same few URLs on every call.
         self._host_of: dict[str, Host | None] = {}
 
@@ -230,14 +246,29 @@ class PriceTable:
         files = [price_schema.read_price_file(path) for path in price_schema.bundled_files()]
         return cls(price_schema.build(files))
 
-    def get(self, model: str) -> ModelPrice:
-        """The price of ``model`` (exact id, else declared alias); raises UnknownModelError."""
+    def get(self, model: str, at: datetime | date | None = None) -> ModelPrice:
+        """The price of ``model`` (exact id, else declared alias) in force at ``at``.
+
+        ``at`` is the call's time (an aware datetime, read as its UTC day, or a date); None is
+        now. Raises UnknownModelError.
+        """
         entry = self._entries.get(model)
         if entry is None and model in self._aliases:
             entry = self._entries[self._aliases[model]]
         if entry is None:
             raise _unknown_model(model, [*self._entries, *self._aliases], self.version)
-        return entry
+        periods = self._periods.get(entry.model)
+        if periods is None:
+            return entry
+        starts, prices = periods
+        return prices[bisect.bisect_right(starts, _utc_day(at))]
+
+    def periods(self, model: str) -> tuple[ModelPrice, ...]:
+        """Every price ``model`` has had or is scheduled to have, oldest first (one when its
+        rates carry no dates)."""
+        entry = self.get(model)
+        periods = self._periods.get(entry.model)
+        return periods[1] if periods is not None else (entry,)
 
     @property
     def hosts(self) -> Mapping[str, Host]:
@@ -275,6 +306,15 @@ class PriceTable:
 
     def __repr__(self) -> str:
         return f"<PriceTable {self.version}: {len(self._entries)} models>"
+
+
+def _utc_day(at: datetime | date | None) -> date:
+    """The UTC day of a call's time (now when None); a naive datetime is read as UTC."""
+    if at is None:
+        return datetime.now(UTC).date()
+    if isinstance(at, datetime):
+        return (at.astimezone(UTC) if at.tzinfo is not None else at).date()
+    return at
 
 
 def _unknown_model(model: str, known: list[str], version: str) -> UnknownModelError:
@@ -344,8 +384,12 @@ def load_price_file(path: str | os.PathLike[str]) -> PriceTable:
     return PriceTable(price_schema.build([price_schema.read_price_file(Path(path))]))
 
 
-def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
+def _model_price(model: str, entry: EntryModel, version: str, start: date | None = None,
+                 end: date | None = None, change: str | None = None) -> ModelPrice:
     rates = entry.usd_per_million.given()
+    # A dated period's costs name the day its rates took effect: "<table version>@<day>".
+    if start is not None:
+        version = f"{version}@{start.isoformat()}"
     return ModelPrice(
         model=model,
         provider=entry.provider,
@@ -378,4 +422,7 @@ def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
         table_version=version,
         count_as=entry.count_as,
         self_hosted=entry.self_hosted,
+        effective_from=start,
+        effective_until=end,
+        change=change,
     )

@@ -144,7 +144,7 @@ def compare_genai_prices(table: PriceTable, when: datetime, provider: str | None
     found: list[Disagreement] = []
     missing: list[str] = []
     for model in table.models(provider):
-        entry = table.get(model)
+        entry = table.get(model, when)  # the rates in force on the day compared
         try:
             _, info = snapshot.find_provider_model(model, None, entry.provider, None)
         except LookupError:
@@ -219,7 +219,8 @@ def _compare_litellm_record(model: str, entry: ModelPrice, record: Mapping[str, 
 
 
 def compare_litellm(table: PriceTable, source: Path | Mapping[str, Any],
-                    provider: str | None = None) -> tuple[list[Disagreement], list[str]]:
+                    provider: str | None = None, *, when: datetime | None = None,
+                    ) -> tuple[list[Disagreement], list[str]]:
     """Rates that differ from a LiteLLM ``model_prices_and_context_window.json``."""
     data, version = _unwrap(_read_json(source, "LiteLLM") if isinstance(source, Path)
                             else source, "models")
@@ -229,7 +230,7 @@ def compare_litellm(table: PriceTable, source: Path | Mapping[str, Any],
     found: list[Disagreement] = []
     missing: list[str] = []
     for model in table.models(provider):
-        entry = table.get(model)
+        entry = table.get(model, when)
         key = next((name for name in (model, *entry.aliases) if isinstance(data.get(name), dict)),
                    None)
         if key is None:
@@ -258,7 +259,7 @@ def check_prices(table: PriceTable, *, when: datetime, litellm: Path | None = No
             raise
         skipped["genai-prices"] = str(exc)
     if litellm is not None:
-        more, missing["litellm"] = compare_litellm(table, litellm, provider)
+        more, missing["litellm"] = compare_litellm(table, litellm, provider, when=when)
         found += more
     return PriceCheck(table_version=table.version, disagreements=found, missing=missing,
                       skipped=skipped)

@@ -182,6 +182,13 @@ def resolve_derived(raw: Mapping[str, Mapping[str, Any]], origin: Mapping[str, s
             else:
                 modifiers[name] = modifier
         merged["modifiers"] = modifiers
+        # The base's dated changes apply to the derived entry too, at its multiplier.
+        merged["changes"] = [
+            {**change, "usd_per_million": _scaled(change["usd_per_million"], multiplier)}
+            if isinstance(change, Mapping) and isinstance(change.get("usd_per_million"), Mapping)
+            else change for change in base.get("changes", ()) or ()]
+        if not merged["changes"]:
+            del merged["changes"]
         own = {k: v for k, v in entry.items() if k not in ("derived_from", "rate_multiplier")}
         merged.update(own)
         merged.setdefault("count_as", base_id)
