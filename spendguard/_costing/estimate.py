@@ -8,14 +8,18 @@ budget reserves.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
 from spendguard._costing.cost import worst_case_usd
+from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
+from spendguard._costing.providers.openai import unpriced_audio
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 
 __all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_call_usd", "worst_cost_usd"]
@@ -77,12 +81,38 @@ def worst_call_usd(call: Call, model_price: ModelPrice, input_tokens: int,
                           inference_geo=call.inference_geo)
 
 
+def _asks_for_audio(body: Mapping[str, Any]) -> str | None:
+    """Where a request asks for audio tokens (output, or an input part), if it does."""
+    modalities = body.get("modalities")
+    if body.get("audio") is not None or (isinstance(modalities, list) and "audio" in modalities):
+        return "audio output (modalities / audio)"
+    for key in ("messages", "input"):
+        items = body.get(key)
+        for item in items if isinstance(items, list) else ():
+            content = item.get("content") if isinstance(item, Mapping) else None
+            parts = [item, *content] if isinstance(content, list) else [item]
+            if any(isinstance(part, Mapping) and part.get("type") == "input_audio"
+                   for part in parts):
+                return f"audio input (an input_audio part in {key})"
+    return None
+
+
+def _refuse_audio(call: Call) -> None:
+    """No table prices audio tokens: a request for them is refused, never priced as text."""
+    if call.provider is not Provider.OPENAI or call.endpoint is Endpoint.EMBEDDINGS:
+        return
+    asked = _asks_for_audio(call.body)
+    if asked is not None:
+        raise unpriced_audio(f"{call.model}: the request asks for {asked}")
+
+
 def estimate_call(call: Call, table: PriceTable | None = None, *,
                   at: datetime | None = None) -> Estimate:
     """The worst case of one call, ready to reserve, at the rates in force at ``at`` (the
     call's time; None: now)."""
     table = table or default_table()
     model_price = table.get(call.model, at)
+    _refuse_audio(call)
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}

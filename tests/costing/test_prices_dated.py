@@ -120,3 +120,19 @@ def test_the_guard_estimates_and_settles_at_the_rates_of_the_call_time(
     # the reservation at the same day's rates: the 10 input tokens written to the cache at
     # $2.50, 500 output tokens at $10
     assert record.estimated_usd == Decimal("0.005025") * multiplier
+
+
+def test_deepseek_bills_one_list_since_the_night_discount_ended_and_the_v3_2_cut_after() -> None:
+    usage = Usage(input_tokens=400, cache_read_tokens=600, output_tokens=500)
+    by_day = {day: spendguard.cost("deepseek/deepseek-chat", usage, at=day).total
+              for day in (date(2025, 9, 4), date(2025, 9, 5), date(2025, 9, 28),
+                          date(2025, 9, 29), date(2026, 12, 6))}
+    assert by_day == {
+        date(2025, 9, 4): Decimal("0.000700"),     # 400 x 0.27 + 600 x 0.07 + 500 x 1.10
+        date(2025, 9, 5): Decimal("0.001106"),     # 400 x 0.56 + 600 x 0.07 + 500 x 1.68
+        date(2025, 9, 28): Decimal("0.001106"),
+        date(2025, 9, 29): Decimal("0.0003388"),   # 400 x 0.28 + 600 x 0.028 + 500 x 0.42
+        date(2026, 12, 6): Decimal("0.0003388"),
+    }
+    reasoner = spendguard.cost("deepseek/deepseek-reasoner", usage, at=date(2026, 12, 6))
+    assert reasoner.total == by_day[date(2026, 12, 6)]  # one list for both models
