@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from spendguard._core.errors import PriceFileError, UnknownModelError
 from spendguard._costing.prices import schema as price_schema
+from spendguard._costing.prices.ids import Resolved, _Entries, resolve_id
 from spendguard._costing.prices.schema import (
     CACHE_TTLS,
     EntryModel,
@@ -37,6 +38,7 @@ __all__ = [
     "PriceModifier",
     "PriceSource",
     "PriceTable",
+    "Resolved",
     "default_table",
     "load_price_file",
     "price",
@@ -140,6 +142,8 @@ class ModelPrice:
     """The last UTC day these rates are in force (None: until a change not yet announced)."""
     change: str | None = None
     """The dated changes in force in this period (their notes); None: the entry's own rates."""
+    dated_snapshots: bool = True
+    """Whether the provider's dated snapshot ids of this model resolve to it (see ``ids``)."""
 
     @property
     def tokenizer_model(self) -> str:
@@ -239,6 +243,15 @@ class PriceTable:
                                     prices)
         # host_for's answers by URL: a client asks about the same few URLs on every call.
         self._host_of: dict[str, Host | None] = {}
+        # Ids resolved by a declared rule (dated snapshot, Bedrock profile, Vertex version),
+        # by (id, call day): a client sends the same few ids on every call.
+        self._resolved: dict[tuple[str, date], Resolved | None] = {}
+        self._rule_view = _Entries(
+            has=lambda name: name in self._entries,
+            provider=lambda name: self._entries[name].provider if name in self._entries
+            else None,
+            aliases=lambda name: self._entries[name].aliases if name in self._entries else (),
+            snapshots=lambda name: self._entries[name].dated_snapshots)
 
     @classmethod
     def bundled(cls) -> PriceTable:
@@ -255,13 +268,30 @@ class PriceTable:
         entry = self._entries.get(model)
         if entry is None and model in self._aliases:
             entry = self._entries[self._aliases[model]]
+        day = None
         if entry is None:
-            raise _unknown_model(model, [*self._entries, *self._aliases], self.version)
+            day = _utc_day(at)
+            resolved = self.resolve(model, day)
+            if resolved is None:
+                raise _unknown_model(model, [*self._entries, *self._aliases], self.version)
+            entry = self._entries[resolved.model]
         periods = self._periods.get(entry.model)
         if periods is None:
             return entry
         starts, prices = periods
-        return prices[bisect.bisect_right(starts, _utc_day(at))]
+        return prices[bisect.bisect_right(starts, day or _utc_day(at))]
+
+    def resolve(self, model: str, at: datetime | date | None = None) -> Resolved | None:
+        """The entry an id that is neither an entry nor an alias names under a declared rule
+        (dated snapshot, Bedrock inference profile, Vertex version), with the rule; else None.
+        """
+        day = _utc_day(at)
+        key = (model, day)
+        if key not in self._resolved:
+            if len(self._resolved) >= _MAX_HOST_URLS:
+                self._resolved.clear()
+            self._resolved[key] = resolve_id(model, self._rule_view, day)
+        return self._resolved[key]
 
     def periods(self, model: str) -> tuple[ModelPrice, ...]:
         """Every price ``model`` has had or is scheduled to have, oldest first (one when its
@@ -287,7 +317,9 @@ class PriceTable:
         return found
 
     def __contains__(self, model: object) -> bool:
-        return model in self._entries or model in self._aliases
+        """Whether ``model`` is priced today: an entry, an alias, or an id a rule resolves."""
+        return (model in self._entries or model in self._aliases
+                or (isinstance(model, str) and self.resolve(model) is not None))
 
     def models(self, provider: str | None = None) -> list[str]:
         """Canonical model ids (no aliases), sorted; only one provider's when given."""
@@ -425,4 +457,5 @@ def _model_price(model: str, entry: EntryModel, version: str, start: date | None
         effective_from=start,
         effective_until=end,
         change=change,
+        dated_snapshots=entry.dated_snapshots,
     )

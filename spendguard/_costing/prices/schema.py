@@ -156,6 +156,9 @@ class EntryModel(_Strict):
     self_hosted: SelfHostedModel | None = None
     changes: tuple[ChangeModel, ...] = ()
     """Dated changes of the rates (announced price changes, scheduled multipliers)."""
+    dated_snapshots: bool = True
+    """False: the provider's dated snapshot ids of this model bill differently and are not
+    resolved to it (declare each as its own entry)."""
     source: Annotated[str, Field(min_length=1)]
     as_of: date
     note: str | None = None

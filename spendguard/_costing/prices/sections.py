@@ -27,6 +27,7 @@ from typing import Any
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
+from spendguard._costing.prices.ids import undated
 
 __all__ = ["AZURE_DEPLOYMENT_TYPES", "Host", "azure_entry", "expand_sections",
            "resolve_derived"]
@@ -165,6 +166,11 @@ def resolve_derived(raw: Mapping[str, Mapping[str, Any]], origin: Mapping[str, s
             resolved[model] = dict(entry)
             continue
         base_id = base_name if base_name in raw else owner.get(str(base_name))
+        if base_id is None:  # an Azure snapshot name: the dated-snapshot rule (prices/ids.py)
+            undated_name = undated(str(base_name), str(entry.get("provider", "openai")))
+            if undated_name is not None and undated_name in raw and raw[undated_name].get(
+                    "dated_snapshots", True):
+                base_id = undated_name
         if base_id is None or raw[base_id].get("derived_from") is not None:
             raise PriceFileError(
                 f"{origin[model]}: model {model!r}: derived_from: {base_name!r} is not a priced "
