@@ -161,10 +161,12 @@ def check(litellm_file: Path | None, genai_file: Path | None, as_json: bool,
           provider: str | None, on_date: datetime | None) -> None:
     """Compare the price table with genai-prices and/or a LiteLLM file; exit 1 on disagreement.
 
-    Every rate is compared where the other table lists it: input, cached input, cache writes
-    (5m, 30m, 1h, 12h), output, long-context tiers, batch and service tiers. Models the other
-    table lacks are listed, not counted. Without genai-prices installed, a LiteLLM file alone
-    is compared. Exit 0: all listed rates agree; 1: some differ; 2: nothing to compare with.
+    Every rate both tables carry is compared: input, cached input, cache writes by TTL (5m,
+    30m, 1h, 12h), output, long-context tiers, batch, flex, priority, fast and ultrafast,
+    their combinations, and genai-prices' date-conditional prices on each day they change.
+    Models the other table lacks, and models it prices that spendguard lacks (newest first),
+    are listed, not counted. Without genai-prices installed, a LiteLLM file alone is
+    compared. Exit 0: all compared rates agree; 1: some differ; 2: nothing to compare with.
     """
     from spendguard._costing.prices.check import check_prices  # noqa: PLC0415
 
@@ -181,7 +183,8 @@ def check(litellm_file: Path | None, genai_file: Path | None, as_json: bool,
             "table_version": table.version, "ok": result.ok,
             "disagreements": [{"model": d.model, "kind": d.kind, "ours": _num(d.ours),
                                "theirs": _num(d.theirs), "other": d.other} for d in found],
-            "missing": result.missing, "skipped": result.skipped}, indent=2))
+            "missing": result.missing, "lacking": result.lacking,
+            "skipped": result.skipped}, indent=2))
     else:
         click.echo(f"price table {table.version}: {len(found)} disagreement(s)\n")
         if found:
@@ -190,6 +193,10 @@ def check(litellm_file: Path | None, genai_file: Path | None, as_json: bool,
         for other, models in result.missing.items():
             if models:
                 click.echo(f"\nnot in {other}: {', '.join(models)}")
+        for other, models in result.lacking.items():
+            if models:
+                click.echo(f"\npriced by {other}, not by spendguard (newest first; add the "
+                           f"ones you use, see docs/prices.md): {', '.join(models)}")
         for other, why in result.skipped.items():
             click.echo(f"\nnot compared with {other}: {why}")
     if found:
