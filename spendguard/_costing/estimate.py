@@ -49,7 +49,17 @@ def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) ->
     """The most output tokens the call can produce across all its choices."""
     if call.endpoint is Endpoint.EMBEDDINGS:
         return 0
+    if (model_price.price_source == "catalog" and model_price.max_output_tokens is None
+            and call.output_cap is None):
+        raise ConfigError(
+            f"{call.model}: priced by the fallback catalog ({model_price.table_version}), "
+            "which publishes no maximum output for it, so the worst case of a request without "
+            "an output cap is unknown and spendguard refused to send it; set max_tokens "
+            "(or max_completion_tokens / max_output_tokens), or add the model with its "
+            "max_output_tokens to a price file (docs/prices.md)")
     ceiling = model_price.max_output_tokens or model_price.context_window
+    if ceiling is None and call.output_cap is not None and model_price.price_source == "catalog":
+        return call.output_cap * call.choices
     if ceiling is None:
         raise ConfigError(
             f"{call.model}: the price table knows no maximum output for this model and the "

@@ -30,7 +30,7 @@ from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.reservations import Reservation, remaining_for_call, reserve_call
 from spendguard._budget.scopes import collect_budgets
 from spendguard._budget.templates import end_user_of
-from spendguard._core.errors import SpendguardError
+from spendguard._core.errors import SpendguardError, UnknownModelError
 from spendguard._costing.calls import Call, Endpoint, Provider, build_call, classify, parse_body
 from spendguard._costing.cost import billable_tier, total_usd
 from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
@@ -55,6 +55,9 @@ from spendguard._guard.stream_meter import Framing, StreamMeter
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter", "response_headers"]
 
 log = logging.getLogger("spendguard")
+
+REFUSED_TAG = "spendguard.refused"
+"""The tag on the record of a call refused before sending for want of a price."""
 _T = TypeVar("_T")
 
 _MIN_CAPPED_OUTPUT = 1
@@ -400,7 +403,12 @@ class Guard:
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered
-        route = route_request(self.provider, self.options.platform, request.url, parsed, table)
+        try:
+            route = route_request(self.provider, self.options.platform, request.url, parsed,
+                                  table)
+        except UnknownModelError as exc:
+            self._record_refused(exc.name, endpoint, exc)
+            raise
         unguarded = route is not None and route.unguarded
         call = build_call(self.provider, endpoint,
                           parsed if route is None else route.priced_body(parsed))
@@ -409,8 +417,12 @@ class Guard:
                                 Decimal(0), table.version)
         else:
             # The rates in force at the call's time, on the budget's clock when it has one.
-            estimate = estimate_call(call, table, at=self.budget.now()
-                                     if self.budget is not None else None)
+            try:
+                estimate = estimate_call(call, table, at=self.budget.now()
+                                         if self.budget is not None else None)
+            except UnknownModelError as exc:
+                self._record_refused(call.model, call.endpoint, exc)
+                raise
         # Degrading rewrites the model in the body sent: only where the body names the model
         # it is priced as (not a platform route, nor a signed body).
         degraded = (degrade(self.budget, call, estimate, table, budgets=budgets)
@@ -459,6 +471,21 @@ class Guard:
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
                                 info.attempt, routed=route is not None and not unguarded,
                                 unguarded=unguarded)
+
+    def _record_refused(self, model: str, endpoint: Endpoint, exc: UnknownModelError) -> None:
+        """Leave a trace of a call refused for want of a price, for ``spendguard prices
+        status``: a $0 reservation released at once (not billed, not counted), status
+        ``released``, note ``refused: no price for ...``. Never masks the refusal itself."""
+        if exc.kind not in ("model", "platform model", "host model"):
+            return
+        info = CallInfo(provider=self.provider.value, model=model, endpoint=str(endpoint),
+                        estimated_input_tokens=0, estimated_output_tokens=0)
+        try:
+            reservation = reserve_call(self.budget, Decimal(0), call=info,
+                                       extra_tags={REFUSED_TAG: "unknown_model"})
+            reservation.release(f"refused: no price for {exc.name!r}")
+        except Exception:  # the ledger is down, or a limit on calls: the refusal stands
+            log.debug("spendguard could not record the refusal of %s", model, exc_info=True)
 
     def _fit_output(self, request: httpx2.Request, call: Call, estimate: Estimate,
                     wire_body: dict[str, Any], budgets: tuple[Budget, ...],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -201,3 +201,77 @@ def check(litellm_file: Path | None, genai_file: Path | None, as_json: bool,
             click.echo(f"\nnot compared with {other}: {why}")
     if found:
         raise SystemExit(1)
+
+
+@prices.command("status")
+@click.option("--ledger", "ledger_url", metavar="URL",
+              help="Ledger URL (sqlite:///..., redis://..., memory://name); default: "
+                   "spendguard's own.")
+@click.option("--days", type=click.IntRange(1, 3660), default=30, show_default=True,
+              help="How far back the ledger is read.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+def status(ledger_url: str | None, days: int, as_json: bool) -> None:
+    """What the price table knows, and what the ledger says it lacked.
+
+    The bundled table's date and version, the table in use (with $SPENDGUARD_PRICES), the
+    newest models it prices per provider, the fallback catalog's version when it is on
+    ($SPENDGUARD_PRICE_CATALOG), and from the ledger, over the last --days: the models
+    priced by the fallback catalog and the models refused for want of a price, so a team
+    sees what to add.
+    """
+    from spendguard._budget.ledger import open_ledger  # noqa: PLC0415 - keeps --help fast
+    from spendguard._costing.prices.check import newest_first  # noqa: PLC0415
+    from spendguard._guard.metering import REFUSED_TAG  # noqa: PLC0415
+
+    table = default_table()
+    bundled = PriceTable.bundled()
+    newest = {provider: newest_first([m for m in table.models(provider) if "/" not in m])[:3]
+              for provider in ("openai", "anthropic")}
+    since = datetime.now(UTC) - timedelta(days=days)
+    opened = open_ledger(ledger_url, read_only=True)
+    fallback: dict[str, dict[str, Any]] = {}
+    refused: dict[str, dict[str, Any]] = {}
+    for record in opened.records(since=since):
+        if record.table_version.startswith("genai-prices"):
+            row = fallback.setdefault(record.model, {"calls": 0, "usd": Decimal(0),
+                                                     "catalog": record.table_version})
+            row["calls"] += 1
+            row["usd"] += record.actual_usd
+        elif record.tags.get(REFUSED_TAG):
+            row = refused.setdefault(record.model, {"calls": 0, "last": record.time})
+            row["calls"] += 1
+            row["last"] = max(row["last"], record.time)
+    catalog = table.catalog.version if table.catalog is not None else None
+    if as_json:
+        click.echo(json.dumps({
+            "bundled_table": bundled.version, "bundled_as_of": bundled.version.split(".")[0],
+            "table_in_use": table.version, "newest_models": newest, "fallback_catalog": catalog,
+            "ledger": opened.url, "days": days,
+            "priced_by_fallback": [{"model": model, "calls": row["calls"],
+                                    "usd": str(row["usd"]), "catalog": row["catalog"]}
+                                   for model, row in sorted(fallback.items())],
+            "refused_unknown": [{"model": model, "calls": row["calls"],
+                                 "last": row["last"].isoformat()}
+                                for model, row in sorted(refused.items())],
+        }, indent=2))
+        return
+    click.echo(f"bundled price table {bundled.version} (prices as of "
+               f"{bundled.version.split('.')[0]})")
+    if table.version != bundled.version:
+        click.echo(f"table in use        {table.version} (with your price files)")
+    for provider, models in newest.items():
+        click.echo(f"newest {provider:<12} {', '.join(models)}")
+    click.echo("fallback catalog    " + (catalog or "off (SPENDGUARD_PRICE_CATALOG="
+                                                   "genai-prices turns it on)"))
+    click.echo(f"\nledger {opened.url}, last {days} days:")
+    if fallback:
+        click.echo("\npriced by the fallback catalog (add them to a price file):\n")
+        _print_table(((m, str(r["calls"]), _num(r["usd"]), r["catalog"])
+                      for m, r in sorted(fallback.items())),
+                     ("MODEL", "CALLS", "USD", "CATALOG"))
+    if refused:
+        click.echo("\nrefused for want of a price (add them, see docs/prices.md):\n")
+        _print_table(((m, str(r["calls"]), r["last"].isoformat(timespec="seconds"))
+                      for m, r in sorted(refused.items())), ("MODEL", "CALLS", "LAST"))
+    if not fallback and not refused:
+        click.echo("every call was priced by the table")

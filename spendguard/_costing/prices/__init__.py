@@ -13,7 +13,7 @@ import difflib
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from spendguard._core.errors import PriceFileError, UnknownModelError
 from spendguard._costing.prices import schema as price_schema
+from spendguard._costing.prices.catalog import CATALOG_ENV, GenaiPricesCatalog, catalog_from_env
 from spendguard._costing.prices.ids import Resolved, _Entries, resolve_id
 from spendguard._costing.prices.schema import (
     CACHE_TTLS,
@@ -32,7 +33,9 @@ from spendguard._costing.prices.schema import (
 from spendguard._costing.prices.sections import Host
 
 __all__ = [
+    "CATALOG_ENV",
     "PRICES_ENV",
+    "GenaiPricesCatalog",
     "LongContextTier",
     "ModelPrice",
     "PriceModifier",
@@ -144,6 +147,8 @@ class ModelPrice:
     """The dated changes in force in this period (their notes); None: the entry's own rates."""
     dated_snapshots: bool = True
     """Whether the provider's dated snapshot ids of this model resolve to it (see ``ids``)."""
+    price_source: str = "table"
+    """``table`` (the price files) or ``catalog`` (the genai-prices fallback, opted into)."""
 
     @property
     def tokenizer_model(self) -> str:
@@ -225,8 +230,11 @@ class PriceTable:
     ``version`` ("<latest as_of>.<content hash>") changes whenever any price changes.
     """
 
-    def __init__(self, valid: ValidTable) -> None:
+    def __init__(self, valid: ValidTable, catalog: GenaiPricesCatalog | None = None) -> None:
         self._valid = valid
+        self.catalog = catalog
+        """The fallback catalog for models the table lacks (None: off, the default)."""
+        self._from_catalog: dict[tuple[str, date, str], ModelPrice | None] = {}
         self.version = valid.version
         self._entries = {model: _model_price(model, entry, valid.version)
                          for model, entry in valid.entries.items()}
@@ -273,13 +281,44 @@ class PriceTable:
             day = _utc_day(at)
             resolved = self.resolve(model, day)
             if resolved is None:
-                raise _unknown_model(model, [*self._entries, *self._aliases], self.version)
+                fallback = self._catalog_price(model, day)
+                if fallback is not None:
+                    return fallback
+                raise _unknown_model(model, [*self._entries, *self._aliases], self.version,
+                                     catalog=self.catalog)
             entry = self._entries[resolved.model]
         periods = self._periods.get(entry.model)
         if periods is None:
             return entry
         starts, prices = periods
         return prices[bisect.bisect_right(starts, day or _utc_day(at))]
+
+    def _catalog_price(self, model: str, day: date) -> ModelPrice | None:
+        """The fallback catalog's price of a model the table lacks (cached per day and
+        catalog version), None when there is no catalog or it has no price either."""
+        catalog = self.catalog
+        if catalog is None:
+            return None
+        key = (model, day, catalog.version)
+        if key not in self._from_catalog:
+            if len(self._from_catalog) >= _MAX_HOST_URLS:
+                self._from_catalog.clear()
+            raw = catalog.price(model, day)
+            found = None
+            if raw is not None:
+                try:
+                    entry = EntryModel.model_validate(raw)
+                except ValueError:  # a catalog price spendguard's schema cannot hold
+                    entry = None
+                if entry is not None:
+                    found = replace(_model_price(model, entry, catalog.version),
+                                    price_source="catalog")
+            self._from_catalog[key] = found
+        return self._from_catalog[key]
+
+    def with_catalog(self, catalog: GenaiPricesCatalog | None) -> PriceTable:
+        """The same prices with ``catalog`` as the fallback for models they lack (None: off)."""
+        return PriceTable(self._valid, catalog)
 
     def resolve(self, model: str, at: datetime | date | None = None) -> Resolved | None:
         """The entry an id that is neither an entry nor an alias names under a declared rule
@@ -319,7 +358,9 @@ class PriceTable:
     def __contains__(self, model: object) -> bool:
         """Whether ``model`` is priced today: an entry, an alias, or an id a rule resolves."""
         return (model in self._entries or model in self._aliases
-                or (isinstance(model, str) and self.resolve(model) is not None))
+                or (isinstance(model, str) and (
+                    self.resolve(model) is not None
+                    or self._catalog_price(model, _utc_day(None)) is not None)))
 
     def models(self, provider: str | None = None) -> list[str]:
         """Canonical model ids (no aliases), sorted; only one provider's when given."""
@@ -334,7 +375,7 @@ class PriceTable:
         """
         files = [price_schema.read_price_source(source) for source in sources]
         return PriceTable(price_schema.build(files, base=self._valid.raw,
-                                             base_hosts=self._valid.hosts))
+                                             base_hosts=self._valid.hosts), self.catalog)
 
     def __repr__(self) -> str:
         return f"<PriceTable {self.version}: {len(self._entries)} models>"
@@ -349,11 +390,13 @@ def _utc_day(at: datetime | date | None) -> date:
     return at
 
 
-def _unknown_model(model: str, known: list[str], version: str) -> UnknownModelError:
+def _unknown_model(model: str, known: list[str], version: str,
+                   catalog: GenaiPricesCatalog | None = None) -> UnknownModelError:
     suggestions = difflib.get_close_matches(model, known, n=3, cutoff=0.6)
     hint = f" Did you mean {', '.join(map(repr, suggestions))}?" if suggestions else ""
+    where = f" nor in the fallback catalog ({catalog.version})" if catalog is not None else ""
     return UnknownModelError(
-        f"No price for model {model!r} in price table {version}.{hint} "
+        f"No price for model {model!r} in price table {version}{where}.{hint} "
         "spendguard never guesses a price from a similar name. " + HOW_TO_ADD.format(model=model),
         name=model,
         suggestions=suggestions,
@@ -386,7 +429,9 @@ def default_table() -> PriceTable:
                         f"set {PRICES_ENV} to the path of a price TOML/JSON file or unset it",
                         path=path,
                     )
-            _Default.table = table.with_overrides(*env_files) if env_files else table
+            table = table.with_overrides(*env_files) if env_files else table
+            catalog = catalog_from_env(os.environ.get(CATALOG_ENV))
+            _Default.table = table.with_catalog(catalog) if catalog is not None else table
         return _Default.table
 
 
