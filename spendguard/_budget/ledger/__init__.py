@@ -1,5 +1,6 @@
 """Ledgers, chosen by URL: ``sqlite:///path`` (the default), ``memory://`` (tests), ``redis://``
-(also ``redis+cluster://``, ``redis+sentinel://``, and ``rediss…`` for TLS).
+(also ``redis+cluster://``, ``redis+sentinel://``, and ``rediss…`` for TLS), and
+``postgresql://user@host:5432/db`` (``postgres://`` too).
 
 ``open_ledger()`` with no URL uses ``$SPENDGUARD_LEDGER``, else a SQLite file in spendguard's
 data directory (``$SPENDGUARD_HOME``, else the platform's user data dir). One instance is kept
@@ -49,6 +50,8 @@ _BACKENDS: dict[str, str] = {
     **{scheme: "spendguard._budget.ledger.redis:open_redis" for scheme in (
         "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel",
         "rediss+sentinel")},
+    "postgresql": "spendguard._budget.ledger.postgres:open_postgres",
+    "postgres": "spendguard._budget.ledger.postgres:open_postgres",
 }
 _RECENT_MAX = 8
 
@@ -76,7 +79,8 @@ def resolve_ledger_url(url: str | os.PathLike[str] | None = None) -> str:
             f"ledger: {url!r} is not a ledger URL; use 'sqlite:///path/to/ledger.db' "
             f"(sqlite:////abs/path for an absolute path), 'memory://', 'memory://name', or "
             f"for Redis 'redis://host:6379/0', 'redis+cluster://host:7000,host:7001' or "
-            f"'redis+sentinel://host:26379/service_name/0' ('rediss' for TLS)"
+            f"'redis+sentinel://host:26379/service_name/0' ('rediss' for TLS), or for "
+            f"PostgreSQL 'postgresql://user@host:5432/db' (?schema=name for a schema of its own)"
         )
     if scheme == "sqlite":
         if not rest.startswith("/") or rest == "/":
