@@ -319,10 +319,8 @@ class PostgresLedger(TransactionalLedger):
 
 
 def _close_quietly(db: Any) -> None:
-    try:
+    with contextlib.suppress(Exception):
         db.close()
-    except Exception:
-        pass
 
 
 def _close_idle(idle: list[Any], lock: threading.Lock) -> None:
