@@ -1,11 +1,12 @@
 """The PostgreSQL ledger (``postgresql://user@host:5432/db``): a durable ledger shared by machines.
 
 The URL is libpq's (``postgres://`` too; ``sslmode``, ``connect_timeout``, ``options``,
-``application_name``... as libpq reads them), plus ``schema=NAME``: the schema its tables live
-in (``spendguard`` unless named; created on first open), so one database can hold several
-ledgers, or a ledger beside an application's own tables. The accounting rules are those of
-:mod:`spendguard._budget.ledger.engine`, the same as SQLite and memory: the same contract tests
-run on every backend.
+``application_name``... as libpq reads them), plus two options of spendguard's own:
+``schema=NAME``, the schema its tables live in (``spendguard`` unless named; created on first
+open), so one database can hold several ledgers, or a ledger beside an application's own
+tables; and ``pool_size=N``, the most connections one process opens to it (10 unless named).
+The accounting rules are those of :mod:`spendguard._budget.ledger.engine`, the same as SQLite
+and memory: the same contract tests run on every backend.
 
 How concurrency is made safe, and why this design:
 
@@ -38,8 +39,11 @@ refused: fail closed). If the connection drops *during* ``COMMIT`` the outcome i
 the step is not repeated: a reservation that did commit expires and is charged at its worst
 case, never undercounted.
 
-Each thread has its own connection (re-made after a fork: a child never touches its parent's
-socket). Money is ``NUMERIC``, read back as the exact ``Decimal`` that was written.
+A process keeps its connections in a small pool: a step borrows one for its transaction and
+gives it back, so a process holds as many as it runs steps at once (at most ``pool_size``;
+more wait), whatever its number of threads. After a fork the child opens its own and never
+touches its parent's sockets. Money is ``NUMERIC``, read back as the exact ``Decimal`` that
+was written.
 """
 
 from __future__ import annotations
@@ -88,22 +92,30 @@ _CALL_VALUES = ", ".join(["%s"] * 9 + ["%s::json"] + ["%s"] * 12 + ["%s::json"] 
 # Connections inherited through fork(): never used nor closed in the child (closing one would
 # end the parent's session on the shared socket), kept here so they are never collected.
 _inherited: list[Any] = []
-_IDLE_MAX = 8  # connections a process keeps open between steps, per ledger
+_POOL_SIZE = 10  # the most connections one process opens to one ledger, unless the URL says
+_OPTIONS = ("schema", "pool_size")  # the URL's query options that are spendguard's, not libpq's
+_POOL_WAIT_S = 30.0  # how long a step waits for one of them to be free
 _IDLE = 0  # psycopg.pq.TransactionStatus.IDLE: no transaction open on the connection
 
 
-def parse_postgres_url(url: str) -> tuple[str, str]:
-    """``(libpq URI without spendguard's options, schema)`` of a ``postgresql://`` ledger URL."""
+def parse_postgres_url(url: str) -> tuple[str, str, int]:
+    """``(libpq URI, schema, pool size)`` of a ``postgresql://`` ledger URL: spendguard's own
+    options (``schema``, ``pool_size``) are taken out of the query; libpq reads the rest."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    schemas = [value for key, value in query if key == "schema"]
-    schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+    ours = dict((key, value) for key, value in query if key in _OPTIONS)
+    schema = ours.get("schema", DEFAULT_SCHEMA)
     if not _SCHEMA_NAME.fullmatch(schema):
         raise ConfigError(f"ledger: schema={schema!r} in {masked_url(url)!r} is not a plain "
                           f"schema name; use lower-case letters, digits and _ (at most 63), "
                           f"not starting with a digit, e.g. ?schema=spendguard")
-    rest = urlencode([(key, value) for key, value in query if key != "schema"])
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema
+    size = ours.get("pool_size", str(_POOL_SIZE))
+    if not size.isdigit() or not 1 <= int(size) <= 1000:
+        raise ConfigError(f"ledger: pool_size={size!r} in {masked_url(url)!r} must be a whole "
+                          f"number of connections from 1 to 1000, e.g. ?pool_size=4")
+    rest = urlencode([(key, value) for key, value in query if key not in _OPTIONS])
+    return (urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), schema,
+            int(size))
 
 
 def _import_psycopg() -> Any:
@@ -124,13 +136,14 @@ class PostgresLedger(TransactionalLedger):
 
     def __init__(self, url: str, *, connect_timeout_s: int = _CONNECT_TIMEOUT_S) -> None:
         self._psycopg = _import_psycopg()
-        self._conninfo, self.schema = parse_postgres_url(url)
+        self._conninfo, self.schema, self.pool_size = parse_postgres_url(url)
         self.url = url
         self.shown_url = masked_url(url)
         self._connect_timeout_s = connect_timeout_s
         self._local = threading.local()
         self._pool_lock = threading.Lock()
         self._pool_pid = os.getpid()
+        self._free = threading.BoundedSemaphore(self.pool_size)
         self._idle: list[Any] = []
         # Whatever happens to this object, its idle connections are closed with it.
         self._finalizer = weakref.finalize(self, _close_idle, self._idle, self._pool_lock)
@@ -139,12 +152,9 @@ class PostgresLedger(TransactionalLedger):
         try:
             migrate(db, self.schema)
         except self._psycopg.Error as exc:
-            _close_quietly(db)
             raise self._unavailable("open", exc) from exc
-        except LedgerError:
-            _close_quietly(db)
-            raise
-        self._give_back(db)
+        finally:
+            self._give_back(db)
         # A process that died mid-call left a reservation: charge it once it has expired.
         self.recovered_at_open = tuple(self.recover_expired(utc_now()))
 
@@ -156,28 +166,44 @@ class PostgresLedger(TransactionalLedger):
         Connections are kept per process, not per thread: a step holds one only while it runs,
         so a process needs as many as it runs steps at once, however many threads it has.
         """
-        pid = os.getpid()
+        self._adopt_fork()
+        free = self._free
+        if not free.acquire(timeout=_POOL_WAIT_S):
+            raise LedgerUnavailable(
+                f"all {self.pool_size} connections of this process to the PostgreSQL ledger "
+                f"{self.shown_url} stayed busy for {_POOL_WAIT_S:.0f} s; raise pool_size= in "
+                f"the URL or look for a stuck database", url=self.shown_url)
         with self._pool_lock:
-            if self._pool_pid != pid:  # forked: the parent's sockets are not this process's
-                _inherited.extend(self._idle)
-                self._idle.clear()
-                self._pool_pid = pid
             if self._idle:
                 return self._idle.pop()
         try:
             return self._psycopg.connect(self._conninfo, autocommit=True,
                                          connect_timeout=self._connect_timeout_s)
         except self._psycopg.Error as exc:
+            free.release()
             raise self._unavailable("connect to", exc) from exc
 
     def _give_back(self, db: Any) -> None:
-        """Keep a healthy connection for the next step (up to a few idle); close the rest."""
+        """Keep a healthy connection for the next step; close a broken one."""
+        if self._pool_pid != os.getpid():
+            return  # borrowed before a fork: the parent's, not this process's to keep or close
         if not db.closed and not db.broken and db.info.transaction_status == _IDLE:
             with self._pool_lock:
-                if self._pool_pid == os.getpid() and len(self._idle) < _IDLE_MAX:
-                    self._idle.append(db)
-                    return
-        _close_quietly(db)
+                self._idle.append(db)
+        else:
+            _close_quietly(db)
+        self._free.release()
+
+    def _adopt_fork(self) -> None:
+        """In a forked child, set the parent's connections aside untouched, and start afresh."""
+        if self._pool_pid == os.getpid():
+            return
+        with self._pool_lock:
+            if self._pool_pid != os.getpid():
+                _inherited.extend(self._idle)
+                self._idle.clear()
+                self._free = threading.BoundedSemaphore(self.pool_size)
+                self._pool_pid = os.getpid()
 
     def _transaction(self) -> AbstractContextManager[_Tx]:
         return _Transaction(self, "BEGIN")
@@ -307,11 +333,7 @@ class PostgresLedger(TransactionalLedger):
 
     def close(self) -> None:
         """Close this process's idle connections; a later step opens new ones."""
-        with self._pool_lock:
-            if self._pool_pid != os.getpid():
-                _inherited.extend(self._idle)
-                self._idle.clear()
-                self._pool_pid = os.getpid()
+        self._adopt_fork()
         _close_idle(self._idle, self._pool_lock)
 
     def __repr__(self) -> str:
