@@ -137,8 +137,7 @@ class PostgresLedger(TransactionalLedger):
     def __init__(self, url: str, *, connect_timeout_s: int = _CONNECT_TIMEOUT_S) -> None:
         self._psycopg = _import_psycopg()
         self._conninfo, self.schema, self.pool_size = parse_postgres_url(url)
-        self.url = url
-        self.shown_url = masked_url(url)
+        self.url = self.shown_url = masked_url(url)  # the password masked: safe in messages
         self._connect_timeout_s = connect_timeout_s
         self._local = threading.local()
         self._pool_lock = threading.Lock()
