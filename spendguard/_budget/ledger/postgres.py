@@ -11,15 +11,16 @@ and memory: the same contract tests run on every backend.
 How concurrency is made safe, and why this design:
 
 - Every step (reserve, settle, release, correction, recovery) is one ``READ COMMITTED``
-  transaction that first takes an exclusive *transaction-level advisory lock* per scope it
-  touches (``pg_advisory_xact_lock`` on a 64-bit hash of the schema and the scope), then reads
-  that scope's totals, checks the limits, and writes. Each statement of a ``READ COMMITTED``
-  transaction reads what was committed before it began, and a lock holder's commit is visible
-  before its locks are released, so the totals a reservation checks are the newest, and no
-  other writer of the same scope can come between the read and the write: check-and-reserve
-  is atomic across processes and machines. Locks are taken in sorted order for a call's scopes
-  (no deadlock between two reservations); a rare deadlock between a recovery and a settle is
-  detected by PostgreSQL and the step re-run.
+  transaction (said in its ``BEGIN``, whatever the role's default) that first takes an
+  exclusive *transaction-level advisory lock* per scope it touches (``pg_advisory_xact_lock``
+  on a 64-bit hash of the schema and the scope), then reads that scope's totals, checks the
+  limits, and writes. Each statement of a ``READ COMMITTED`` transaction reads what was
+  committed before it began, and a lock holder's commit is visible before its locks are
+  released, so the totals a reservation checks are the newest, and no other writer of the
+  same scope can come between the read and the write: check-and-reserve is atomic across
+  processes and machines. Locks are taken in sorted order for a call's scopes (no deadlock
+  between two reservations); a rare deadlock between a recovery and a settle is detected by
+  PostgreSQL and the step re-run.
 - Why a lock per scope rather than ``SELECT ... FOR UPDATE`` on the totals rows: a scope's
   first reservation in a period, and a rolling window's step, have no row to lock yet, so two
   of them could both read zero; the advisory lock exists before any row does. It is held only
@@ -205,7 +206,9 @@ class PostgresLedger(TransactionalLedger):
                 self._pool_pid = os.getpid()
 
     def _transaction(self) -> AbstractContextManager[_Tx]:
-        return _Transaction(self, "BEGIN")
+        # Said explicitly: a role whose default is REPEATABLE READ would take its snapshot
+        # before waiting for the scope's lock, and read totals older than the lock.
+        return _Transaction(self, "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
 
     def _snapshot(self) -> AbstractContextManager[_Tx]:
         return _Transaction(self, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
