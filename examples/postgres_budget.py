@@ -1,4 +1,4 @@
-"""One budget shared by four worker processes through PostgreSQL, the durable shared ledger.
+"""One budget shared by two worker processes through PostgreSQL, the durable shared ledger.
 
 Each worker makes guarded calls until the shared budget refuses one; together they never
 spend more than the limit, because every reservation checks and holds its worst case in one
@@ -59,8 +59,8 @@ def main() -> None:
         print(exc)
         return
     try:
-        with multiprocessing.get_context("spawn").Pool(4) as pool:
-            allowed = pool.starmap(worker, [(url, f"w{i}") for i in range(4)])
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            allowed = pool.starmap(worker, [(url, f"w{i}") for i in range(2)])
         for name, calls in allowed:
             print(f"worker {name}: {calls} calls before the shared budget refused one")
         team = spendguard.Budget(LIMIT_USD, scope="team:search", period="daily", ledger=url)

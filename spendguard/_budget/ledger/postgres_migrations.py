@@ -60,10 +60,10 @@ def migrate(db: psycopg.Connection[Any], schema: str) -> list[str]:
             return []  # the common case: no lock taken, nothing written
         with db.transaction():
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(schema, "migrate"),))
-            cursor.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-            cursor.execute(f'CREATE TABLE IF NOT EXISTS "{schema}"._migrations '
-                           f"(name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)")
-            cursor.execute(f'CREATE TABLE IF NOT EXISTS "{schema}".ledger_meta '
+            cursor.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"; '
+                           f'CREATE TABLE IF NOT EXISTS "{schema}"._migrations '
+                           f"(name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL); "
+                           f'CREATE TABLE IF NOT EXISTS "{schema}".ledger_meta '
                            f"(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             applied = _applied(cursor, schema) or set()  # again, under the lock
             _check_version(applied, schema)
@@ -104,7 +104,9 @@ def _check_version(applied: set[str], schema: str) -> None:
 
 @migration
 def q001_initial(cursor: psycopg.Cursor[Any], schema: str) -> None:
+    # One round trip: the statements go together (a new ledger is made by every test).
     # calls: one row per reservation (and per correction), closed in place when it ends.
+    # Only open reservations expire: a partial index keeps the per-reserve probe cheap.
     cursor.execute(f"""
         CREATE TABLE "{schema}".calls (
             id TEXT PRIMARY KEY,
@@ -135,12 +137,9 @@ def q001_initial(cursor: psycopg.Cursor[Any], schema: str) -> None:
             latency_s DOUBLE PRECISION,
             status TEXT NOT NULL,
             note TEXT
-        )""")
-    cursor.execute(f'CREATE INDEX calls_time ON "{schema}".calls (time)')
-    # Only open reservations expire; the partial index keeps the per-reserve probe cheap.
-    cursor.execute(f'CREATE INDEX calls_open_expiry ON "{schema}".calls (expires_at) '
-                   f"WHERE state = 'open'")
-    cursor.execute(f"""
+        );
+        CREATE INDEX calls_time ON "{schema}".calls (time);
+        CREATE INDEX calls_open_expiry ON "{schema}".calls (expires_at) WHERE state = 'open';
         CREATE TABLE "{schema}".events (
             id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             call_id TEXT NOT NULL,
@@ -148,8 +147,7 @@ def q001_initial(cursor: psycopg.Cursor[Any], schema: str) -> None:
             time TIMESTAMPTZ NOT NULL,
             amount_usd NUMERIC NOT NULL,
             detail TEXT
-        )""")
-    cursor.execute(f"""
+        );
         CREATE TABLE "{schema}".totals (
             scope TEXT NOT NULL,
             period_key TEXT NOT NULL,
@@ -157,8 +155,7 @@ def q001_initial(cursor: psycopg.Cursor[Any], schema: str) -> None:
             reserved_usd NUMERIC NOT NULL,
             calls BIGINT NOT NULL,
             PRIMARY KEY (scope, period_key)
-        )""")
-    cursor.execute(f"""
+        );
         CREATE TABLE "{schema}".crossings (
             scope TEXT NOT NULL,
             period_key TEXT NOT NULL,
@@ -196,9 +193,8 @@ def q002_batch_jobs(cursor: psycopg.Cursor[Any], schema: str) -> None:
             note TEXT,
             owner_pid INTEGER,
             owner_host TEXT
-        )""")
-    cursor.execute(f'CREATE INDEX batch_jobs_created ON "{schema}".batch_jobs (created_at)')
-    cursor.execute(f"""
+        );
+        CREATE INDEX batch_jobs_created ON "{schema}".batch_jobs (created_at);
         CREATE TABLE "{schema}".batch_items (
             job_id TEXT NOT NULL,
             custom_id TEXT NOT NULL,
