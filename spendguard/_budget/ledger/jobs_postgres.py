@@ -1,6 +1,7 @@
 """The job store of a PostgreSQL ledger: tables ``batch_jobs`` and ``batch_items`` (q002).
 
-Each method is one transaction of the ledger's. A claim reads the undelivered items
+Each method is one transaction of the ledger's, run again on a new connection when it failed
+before its commit (as the ledger's own steps are). A claim reads the undelivered items
 ``FOR UPDATE`` and marks them in the same transaction, so two processes claiming at once get
 disjoint items: the second waits for the first's commit and then finds them delivered.
 """
@@ -83,6 +84,9 @@ class PostgresJobStore:
 
     def add(self, job: JobRecord, items: Sequence[JobItem]) -> None:
         check_items(job, items)
+        self.ledger._retried(lambda: self._add(job, items))
+
+    def _add(self, job: JobRecord, items: Sequence[JobItem]) -> None:
         with self.ledger._transaction() as tx:
             tx.cursor.execute(f"INSERT INTO {self._s}batch_jobs ({_JOB_COLUMNS}) VALUES "
                               f"({_JOB_VALUES}) ON CONFLICT (id) DO NOTHING", _job_row(job))
@@ -110,7 +114,10 @@ class PostgresJobStore:
         return [_item(row) for row in rows]
 
     def save(self, job: JobRecord, items: Iterable[JobItem] = ()) -> None:
-        items = list(items)
+        listed = list(items)
+        self.ledger._retried(lambda: self._save(job, listed))
+
+    def _save(self, job: JobRecord, items: list[JobItem]) -> None:
         with self.ledger._transaction() as tx:
             tx.cursor.execute(f"UPDATE {self._s}batch_jobs SET ({_JOB_COLUMNS}) = "
                               f"ROW({_JOB_VALUES}) WHERE id = %s", (*_job_row(job), job.id))
@@ -127,6 +134,9 @@ class PostgresJobStore:
 
     def claim(self, job_id: str, custom_ids: Iterable[str] | None = None) -> list[JobItem]:
         wanted = None if custom_ids is None else set(custom_ids)
+        return self.ledger._retried(lambda: self._claim(job_id, wanted))
+
+    def _claim(self, job_id: str, wanted: set[str] | None) -> list[JobItem]:
         with self.ledger._transaction() as tx:
             # Locked as read: a concurrent claim waits, then sees them delivered.
             tx.cursor.execute(f"SELECT {_ITEM_COLUMNS} FROM {self._s}batch_items WHERE "
@@ -141,6 +151,9 @@ class PostgresJobStore:
         return claimed
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        return self.ledger._retried(lambda: self._read_once(sql, params))
+
+    def _read_once(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         with self.ledger._snapshot() as tx:
             tx.cursor.execute(sql, params)
             rows: list[Any] = tx.cursor.fetchall()

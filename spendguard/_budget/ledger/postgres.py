@@ -128,8 +128,11 @@ def _import_psycopg() -> Any:
     return psycopg
 
 
-class _Retry(Exception):
-    """A step failed before its commit in a way that running it again can mend."""
+class _Retry(LedgerUnavailable):
+    """A step failed before its commit in a way that running it again can mend.
+
+    A :class:`LedgerUnavailable` itself, so that a transaction used outside
+    :meth:`PostgresLedger._retried` (a drain into this ledger) still fails as one."""
 
 
 class PostgresLedger(TransactionalLedger):
@@ -228,8 +231,7 @@ class PostgresLedger(TransactionalLedger):
                 return step()
             except _Retry as retry:
                 if attempt == _ATTEMPTS:
-                    cause = retry.__cause__ or retry
-                    raise self._unavailable("write", cause) from cause
+                    raise LedgerUnavailable(str(retry), url=self.shown_url) from retry.__cause__
             finally:
                 self._local.prelock = ()
         raise AssertionError("unreachable")  # pragma: no cover
@@ -442,7 +444,8 @@ class _Transaction(AbstractContextManager["_Tx"]):
         if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
                       | psycopg.OperationalError) or self._db.broken:
             self._roll_back()
-            raise _Retry() from exc
+            raise _Retry(str(self._ledger._unavailable("write", exc)),
+                         url=self._ledger.shown_url) from exc
         self._roll_back()
         raise LedgerError(f"PostgreSQL ledger {self._ledger.shown_url} (schema "
                           f"{self._ledger.schema}): {exc}") from exc

@@ -168,3 +168,17 @@ def test_a_forked_process_opens_its_own_connections(postgres_ledger_url: str) ->
     assert child.exitcode == 0
     assert parent.calls == 21 and ledger.verify() == []
     ledger.close()
+
+
+def test_a_process_opens_at_most_pool_size_connections_however_many_threads_call(
+        postgres_ledger_url: str) -> None:
+    name = f"sgtest-{uuid.uuid4().hex[:8]}"
+    ledger = PostgresLedger(f"{postgres_ledger_url}&application_name={name}&pool_size=2")
+    budget = spendguard.Budget("100", scope="team", ledger=ledger, warn_at=None)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: spend(budget, "0.5", "0.25"), range(40)))
+    # Healthy connections stay open in the pool: the ones there are all it ever opened.
+    assert _query("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                  name) in ([(1,)], [(2,)])
+    assert budget.calls == 40 and ledger.verify() == []
+    ledger.close()
