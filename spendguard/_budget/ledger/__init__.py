@@ -96,18 +96,23 @@ def open_ledger(url: str | os.PathLike[str] | None = None, *, read_only: bool = 
     """The ledger at ``url``, opened (and migrated) once per process; None means the default.
 
     ``memory://`` is a new private ledger on every call; ``memory://name`` is shared by name.
-    ``read_only`` is for reports and exports: a SQLite file must exist and is read without
-    writing to it (so a read-only file or folder works), unless this process has it open.
+    ``read_only`` is for reports and exports: a SQLite file (or a PostgreSQL ledger's schema)
+    must exist and is read without writing to it (so a read-only file or folder works), unless
+    this process has it open.
     """
     resolved = _resolve_default() if url is None else resolve_ledger_url(url)
-    if read_only and resolved.startswith("sqlite:///"):
+    if read_only and resolved.startswith(("sqlite:///", "postgresql://", "postgres://")):
         with _lock:
             writable = _live.get((os.getpid(), resolved))
         if writable is not None:
             return writable
-        from spendguard._budget.ledger.sqlite import open_sqlite  # noqa: PLC0415 - as _create does
+        if resolved.startswith("sqlite:///"):
+            from spendguard._budget.ledger.sqlite import open_sqlite  # noqa: PLC0415 - as _create does
 
-        return open_sqlite(resolved, read_only=True)
+            return open_sqlite(resolved, read_only=True)
+        from spendguard._budget.ledger.postgres import open_postgres  # noqa: PLC0415
+
+        return open_postgres(resolved, read_only=True)
     if resolved == "memory://":
         return _create(resolved)
     if resolved.startswith("memory://"):

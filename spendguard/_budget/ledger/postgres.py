@@ -138,7 +138,8 @@ class _Retry(LedgerUnavailable):
 class PostgresLedger(TransactionalLedger):
     """A ledger in one PostgreSQL schema, shared by every process that names the same one."""
 
-    def __init__(self, url: str, *, connect_timeout_s: int = _CONNECT_TIMEOUT_S) -> None:
+    def __init__(self, url: str, *, read_only: bool = False,
+                 connect_timeout_s: int = _CONNECT_TIMEOUT_S) -> None:
         self._psycopg = _import_psycopg()
         self._conninfo, self.schema, self.pool_size = parse_postgres_url(url)
         self.url = self.shown_url = masked_url(url)  # the password masked: safe in messages
@@ -151,8 +152,13 @@ class PostgresLedger(TransactionalLedger):
         # Whatever happens to this object, its idle connections are closed with it.
         self._finalizer = weakref.finalize(self, _close_idle, self._idle, self._pool_lock)
         self._sql = _statements(self.schema)
+        self.read_only = read_only
+        self.recovered_at_open: tuple[str, ...] = ()
         db = self._borrow()
         try:
+            if read_only:
+                self._check_exists(db)
+                return
             migrate(db, self.schema)
         except self._psycopg.Error as exc:
             raise self._unavailable("open", exc) from exc
@@ -160,6 +166,15 @@ class PostgresLedger(TransactionalLedger):
             self._give_back(db)
         # A process that died mid-call left a reservation: charge it once it has expired.
         self.recovered_at_open = tuple(self.recover_expired(utc_now()))
+
+    def _check_exists(self, db: Any) -> None:
+        """For reading only: the schema must hold a ledger (nothing is created, migrated or
+        recovered), so a mistyped URL or schema is said, not read as an empty ledger."""
+        found = db.execute("SELECT to_regclass(%s)", (f'"{self.schema}".calls',)).fetchone()
+        if found is None or found[0] is None:
+            raise LedgerError(f"no ledger in schema {self.schema!r} of {self.shown_url}: "
+                              f"nothing has been recorded there; check --ledger, "
+                              f"SPENDGUARD_LEDGER or ?schema=")
 
     # -- connections and transactions --------------------------------------------------
 
@@ -357,9 +372,10 @@ def _close_idle(idle: list[Any], lock: threading.Lock) -> None:
         _close_quietly(db)
 
 
-def open_postgres(url: str) -> PostgresLedger:
-    """The ledger for a ``postgresql://`` (or ``postgres://``) URL, migrated on open."""
-    return PostgresLedger(url)
+def open_postgres(url: str, *, read_only: bool = False) -> PostgresLedger:
+    """The ledger for a ``postgresql://`` (or ``postgres://``) URL, migrated on open;
+    ``read_only``: an existing one, opened without creating or changing anything."""
+    return PostgresLedger(url, read_only=read_only)
 
 
 def _statements(schema: str) -> dict[str, str]:

@@ -182,3 +182,16 @@ def test_a_process_opens_at_most_pool_size_connections_however_many_threads_call
                   name) in ([(1,)], [(2,)])
     assert budget.calls == 40 and ledger.verify() == []
     ledger.close()
+
+
+def test_reading_a_schema_with_no_ledger_says_so_and_creates_nothing(
+        postgres_schema: str) -> None:
+    url = postgres_url(postgres_schema)
+    result = CliRunner().invoke(main, ["report", "--ledger", url])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert f"no ledger in schema '{postgres_schema}'" in result.output
+    assert _query("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s",
+                  postgres_schema) == [(0,)]
+    spend(spendguard.Budget("5", scope="team", ledger=url), "1", "0.5")
+    reread = spendguard.open_ledger(url, read_only=True)
+    assert [record.actual_usd for record in reread.records()] == [D("0.5")]
