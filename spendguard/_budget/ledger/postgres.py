@@ -18,9 +18,9 @@ How concurrency is made safe, and why this design:
   committed before it began, and a lock holder's commit is visible before its locks are
   released, so the totals a reservation checks are the newest, and no other writer of the
   same scope can come between the read and the write: check-and-reserve is atomic across
-  processes and machines. Locks are taken in sorted order for a call's scopes (no deadlock
-  between two reservations); a rare deadlock between a recovery and a settle is detected by
-  PostgreSQL and the step re-run.
+  processes and machines. A call's locks are taken in sorted order (calls do not deadlock
+  one another); a rare deadlock involving the recovery of an expired reservation is detected
+  by PostgreSQL and the step re-run.
 - Why a lock per scope rather than ``SELECT ... FOR UPDATE`` on the totals rows: a scope's
   first reservation in a period, and a rolling window's step, have no row to lock yet, so two
   of them could both read zero; the advisory lock exists before any row does. It is held only
