@@ -159,7 +159,7 @@ class PostgresLedger(TransactionalLedger):
             if read_only:
                 self._check_exists(db)
                 return
-            migrate(db, self.schema)
+            migrate(db, self.schema, f"{self.shown_url} (schema {self.schema})")
         except self._psycopg.Error as exc:
             raise self._unavailable("open", exc) from exc
         finally:

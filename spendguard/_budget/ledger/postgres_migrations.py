@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from spendguard._budget.ledger.schema import newer_schema_error
 from spendguard._core.errors import LedgerError
 
 if TYPE_CHECKING:
@@ -47,16 +48,17 @@ def lock_key(*parts: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def migrate(db: psycopg.Connection[Any], schema: str) -> list[str]:
+def migrate(db: psycopg.Connection[Any], schema: str, ledger: str = "") -> list[str]:
     """Apply the migrations the ledger in ``schema`` lacks, atomically; returns their names.
 
-    ``db`` must be in autocommit mode. Raises :class:`LedgerError` for a ledger a newer
-    spendguard has migrated.
+    ``db`` must be in autocommit mode. A ledger a newer spendguard has migrated is refused
+    (:func:`~spendguard._budget.ledger.schema.newer_schema_error`, naming ``ledger``).
     """
+    ledger = ledger or f"in schema {schema}"
     with db.cursor() as cursor:
         applied = _applied(cursor, schema)
         if applied is not None and _pending(applied) == []:
-            _check_version(applied, schema)
+            _check_version(cursor, applied, schema, ledger)
             return []  # the common case: no lock taken, nothing written
         with db.transaction():
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(schema, "migrate"),))
@@ -66,7 +68,7 @@ def migrate(db: psycopg.Connection[Any], schema: str) -> list[str]:
                            f'CREATE TABLE IF NOT EXISTS "{schema}".ledger_meta '
                            f"(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             applied = _applied(cursor, schema) or set()  # again, under the lock
-            _check_version(applied, schema)
+            _check_version(cursor, applied, schema, ledger)
             pending = _pending(applied)
             for function in pending:
                 function(cursor, schema)
@@ -92,14 +94,19 @@ def _pending(applied: set[str]) -> list[Migration]:
     return [function for function in MIGRATIONS if function.__name__ not in applied]
 
 
-def _check_version(applied: set[str], schema: str) -> None:
-    unknown = sorted(applied - {function.__name__ for function in MIGRATIONS})
-    if unknown:
-        raise LedgerError(
-            f"the PostgreSQL ledger in schema {schema!r} has schema version {len(applied)} "
-            f"(migrations up to {unknown[-1]}), newer than the {len(MIGRATIONS)} this "
-            f"spendguard knows; upgrade spendguard (pip install -U spendguard-llm) before "
-            f"writing to it")
+def _check_version(cursor: psycopg.Cursor[Any], applied: set[str], schema: str,
+                   ledger: str) -> None:
+    """Refuse a ledger stamped with a schema newer than this spendguard's (or with none)."""
+    cursor.execute(f'SELECT value FROM "{schema}".ledger_meta WHERE key = %s',
+                   ("schema_version",))
+    row = cursor.fetchone()
+    stamped = "0" if row is None else row[0]
+    if not stamped.isdigit():
+        raise LedgerError(f"the PostgreSQL ledger {ledger} is stamped with schema "
+                          f"{stamped!r}: not a spendguard ledger; name another ?schema=")
+    known = {function.__name__ for function in MIGRATIONS}
+    if not applied <= known or int(stamped) > len(MIGRATIONS):
+        raise newer_schema_error(ledger, max(len(applied), int(stamped)), len(MIGRATIONS))
 
 
 @migration

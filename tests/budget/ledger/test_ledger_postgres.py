@@ -58,17 +58,33 @@ def test_the_schema_is_built_once_by_named_migrations_and_its_version_stamped(
     assert {"calls", "events", "totals", "crossings", "batch_jobs", "batch_items"} <= tables
 
 
-def test_a_ledger_a_newer_spendguard_migrated_is_refused_naming_both_versions(
+def test_a_ledger_a_newer_spendguard_migrated_is_refused_for_writing_naming_both_versions(
         postgres_schema: str) -> None:
     url = postgres_url(postgres_schema)
-    PostgresLedger(url).close()
+    spend(spendguard.Budget("5", scope="team", ledger=PostgresLedger(url)), "1", "0.25")
     _query(f'INSERT INTO "{postgres_schema}"._migrations VALUES (%s, now())',
            "q999_from_the_future")
+    _query(f'UPDATE "{postgres_schema}".ledger_meta SET value = %s', str(SCHEMA_VERSION + 1))
     with pytest.raises(spendguard.LedgerError) as refused:
-        PostgresLedger(url)
+        PostgresLedger(url)  # as a fresh process's open_ledger does
     message = str(refused.value)
-    assert f"version {SCHEMA_VERSION + 1}" in message and f"the {SCHEMA_VERSION} this" in message
-    assert "upgrade spendguard" in message
+    assert f"has schema {SCHEMA_VERSION + 1}" in message
+    assert f"knows schema {SCHEMA_VERSION} at most" in message
+    assert "upgrade spendguard" in message and postgres_schema in message
+    # Reports still read it; writing commands are refused without a traceback.
+    report = CliRunner().invoke(main, ["report", "--ledger", url])
+    assert report.exit_code == 0 and "$0.25" in report.output, report.output
+    recover = CliRunner().invoke(main, ["ledger", "recover", "--ledger", url])
+    assert recover.exit_code != 0 and "upgrade spendguard" in recover.output
+    assert "Traceback" not in recover.output
+
+
+def test_a_schema_stamped_with_no_spendguard_version_is_refused(postgres_schema: str) -> None:
+    url = postgres_url(postgres_schema)
+    PostgresLedger(url).close()
+    _query(f'UPDATE "{postgres_schema}".ledger_meta SET value = %s', "banana")
+    with pytest.raises(spendguard.LedgerError, match="not a spendguard ledger"):
+        PostgresLedger(url)
 
 
 def test_threads_opening_a_new_ledger_at_once_migrate_it_once(postgres_schema: str) -> None:
