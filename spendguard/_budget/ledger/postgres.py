@@ -64,7 +64,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from spendguard._budget.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
+from spendguard._budget.ledger.base import (
+    CallInfo,
+    Crossing,
+    ScopeClaim,
+    Settlement,
+    SpendRecord,
+    Totals,
+)
 from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
@@ -212,6 +219,11 @@ class PostgresLedger(TransactionalLedger):
             _close_quietly(db)
         self._free.release()
 
+    def _drop_idle(self) -> None:
+        """Close the idle connections: one was found cut (a server restart cuts them all), so
+        the next step opens a new one rather than try each of the others in turn."""
+        _close_idle(self._idle, self._pool_lock)
+
     def _adopt_fork(self) -> None:
         """In a forked child, set the parent's connections aside untouched, and start afresh."""
         if self._pool_pid == os.getpid():
@@ -253,7 +265,7 @@ class PostgresLedger(TransactionalLedger):
 
     # -- the ledger's steps, each one transaction, re-run when that is safe ------------
 
-    def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: Any, *,
+    def reserve(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, call: CallInfo, *,
                 time: datetime, expires_at: datetime, tags: Mapping[str, str]) -> str:
         return self._retried(lambda: super(PostgresLedger, self).reserve(
             claims, amount_usd, call, time=time, expires_at=expires_at, tags=tags),
@@ -296,6 +308,7 @@ class PostgresLedger(TransactionalLedger):
             try:
                 return read(_Tx(self, db.cursor(), locking=False))
             except self._psycopg.OperationalError as exc:
+                self._drop_idle()
                 if attempt == 2:
                     raise self._unavailable("read", exc) from exc
             except self._psycopg.Error as exc:
@@ -459,6 +472,8 @@ class _Transaction(AbstractContextManager["_Tx"]):
         psycopg = self._ledger._psycopg
         if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
                       | psycopg.OperationalError) or self._db.broken:
+            if self._db.broken:
+                self._ledger._drop_idle()
             self._roll_back()
             raise _Retry(str(self._ledger._unavailable("write", exc)),
                          url=self._ledger.shown_url) from exc

@@ -123,13 +123,14 @@ def test_a_ledger_heals_after_the_server_drops_its_connections(
         postgres_ledger_url: str) -> None:
     name = f"sgtest-{uuid.uuid4().hex[:8]}"
     ledger = PostgresLedger(f"{postgres_ledger_url}&application_name={name}")
-    budget = spendguard.Budget("5", scope="team", ledger=ledger)
-    spend(budget, "1", "1")
+    budget = spendguard.Budget("50", scope="team", ledger=ledger, warn_at=None)
+    with ThreadPoolExecutor(8) as pool:  # several connections left idle in the pool
+        list(pool.map(lambda _: spend(budget, "1", "1"), range(16)))
     dropped = _query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                      "WHERE application_name = %s", name)
     assert dropped and all(done for (done,) in dropped)  # as a server restart would
-    spend(budget, "1", "1")  # the broken connection is replaced, the step run again
-    assert budget.spent == D("2") and ledger.verify() == []
+    spend(budget, "1", "1")  # the cut connections are dropped, the step run again
+    assert budget.spent == D("17") and ledger.verify() == []
     ledger.close()
 
 
