@@ -104,6 +104,9 @@ def _accounts(ctx: click.Context, param: click.Parameter,
 @click.option("--account", "accounts", multiple=True, callback=_accounts,
               metavar="PROVIDER=ID", help="FOCUS BillingAccountId of a provider "
                                           "(repeatable), e.g. openai=org-abc123.")
+@click.option("--internal-tags", is_flag=True,
+              help="FOCUS only: keep spendguard's own bookkeeping tags (spendguard.call_id, "
+                   "...) in Tags, and so in the per-day groups.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write to this file instead of standard output.")
 @click.option("--json", "as_json", is_flag=True,
@@ -112,8 +115,8 @@ def _accounts(ctx: click.Context, param: click.Parameter,
 @click.pass_context
 def export(ctx: click.Context, format_: str, ledger_url: str | None, since: datetime | None,
            until: datetime | None, scope: str | None, tag: str | None, model: str | None,
-           aggregate: str, accounts: dict[str, str], output: str | None,
-           as_json: bool) -> None:
+           aggregate: str, accounts: dict[str, str], internal_tags: bool,
+           output: str | None, as_json: bool) -> None:
     """Write the spend ledger for finance: CSV, JSON Lines, or FOCUS (FinOps).
 
     Money is exact decimal USD. CSV cells a spreadsheet would run as a formula are written
@@ -131,7 +134,7 @@ def export(ctx: click.Context, format_: str, ledger_url: str | None, since: date
                               format=format_,  # type: ignore[arg-type]
                               ledger=ledger_url, since=since, until=until, scope=scope,
                               tag=tag, model=model, aggregate=aggregate,  # type: ignore[arg-type]
-                              accounts=accounts)
+                              accounts=accounts, internal_tags=internal_tags)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -29,10 +29,12 @@ def _by(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @filter_options
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, writable=True),
               metavar="FILE", help="Also write a self-contained HTML page with charts.")
+@click.option("--internal-tags", is_flag=True,
+              help="With --by tag: also group by spendguard's own tags (spendguard.*).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (exact money) for machines.")
 def report(by: str, ledger_url: str | None, since: datetime | None, until: datetime | None,
            scope: str | None, tag: str | None, model: str | None, html_path: str | None,
-           as_json: bool) -> None:
+           internal_tags: bool, as_json: bool) -> None:
     """Show what was spent: a table by model (or scope, tag, day), budgets against their
     limits, cache hit rate, batch share, and how estimates compared with actual usage.
 
@@ -40,7 +42,7 @@ def report(by: str, ledger_url: str | None, since: datetime | None, until: datet
     """
     try:
         result = report_spend(ledger_url, by=by, since=since, until=until, scope=scope,
-                              tag=tag, model=model)
+                              tag=tag, model=model, internal_tags=internal_tags)
         if html_path:
             write_html(result, html_path)
     except ConfigError as exc:

@@ -46,7 +46,8 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
                  until: datetime | date | str | None = None, scope: str | None = None,
                  tag: str | None = None, model: str | None = None,
                  aggregate: Aggregate = "call", accounts: Mapping[str, str] | None = None,
-                 table: PriceTable | None = None) -> ExportResult:
+                 table: PriceTable | None = None,
+                 internal_tags: bool = False) -> ExportResult:
     """Write the ledger's records to ``out`` (a path or a text stream).
 
     ``format`` is ``"csv"`` or ``"jsonl"`` (one row per call or correction, every ledger
@@ -55,8 +56,9 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
     ``open_ledger()`` picks. ``since``/``until`` bound the time (UTC; an ``until`` day or
     month is included); ``scope``, ``tag`` (``"key"`` or ``"key=value"``) and ``model``
     filter. ``accounts`` maps a provider to its billing account id for FOCUS; ``table``
-    prices FOCUS list prices (default: the process's price table). Raises ``ConfigError``
-    naming the argument on bad input.
+    prices FOCUS list prices (default: the process's price table). FOCUS ``Tags`` (and so
+    the per-day groups) leave out spendguard's own bookkeeping tags (``spendguard.*``)
+    unless ``internal_tags``. Raises ``ConfigError`` naming the argument on bad input.
     """
     if format not in FORMATS:
         raise ConfigError(f"format: {format!r} is not an export format; use one of "
@@ -72,7 +74,8 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
     with _opened(out) as (stream, path), exact_sums():
         if format == "focus":
             rows: Iterable[dict[str, Any]] = total.of_rows(
-                focus_rows(records, table=table or default_table(), accounts=accounts))
+                focus_rows(records, table=table or default_table(), accounts=accounts,
+                           internal_tags=internal_tags))
             if aggregate == "day":
                 rows = aggregate_by_day(rows)
             count = write_csv(rows, FOCUS_COLUMN_NAMES, stream)

@@ -45,16 +45,18 @@ __all__ = [
 def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: str = "model",
                  since: datetime | date | str | None = None,
                  until: datetime | date | str | None = None, scope: str | None = None,
-                 tag: str | None = None, model: str | None = None) -> SpendReport:
+                 tag: str | None = None, model: str | None = None,
+                 internal_tags: bool = False) -> SpendReport:
     """A report of the ledger's spend, grouped ``by`` model, scope, tag, day or provider
     (``tag:KEY`` groups by one tag's values). Filters as in :func:`spendguard.export_spend`.
-    Its ``total_usd`` is the exact sum of the records read."""
+    ``by="tag"`` shows the callers' tags only; ``internal_tags`` adds spendguard's own
+    (``spendguard.call_id``, ...). Its ``total_usd`` is the exact sum of the records read."""
     check_by(by)
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
     opened = ledger_of(ledger)
     with exact_sums():
         return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
-                         until=chosen.until)
+                         until=chosen.until, internal_tags=internal_tags)
 
 
 def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:

@@ -27,6 +27,7 @@ from spendguard._reporting.export.records import (
     is_billed_call,
     is_marker,
     reported_tokens,
+    shown_tags,
     utc_day,
 )
 
@@ -200,8 +201,12 @@ def check_by(by: str) -> str:
 
 
 def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
-              since: datetime | None = None, until: datetime | None = None) -> SpendReport:
-    """Read ``records`` once into a report grouped ``by`` (see :data:`GROUPINGS`)."""
+              since: datetime | None = None, until: datetime | None = None,
+              internal_tags: bool = False) -> SpendReport:
+    """Read ``records`` once into a report grouped ``by`` (see :data:`GROUPINGS`).
+
+    ``by="tag"`` leaves out spendguard's own bookkeeping tags (``spendguard.*``) unless
+    ``internal_tags``; ``tag:KEY`` groups by the key asked for, whatever it is."""
     report = SpendReport(check_by(by), ledger.url, since, until,
                          overlapping=by in ("scope", "tag"))
     groups: dict[str, Group] = {}
@@ -221,7 +226,7 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
         tokens = reported_tokens(record)
         model = record.model or "(no model)"
         report.total.add(record, tokens)
-        for name in _names(record, by):
+        for name in _names(record, by, internal_tags):
             groups.setdefault(name, Group(name)).add(record, tokens)
         models.setdefault(model, Group(model)).add(record, tokens)
         day = utc_day(record)
@@ -261,7 +266,7 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     return report
 
 
-def _names(record: SpendRecord, by: str) -> list[str]:
+def _names(record: SpendRecord, by: str, internal_tags: bool) -> list[str]:
     if by == "model":
         return [record.model or "(no model)"]
     if by == "provider":
@@ -271,7 +276,8 @@ def _names(record: SpendRecord, by: str) -> list[str]:
     if by == "scope":
         return list(record.scopes) or ["(no scope)"]
     if by == "tag":
-        return [f"{key}={value}" for key, value in sorted(record.tags.items())] or ["(untagged)"]
+        tags = shown_tags(record.tags, internal=internal_tags)
+        return [f"{key}={value}" for key, value in sorted(tags.items())] or ["(untagged)"]
     key = by.removeprefix("tag:")
     return [record.tags.get(key, f"(no {key})")]
 
