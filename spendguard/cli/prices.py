@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -12,7 +11,9 @@ from typing import Any
 import click
 
 from spendguard._core.errors import ConfigError
+from spendguard._core.tables import aligned
 from spendguard._costing.prices import ModelPrice, default_table
+from spendguard.cli.conventions import SuggestingGroup, emit_json, output_width
 
 __all__ = ["prices"]
 
@@ -76,14 +77,13 @@ def _kinds(entry: ModelPrice) -> list[str]:
 
 
 def _print_table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> None:
-    rows = [header, *rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-                   .rstrip())
+    """Left-aligned columns fitted to the terminal (long sources wrap onto more lines)."""
+    for line in aligned(header, list(rows), left=len(header), width=output_width(),
+                        wrap=(len(header) - 1, 0, *range(1, len(header) - 1))):
+        click.echo(line)
 
 
-@click.group(invoke_without_command=True)
+@click.group(cls=SuggestingGroup, invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @click.option("--provider", type=_PROVIDERS, help="Only this provider's models.")
 @click.pass_context
@@ -99,8 +99,8 @@ def prices(ctx: click.Context, as_json: bool, provider: str | None) -> None:
     table = default_table()
     entries = [table.get(model) for model in table.models(provider)]
     if as_json:
-        click.echo(json.dumps({"table_version": table.version,
-                               "models": [_as_json(entry) for entry in entries]}, indent=2))
+        emit_json({"table_version": table.version,
+                   "models": [_as_json(entry) for entry in entries]})
         return
     click.echo(f"price table {table.version} (USD per million tokens)\n")
     _print_table((_row(entry) for entry in entries), _COLUMNS)
@@ -133,11 +133,11 @@ def check(litellm_file: Path | None, as_json: bool, provider: str | None,
         raise click.UsageError(str(exc)) from None
     found = result.disagreements
     if as_json:
-        click.echo(json.dumps({
+        emit_json({
             "table_version": table.version, "ok": result.ok,
             "disagreements": [{"model": d.model, "kind": d.kind, "ours": _num(d.ours),
                                "theirs": _num(d.theirs), "other": d.other} for d in found],
-            "missing": result.missing, "skipped": result.skipped}, indent=2))
+            "missing": result.missing, "skipped": result.skipped})
     else:
         click.echo(f"price table {table.version}: {len(found)} disagreement(s)\n")
         if found:

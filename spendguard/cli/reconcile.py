@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
@@ -14,6 +13,7 @@ from spendguard._core.money import format_usd
 from spendguard._core.periods import PERIODS
 from spendguard._core.terminal import printable
 from spendguard._reporting.reconcile import PROVIDERS, Difference, Reconciliation, reconcile_spend
+from spendguard.cli.conventions import emit_json
 from spendguard.cli.export import option_error
 
 __all__ = ["reconcile"]
@@ -78,7 +78,7 @@ def reconcile(files: tuple[str, ...], provider: str, ledger_url: str | None,
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
+        emit_json(result.as_dict())
     else:
         click.echo(_render(result))
     if result.unresolved:

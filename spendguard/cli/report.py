@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from datetime import datetime
 
 import click
@@ -10,6 +10,7 @@ import click
 from spendguard._core.errors import ConfigError
 from spendguard._reporting.report import render_text, report_spend, write_html
 from spendguard._reporting.report.summary import check_by
+from spendguard.cli.conventions import colour_enabled, emit_json, output_width
 from spendguard.cli.export import filter_options, option_error
 
 __all__ = ["report"]
@@ -47,7 +48,10 @@ def report(by: str, ledger_url: str | None, since: datetime | None, until: datet
             write_html(result, html_path)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(json.dumps(result.as_dict(), indent=2) if as_json else render_text(result),
-               nl=as_json)
+    if as_json:
+        emit_json(result.as_dict())
+    else:
+        click.echo(render_text(result, width=output_width(),
+                               colour=colour_enabled(sys.stdout)), nl=False)
     if html_path:
         click.echo(f"wrote the report page to {html_path}", err=True)

@@ -69,12 +69,14 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
         raise ConfigError("aggregate: rows are summed per day only in FOCUS exports; use "
                           "format='focus' with aggregate='day', or aggregate='call'")
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
+    table = table or default_table()
+    _check_accounts(accounts or {}, table)
     records = _started(chosen.records(ledger_of(ledger)))
     total = _Total()
     with _opened(out) as (stream, path), exact_sums():
         if format == "focus":
             rows: Iterable[dict[str, Any]] = total.of_rows(
-                focus_rows(records, table=table or default_table(), accounts=accounts,
+                focus_rows(records, table=table, accounts=accounts,
                            internal_tags=internal_tags))
             if aggregate == "day":
                 rows = aggregate_by_day(rows)
@@ -84,6 +86,17 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
             count = writer((ledger_row(record) for record in total.of_records(records)),
                            LEDGER_COLUMNS, stream)
     return ExportResult(format, count, total.usd, path)
+
+
+def _check_accounts(accounts: Mapping[str, str], table: PriceTable) -> None:
+    """Each account names a provider the price table knows (a typo would be silently unused)."""
+    known = sorted({table.get(model).provider for model in table.models()})
+    for provider, account in accounts.items():
+        if provider not in known:
+            raise ConfigError(f"accounts: {provider!r} is not a provider; name one of "
+                              f"{', '.join(known)}, e.g. openai=org-abc123")
+        if not account:
+            raise ConfigError(f"accounts: the account of {provider!r} is empty")
 
 
 def _started(records: Iterator[SpendRecord]) -> Iterator[SpendRecord]:

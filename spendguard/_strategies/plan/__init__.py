@@ -87,7 +87,7 @@ def _plan(loaded: list[PlannedRequest], options: CacheOrder | None, *, task: str
     counts = [count_request_tokens(r.provider, r.endpoint, r.body) for r in loaded]
     history = {}
     if task is not None:
-        store = ledger if isinstance(ledger, Ledger) else open_ledger(ledger)
+        store = ledger if isinstance(ledger, Ledger) else open_ledger(ledger, read_only=True)
         history = observed(store, task, models)
     caches = expect_cache(loaded, [c.expected for c in counts], prices=prices, count=_count)
     rows = tuple(estimate_request(r, c, cache, observed=history.get(str(r.body.get("model"))),

@@ -212,6 +212,14 @@ class RedisLedger:
     def verify(self) -> list[str]:
         return self._with_redis(partial(verify_events, self._session))
 
+    def require_existing(self) -> None:
+        """``LedgerError`` naming the URL when nothing was ever written under this prefix
+        (a report or export of a mistyped prefix); reads only."""
+        if not self._session.has_ledger():
+            raise LedgerError(f"no ledger at {self.url} (prefix {self.options.key_prefix!r}): "
+                              f"nothing has been recorded there; check --ledger or "
+                              f"SPENDGUARD_LEDGER")
+
     def close(self) -> None:
         """Send what is owed to Redis if it can be reached, then close the connections."""
         self._settle_up_quietly()
