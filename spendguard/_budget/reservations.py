@@ -169,7 +169,7 @@ class Reservation:
 
     def __repr__(self) -> str:
         state = self._state or "open"
-        return f"<Reservation {self.id} {format_usd(self.worst_usd, places=6)} {state}>"
+        return f"<Reservation {self.id} {format_usd(self.worst_usd)} {state}>"
 
 
 def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,

@@ -62,8 +62,8 @@ def _summary(job: BatchJob) -> str:
     done = ", ".join(f"{n} {state}" for state, n in sorted(job.outcomes.items()))
     return (f"{job.id:<{_ID_WIDTH}}  {job.provider:<9} {job.state:<9} "
             f"{job.provider_status or '-':<11} {job.request_count:>6}  "
-            f"{format_usd(job.cost_usd, places=6):>11} of "
-            f"{format_usd(job.worst_usd, places=6):>11}  {done}")
+            f"{format_usd(job.cost_usd):>11} of "
+            f"{format_usd(job.worst_usd):>11}  {done}")
 
 
 @click.group(cls=SuggestingGroup)
@@ -111,7 +111,7 @@ def show(job_id: str, ledger: str | None, as_json: bool) -> None:
         mark = "" if request.collected or request.state == "pending" else "  (not collected)"
         click.echo(f"  {printable(request.custom_id):<24} {printable(request.model):<22} "
                    f"{request.state:<10} "
-                   f"{request.route:<8} {format_usd(request.cost_usd, places=6):>11}{mark}")
+                   f"{request.route:<8} {format_usd(request.cost_usd):>11}{mark}")
 
 
 def _read_only(ledger: str | None) -> Ledger:

@@ -66,7 +66,7 @@ def estimate(*, file: str, budget_usd: str | None, as_json: bool, cache_order: b
         assert limit is not None
         which = "expected cost and worst case" if result.expected_usd > limit else "worst case"
         over_text = paint("OVER BUDGET", fg="red", bold=True, err=True)
-        click.echo(f"{over_text}: the {which} ({format_usd(result.expected_usd, places=4)} "
-                   f"expected, {format_usd(result.worst_usd, places=4)} worst) exceed --budget "
-                   f"{format_usd(limit, places=4)}", err=True)
+        click.echo(f"{over_text}: the {which} ({format_usd(result.expected_usd)} "
+                   f"expected, {format_usd(result.worst_usd)} worst) exceed --budget "
+                   f"{format_usd(limit)}", err=True)
         raise SystemExit(OVER_BUDGET_EXIT)

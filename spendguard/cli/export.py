@@ -144,7 +144,7 @@ def export(ctx: click.Context, format_: str, ledger_url: str | None, since: date
                    "path": str(result.path) if result.path else None}, err=output is None)
         return
     where = f" to {result.path}" if result.path else ""
-    click.echo(f"wrote {result.rows} {format_} rows, {format_usd(result.total_usd, places=6)} "
+    click.echo(f"wrote {result.rows} {format_} rows, {format_usd(result.total_usd)} "
                f"in all{where}", err=True)
 
 

@@ -18,7 +18,6 @@ from spendguard.cli.export import option_error
 
 __all__ = ["reconcile"]
 
-_PLACES = 6
 
 
 def _tolerance(ctx: click.Context, param: click.Parameter, value: str) -> Decimal:
@@ -119,12 +118,12 @@ def _row(d: Difference, result: Reconciliation) -> tuple[str, ...]:
 def _usd(amount: Decimal | None, *, signed: bool = False) -> str:
     if amount is None:
         return "-"
-    text = format_usd(amount, places=_PLACES)
+    text = format_usd(amount)
     return "+" + text if signed and amount > 0 else text
 
 
 def _verdict(result: Reconciliation) -> str:
-    tolerance = format_usd(result.tolerance_usd, places=2)
+    tolerance = format_usd(result.tolerance_usd)
     if result.accepted:
         moved = sum((d.usd_difference or Decimal(0) for d in result.to_accept), Decimal(0))
         return (f"Recorded {len(result.accepted)} adjustment(s), {_usd(moved, signed=True)} in "

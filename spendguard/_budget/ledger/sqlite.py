@@ -77,7 +77,7 @@ from spendguard._budget.ledger.sqlite_files import (
     ledger_error,
     read_only_uris,
 )
-from spendguard._core.errors import LedgerError
+from spendguard._core.errors import LedgerError, LedgerNotFound
 from spendguard._core.periods import as_utc, utc_now
 
 __all__ = ["SqliteLedger", "open_sqlite"]
@@ -153,7 +153,7 @@ class SqliteLedger(TransactionalLedger):
 
     def _open_to_read(self) -> None:
         if not check_existing(self.path):
-            raise LedgerError(f"no ledger at {self.path}: the file does not exist (nothing has "
+            raise LedgerNotFound(f"no ledger at {self.path}: the file does not exist (nothing has "
                               f"been recorded there); check --ledger or SPENDGUARD_LEDGER")
         failure: sqlite3.Error | None = None
         self._state_at_open = file_state(self.path)

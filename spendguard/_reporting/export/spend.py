@@ -14,7 +14,7 @@ from typing import Any, Literal, TextIO
 
 from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._core.errors import ConfigError
-from spendguard._core.money import ZERO, exact_sums
+from spendguard._core.money import ZERO, exact_sums, normalised
 from spendguard._costing.prices import PriceTable, default_table
 from spendguard._reporting.export.csv import write_csv
 from spendguard._reporting.export.filters import SpendFilter, ledger_of
@@ -85,7 +85,7 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
             writer = write_csv if format == "csv" else write_jsonl
             count = writer((ledger_row(record) for record in total.of_records(records)),
                            LEDGER_COLUMNS, stream)
-    return ExportResult(format, count, total.usd, path)
+    return ExportResult(format, count, normalised(total.usd), path)
 
 
 def _check_accounts(accounts: Mapping[str, str], table: PriceTable) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._budget.observing import would_refuse_limits
 from spendguard._core.errors import ConfigError
-from spendguard._core.money import ZERO
+from spendguard._core.money import ZERO, normalised
 from spendguard._core.periods import window_keys
 from spendguard._reporting.export.records import (
     ADJUSTMENT,
@@ -149,7 +149,7 @@ class SpendReport:
     @property
     def total_usd(self) -> Decimal:
         """The exact sum of every record's amount: the ledger's total for this selection."""
-        return self.total.spent_usd
+        return normalised(self.total.spent_usd)
 
     @property
     def batch_share(self) -> float | None:

@@ -12,14 +12,9 @@ from spendguard._core.tables import aligned
 from spendguard._core.terminal import printable
 from spendguard._reporting.report.summary import Group, SpendReport
 
-__all__ = ["money_places", "percent", "period_text", "render_text"]
+__all__ = ["percent", "period_text", "render_text"]
 
 _BAR_CELLS = 20
-
-
-def money_places(report: SpendReport) -> int:
-    """Cents once the money is large enough to read that way, else four places."""
-    return 2 if abs(report.total_usd) >= 10 else 4
 
 
 def percent(share: float | None, *, signed: bool = False) -> str:
@@ -43,10 +38,7 @@ def render_text(report: SpendReport, *, width: int | None = None, colour: bool =
     """The report as aligned text, ending in a newline; with ``width``, tables fit in that
     many columns (long names wrap onto more lines, never cut); with ``colour``, budget bars
     are green under 80 %, yellow to 100 % and red over (ANSI colours, for a terminal)."""
-    places = money_places(report)
-
-    def usd(amount: Decimal) -> str:
-        return format_usd(amount, places=places)
+    usd = format_usd
 
     total = report.total
     period = period_text(report, joiner=" to ", open_end="...") or "all time"
