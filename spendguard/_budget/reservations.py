@@ -37,6 +37,13 @@ __all__ = ["DEFAULT_RESERVATION_TTL_S", "Reservation", "remaining_for_call", "re
 
 log = logging.getLogger("spendguard.budget")
 
+EVENT_TAG = "spendguard.event"
+REFUSED_EVENT = "refused"
+"""``spendguard.event`` of the $0 marker a refused call leaves in its budget's ledger."""
+REFUSED_SCOPE_TAG = "spendguard.refused_scope"
+REFUSED_USD_TAG = "spendguard.refused_usd"
+"""The worst case of the refused call: what the refusal kept from being spent (USD)."""
+
 DEFAULT_RESERVATION_TTL_S = 15 * 60.0
 _STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
@@ -211,15 +218,34 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     except BaseException as exc:
         for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
             ledger.release(reservation_id, reason="refused by another ledger", time=now)
-        if isinstance(exc, BudgetExceeded) and listening():
-            publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst),
-                    scope=exc.scope, message=str(exc))
+        if isinstance(exc, BudgetExceeded):
+            _record_refusal(exc, budgets, call, worst, now)
+            if listening():
+                publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst),
+                        scope=exc.scope, message=str(exc))
         raise
     reservation = Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now,
                               clock=clock)
     if listening():
         publish(Stage.RESERVED, **reservation._event_fields())
     return reservation
+
+
+def _record_refusal(exc: BudgetExceeded, budgets: tuple[Budget, ...], call: CallInfo,
+                    worst: Decimal, now: datetime) -> None:
+    """Leave a $0 marker of the refusal in the refusing budget's ledger, so reports across
+    processes count refused calls and what they could have cost. Never changes a total; a
+    ledger that cannot take it leaves the refusal as it is."""
+    refusing = next((budget for budget in budgets if budget.scope == exc.scope), None)
+    if refusing is None:
+        return
+    try:
+        refusing.ledger.adjust([], Decimal(0), time=now, note=f"refused: {exc}",
+                               tags={EVENT_TAG: REFUSED_EVENT, REFUSED_SCOPE_TAG: exc.scope,
+                                     REFUSED_USD_TAG: str(worst)},
+                               provider=call.provider, model=call.model)
+    except LedgerError:
+        log.warning("spendguard: could not record a refusal in %s", exc.scope, exc_info=True)
 
 
 def remaining_for_call(client_budget: Budget | None, *,

@@ -21,6 +21,7 @@ from spendguard._reporting.report.summary import (
     BudgetUse,
     EstimateCheck,
     Group,
+    OnTrack,
     SpendReport,
     WouldRefuse,
     check_by,
@@ -33,6 +34,7 @@ __all__ = [
     "BudgetUse",
     "EstimateCheck",
     "Group",
+    "OnTrack",
     "SpendReport",
     "WouldRefuse",
     "render_html",
@@ -46,17 +48,22 @@ def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: s
                  since: datetime | date | str | None = None,
                  until: datetime | date | str | None = None, scope: str | None = None,
                  tag: str | None = None, model: str | None = None,
-                 internal_tags: bool = False) -> SpendReport:
+                 internal_tags: bool = False, now: datetime | None = None) -> SpendReport:
     """A report of the ledger's spend, grouped ``by`` model, scope, tag, day or provider
     (``tag:KEY`` groups by one tag's values). Filters as in :func:`spendguard.export_spend`.
     ``by="tag"`` shows the callers' tags only; ``internal_tags`` adds spendguard's own
-    (``spendguard.call_id``, ...). Its ``total_usd`` is the exact sum of the records read."""
+    (``spendguard.call_id``, ...). Its ``total_usd`` is the exact sum of the records read.
+
+    ``report.on_track`` answers "are we on track?" for each budget with a daily or monthly
+    period: spent so far, the forecast at the period's end, when the limit is reached at the
+    current pace, the last period, refused and would-refuse calls — for the period containing
+    ``now`` (an aware datetime; default: the current time)."""
     check_by(by)
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
     opened = ledger_of(ledger)
     with exact_sums():
         return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
-                         until=chosen.until, internal_tags=internal_tags)
+                         until=chosen.until, internal_tags=internal_tags, as_of=now)
 
 
 def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:

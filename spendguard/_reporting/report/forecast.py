@@ -5,16 +5,15 @@ The method, stated so it can be checked (docs/finance.md, "On track"):
 - **Rate**: what the scope spent in the trailing window before ``as_of`` (7 days for a monthly
   budget, 6 hours for a daily one) divided by the window's length — across the period's start
   when the period is younger than the window, so a new month starts from last week's pace.
-- **Forecast** at the period's end: spent so far (the ledger's running total for the period)
-  plus the rate times the time left.
+- **Forecast** at the period's end: spent so far (the scope's records from the period's start
+  to ``as_of``) plus the rate times the time left.
 - **Runs out**: when spent so far plus the rate times the time since ``as_of`` reaches the
   limit, if that is before the period ends; the moment it is reached already when it is.
 
 A straight-line projection of recent pace: exact for steady spending, behind a trend (it
-trails
-growth and overshoots decline); the test suite backtests it on ledgers with a known trend, and
-the docs give the error. Budgets with no calendar period (all time, rolling windows) have no
-forecast.
+trails growth and overshoots decline); the test suite backtests it on ledgers with a known
+trend, and the docs give the error. Budgets with no calendar period (all time, rolling
+windows) have no forecast.
 """
 
 from __future__ import annotations
@@ -26,19 +25,19 @@ from decimal import Decimal
 
 from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._budget.observing import would_refuse_limits
+from spendguard._budget.reservations import (
+    EVENT_TAG,
+    REFUSED_EVENT,
+    REFUSED_SCOPE_TAG,
+    REFUSED_USD_TAG,
+)
 from spendguard._core.money import ZERO, normalised
 from spendguard._reporting.export.records import ADJUSTMENT, decimal_text, is_marker
 
-__all__ = ["REFUSED_EVENT", "REFUSED_SCOPE_TAG", "REFUSED_USD_TAG", "TRAILING", "OnTrack",
-           "on_track", "period_bounds"]
+__all__ = ["TRAILING", "OnTrack", "on_track", "period_bounds"]
 
 TRAILING = {"monthly": timedelta(days=7), "daily": timedelta(hours=6)}
 """The trailing window the pace is measured over, per kind of period."""
-REFUSED_EVENT = "refused"
-"""``spendguard.event`` of the $0 marker a refusal leaves in the ledger."""
-REFUSED_SCOPE_TAG = "spendguard.refused_scope"
-REFUSED_USD_TAG = "spendguard.refused_usd"
-_EVENT_TAG = "spendguard.event"
 _DAY = timedelta(days=1)
 
 
@@ -132,6 +131,7 @@ class _Running:
     previous: str
     limit: Decimal | None
     trailing_usd: Decimal = ZERO
+    spent_usd: Decimal = ZERO
     refused_calls: int = 0
     refused_usd: Decimal = ZERO
     would_calls: int = 0
@@ -159,7 +159,7 @@ def on_track(ledger: Ledger, budgets: Sequence[tuple[str, str, Decimal | None]],
     found = []
     for scope in sorted(running):
         r = running[scope]
-        spent = ledger.totals(scope, r.key).spent_usd
+        spent = r.spent_usd
         window_days = Decimal(TRAILING[r.kind].total_seconds()) / Decimal(86400)
         rate = r.trailing_usd / window_days
         left_days = Decimal(max((r.end - as_of).total_seconds(), 0)) / Decimal(86400)
@@ -178,7 +178,7 @@ def _read(records: Iterable[SpendRecord], running: dict[str, _Running],
           as_of: datetime) -> None:
     for record in records:
         if is_marker(record):
-            if record.tags.get(_EVENT_TAG) == REFUSED_EVENT:
+            if record.tags.get(EVENT_TAG) == REFUSED_EVENT:
                 scope = record.tags.get(REFUSED_SCOPE_TAG, "")
                 r = running.get(scope)
                 if r is not None and r.start <= record.time < r.end:
@@ -192,6 +192,8 @@ def _read(records: Iterable[SpendRecord], running: dict[str, _Running],
                 continue
             if record.time >= as_of - TRAILING[r.kind]:
                 r.trailing_usd += record.actual_usd
+            if record.time >= r.start:
+                r.spent_usd += record.actual_usd
             if scope in would and r.start <= record.time < r.end:
                 r.would_calls += record.status != ADJUSTMENT
                 r.would_usd += record.actual_usd

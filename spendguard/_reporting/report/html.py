@@ -60,6 +60,12 @@ def render_html(report: SpendReport, *, generated_at: datetime | None = None) ->
                  _by_model(report, colors, usd)),
         _section("Budgets against limits", "Each budget's latest period, from the ledger's "
                  "running totals. The black line is the limit.", _budgets(report, usd)),
+        (_section("On track?", "Each daily or monthly budget's current period: spent so far, "
+                  "the forecast at its end (spent + the trailing daily rate — 7 days, 6 hours "
+                  "for a daily budget — × the time left), when the limit is reached at that "
+                  "pace, the last period, and the calls refused (or, observing, that would "
+                  "have been) with what they could have cost.", _on_track(report, usd))
+         if report.on_track else ""),
         '<div class="pair">' + _section(
             "Estimate vs actual", "Bar: what calls cost. Track: the worst case reserved "
             "before sending. Input error: spendguard's input-token count against the "
@@ -220,6 +226,24 @@ def _cache(report: SpendReport) -> str:
     return bars([Bar(g.name, g.cache_hit_rate or 0.0, CACHE_COLOR,
                      f"{percent(g.cache_hit_rate)} of {g.input_tokens:,}") for g in groups],
                 scale=1.0, track=True, title="Prompt cache hit rate by model")
+
+
+def _on_track(report: SpendReport, usd: Money) -> str:
+    head = "".join(f"<th>{h}</th>" for h in (
+        "Budget", "Period", "Spent", "Forecast", "Limit", "Status", "Runs out", "Last period",
+        "Refused", "Would refuse"))
+    rows = []
+    for t in report.on_track:
+        cells = [escape(t.scope), f"{escape(t.period_key)} ({t.elapsed_share * 100:.0f}%)",
+                 escape(usd(t.spent_usd)), escape(usd(t.forecast_usd)),
+                 "unlimited" if t.limit_usd is None else escape(usd(t.limit_usd)),
+                 escape(t.status),
+                 "–" if t.runs_out_at is None else f"{t.runs_out_at:%Y-%m-%d %H:%M}",
+                 f"{escape(t.last_period_key)}: {escape(usd(t.last_period_usd))}",
+                 f"{t.refused_calls:,} · {escape(usd(t.refused_usd))}",
+                 f"{t.would_refuse_calls:,} · {escape(usd(t.would_refuse_usd))}"]
+        rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    return f'<table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _table_note(report: SpendReport) -> str:

@@ -17,7 +17,7 @@ from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._budget.observing import would_refuse_limits
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import ZERO, normalised
-from spendguard._core.periods import window_keys
+from spendguard._core.periods import as_utc, utc_now, window_keys
 from spendguard._reporting.export.records import (
     ADJUSTMENT,
     RECOVERED,
@@ -30,9 +30,10 @@ from spendguard._reporting.export.records import (
     shown_tags,
     utc_day,
 )
+from spendguard._reporting.report.forecast import OnTrack, on_track
 
-__all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "WouldRefuse",
-           "summarise"]
+__all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "OnTrack", "SpendReport",
+           "WouldRefuse", "summarise"]
 
 OVERRUN = "overrun"
 
@@ -145,6 +146,9 @@ class SpendReport:
     overrun_calls: int = 0  # calls that cost more than the worst case they reserved
     overrun_usd: Decimal = ZERO
     overlapping: bool = False  # groups may share records (scopes, tags)
+    on_track: list[OnTrack] = field(default_factory=list)
+    """Each budget with a calendar period: its current period so far, forecast, runs-out date,
+    the last period, refused and would-refuse calls (see :mod:`...report.forecast`)."""
 
     @property
     def total_usd(self) -> Decimal:
@@ -189,6 +193,7 @@ class SpendReport:
             "would_refuse": [{"scope": w.scope, "calls": w.calls,
                               "spent_usd": decimal_text(w.spent_usd)}
                              for w in self.would_refuse],
+            "on_track": [track.as_dict() for track in self.on_track],
         }
 
 
@@ -202,11 +207,12 @@ def check_by(by: str) -> str:
 
 def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
               since: datetime | None = None, until: datetime | None = None,
-              internal_tags: bool = False) -> SpendReport:
+              internal_tags: bool = False, as_of: datetime | None = None) -> SpendReport:
     """Read ``records`` once into a report grouped ``by`` (see :data:`GROUPINGS`).
 
     ``by="tag"`` leaves out spendguard's own bookkeeping tags (``spendguard.*``) unless
-    ``internal_tags``; ``tag:KEY`` groups by the key asked for, whatever it is."""
+    ``internal_tags``; ``tag:KEY`` groups by the key asked for, whatever it is. The budgets'
+    forecasts are for the periods containing ``as_of`` (default: now)."""
     report = SpendReport(check_by(by), ledger.url, since, until,
                          overlapping=by in ("scope", "tag"))
     groups: dict[str, Group] = {}
@@ -263,6 +269,9 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
         totals = ledger.totals(scope, key) if len(keys) == 1 else ledger.totals_sum(scope, keys)
         report.budgets.append(BudgetUse(scope, key, totals.spent_usd, totals.reserved_usd,
                                         limit))
+    report.on_track = on_track(ledger, [(b.scope, b.period_key, b.limit_usd)
+                                        for b in report.budgets],
+                               as_utc(as_of) if as_of is not None else utc_now())
     return report
 
 

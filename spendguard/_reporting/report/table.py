@@ -76,6 +76,18 @@ def render_text(report: SpendReport, *, width: int | None = None, colour: bool =
         if colour:
             budget_lines = _coloured_bars(budget_lines)
         lines += ["", *budget_lines]
+    if report.on_track:
+        lines += ["", *_aligned(("ON TRACK", "PERIOD", "SPENT", "FORECAST", "LIMIT", "STATUS",
+                                 "RUNS OUT", "LAST PERIOD", "REFUSED", "WOULD REFUSE"),
+                                left=2, width=width, rows=[
+            (t.scope, f"{t.period_key} ({t.elapsed_share * 100:.0f}%)", usd(t.spent_usd),
+             usd(t.forecast_usd), "unlimited" if t.limit_usd is None else usd(t.limit_usd),
+             t.status, "-" if t.runs_out_at is None else f"{t.runs_out_at:%Y-%m-%d %H:%M}",
+             f"{t.last_period_key} {usd(t.last_period_usd)}",
+             f"{t.refused_calls:,} {usd(t.refused_usd)}",
+             f"{t.would_refuse_calls:,} {usd(t.would_refuse_usd)}") for t in report.on_track])]
+        lines.append("(forecast: spent so far + the last 7 days' daily rate (6 hours' for a "
+                     "daily budget) x the time left)")
     if report.runaway_trips:
         lines += ["", *_aligned(("RUNAWAY TRIPS", "RULE", "TRIPS"), width=width, rows=[
             (scope, rule, f"{count:,}")
