@@ -24,7 +24,7 @@ from spendguard._budget.ledger import open_ledger
 from spendguard._budget.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settlement
 from spendguard._budget.observing import reserve_observed
 from spendguard._budget.scopes import collect_budgets, current_tags
-from spendguard._budget.templates import with_templates
+from spendguard._budget.templates import over_cap, with_templates
 from spendguard._budget.thresholds import CallOverrun, ThresholdCrossed, announce
 from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError
 from spendguard._core.money import format_usd, parse_usd
@@ -51,8 +51,8 @@ _STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
 class Reservation:
     """A call's worst case (USD), held in every budget it is charged to until it ends."""
 
-    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "response_model",
-                 "time", "worst_usd")
+    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "finish_reasons",
+                 "response_id", "response_model", "time", "worst_usd")
 
     def __init__(self, held: tuple[tuple[Ledger, str], ...], budgets: tuple[Budget, ...], *,
                  worst_usd: Decimal, call: CallInfo, time: datetime, clock: Clock) -> None:
@@ -65,6 +65,9 @@ class Reservation:
         self.call = call
         self.time = time
         self.response_model: str | None = None  # the model the provider says answered
+        # What the response says of itself, for call events (set only while someone listens).
+        self.response_id: str | None = None
+        self.finish_reasons: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -109,7 +112,8 @@ class Reservation:
             publish(Stage.SETTLED, **self._event_fields(), actual_usd=actual, tokens=counts,
                     usage_estimated=bool(usage_estimated), status=status,
                     table_version=table_version, request_id=request_id,
-                    response_model=self.response_model)
+                    response_model=self.response_model, response_id=self.response_id,
+                    finish_reasons=self.finish_reasons)
         for scope, event in warned:
             budget = next((b for b in self._budgets if b.scope == scope), None)
             announce(event, None if budget is None else budget.on_warn)
@@ -197,6 +201,37 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     if budgets is None:
         budgets = collect_budgets(client_budget)
     budgets = with_templates(budgets, call, user_tags)
+    try:
+        return _reserve(client_budget, budgets, worst, call, tags)
+    except BudgetExceeded as exc:
+        # A template's count of new children refused: its overflow scope instead (or a
+        # refusal naming max_children).
+        try:
+            shared = over_cap(budgets, exc)
+        except BudgetExceeded as refusal:  # overflow="refuse"
+            _refused(call, budgets, worst, refusal)
+            raise
+        if shared is None:
+            _refused(call, budgets, worst, exc)
+            raise
+    try:
+        return _reserve(client_budget, shared, worst, call, tags)
+    except BudgetExceeded as exc:
+        _refused(call, shared, worst, exc)
+        raise
+
+
+def _refused(call: CallInfo, budgets: tuple[Budget, ...], worst: Decimal,
+             exc: BudgetExceeded) -> None:
+    _record_refusal(exc, budgets, call, worst)
+    if listening():
+        publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst), scope=exc.scope,
+                message=str(exc))
+
+
+def _reserve(client_budget: Budget | None, budgets: tuple[Budget, ...], worst: Decimal,
+             call: CallInfo, tags: Mapping[str, str]) -> Reservation:
+    """Reserve ``worst`` in ``budgets``, one transaction per ledger, all or none."""
     primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
     clock = utc_now if primary is None else primary.clock
     now = as_utc(clock())
@@ -215,14 +250,9 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
         for ledger, claims in groups.values():
             held.append((ledger, reserve_observed(ledger, claims, worst, call, budgets,
                                                   time=now, expires_at=expires_at, tags=tags)))
-    except BaseException as exc:
+    except BaseException:
         for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
             ledger.release(reservation_id, reason="refused by another ledger", time=now)
-        if isinstance(exc, BudgetExceeded):
-            _record_refusal(exc, budgets, call, worst, now)
-            if listening():
-                publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst),
-                        scope=exc.scope, message=str(exc))
         raise
     reservation = Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now,
                               clock=clock)
@@ -232,7 +262,7 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
 
 
 def _record_refusal(exc: BudgetExceeded, budgets: tuple[Budget, ...], call: CallInfo,
-                    worst: Decimal, now: datetime) -> None:
+                    worst: Decimal) -> None:
     """Leave a $0 marker of the refusal in the refusing budget's ledger, so reports across
     processes count refused calls and what they could have cost. Never changes a total; a
     ledger that cannot take it leaves the refusal as it is."""
@@ -240,7 +270,8 @@ def _record_refusal(exc: BudgetExceeded, budgets: tuple[Budget, ...], call: Call
     if refusing is None:
         return
     try:
-        refusing.ledger.adjust([], Decimal(0), time=now, note=f"refused: {exc}",
+        refusing.ledger.adjust([], Decimal(0), time=as_utc(refusing.clock()),
+                               note=f"refused: {exc}",
                                tags={EVENT_TAG: REFUSED_EVENT, REFUSED_SCOPE_TAG: exc.scope,
                                      REFUSED_USD_TAG: str(worst)},
                                provider=call.provider, model=call.model)
@@ -263,7 +294,7 @@ def _call_fields(call: CallInfo, budgets: tuple[Budget, ...], *, worst_usd: Deci
     return {"provider": call.provider, "model": call.model, "endpoint": call.endpoint,
             "attempt": call.attempt, "call_id": call_id, "worst_usd": worst_usd,
             "scopes": tuple(b.scope for b in budgets), "budgets": budgets,
-            "estimated_input_tokens": call.estimated_input_tokens}
+            "estimated_input_tokens": call.estimated_input_tokens, "facts": call.facts}
 
 
 def _check_tokens(tokens: Mapping[str, int]) -> dict[str, int]:

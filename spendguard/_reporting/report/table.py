@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from spendguard._budget.templates import OVERFLOW_SUFFIX
 from spendguard._core.money import format_usd
 from spendguard._core.periods import WINDOW_STEPS, window_seconds
 from spendguard._core.tables import aligned
@@ -76,6 +77,13 @@ def render_text(report: SpendReport, *, width: int | None = None, colour: bool =
         if colour:
             budget_lines = _coloured_bars(budget_lines)
         lines += ["", *budget_lines]
+    overflowing = [b.scope for b in report.budgets if b.scope.endswith(OVERFLOW_SUFFIX)]
+    if overflowing:
+        lines.append(f"({', '.join(overflowing)}: values past their template's max_children, "
+                     f"sharing one budget)")
+    if any(b.folded for b in report.budgets):
+        lines.append("(a \"* (N more)\" row sums the children past the top that spent most; "
+                     "--all-scopes lists them)")
     if report.on_track:
         lines += ["", *_aligned(("ON TRACK", "PERIOD", "SPENT", "FORECAST", "LIMIT", "STATUS",
                                  "RUNS OUT", "LAST PERIOD", "REFUSED", "WOULD REFUSE"),
