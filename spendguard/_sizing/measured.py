@@ -93,7 +93,7 @@ DECODE_CLASSES: dict[str, DecodeClass] = {
         "Hopper (H100 / H200 / H800 / H20)", 0.59, 0.50, 0.68,
         "NVIDIA NIM 1.8.0 benchmark: Llama-3.3-70B FP8 on 2 × H100 TP2, ITL 18.58 ms"),
     "blackwell": DecodeClass(
-        "Blackwell datacenter (B200 / B300 / GB200 / GB300)", 0.48, 0.40, 0.56,
+        "Blackwell datacenter (B200 / B300 / GB200 / GB300)", 0.50, 0.42, 0.58,
         "Vultr inference cookbook (vLLM 0.16, HGX B200): Nemotron Super 49B FP8 TP1, "
         "TPOT 13.40 ms at concurrency 1"),
     "consumer": DecodeClass(
