@@ -38,6 +38,9 @@ _REFUSED = {
                "Mamba2 layers"),
     "falcon_h1": (("mamba_d_ssm",), "Falcon-H1 runs attention and a Mamba2 mixer side by side "
                   "in every layer"),
+    "mamba": (("state_size",), "a pure state-space model: no attention layers to size"),
+    "mamba2": (("state_size",), "a pure state-space model: no attention layers to size"),
+    "falcon_mamba": (("state_size",), "a pure state-space model: no attention layers to size"),
 }
 # Fields that mark a state-space or hybrid layout. A config carrying one that is not read below
 # is refused: sizing it as all-attention would give a wrong shape without a word.

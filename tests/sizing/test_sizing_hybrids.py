@@ -50,6 +50,11 @@ NEMOTRON_H = {
     "num_attention_heads": 32, "num_key_value_heads": 8, "ssm_state_size": 128,
     "vocab_size": 131072,
 }
+# huggingface.co/state-spaces/mamba-130m-hf/blob/main/config.json (trimmed).
+MAMBA_130M = {
+    "model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24, "state_size": 16,
+    "expand": 2, "conv_kernel": 4, "vocab_size": 50280,
+}
 
 
 def _write(tmp_path: Path, config: dict[str, Any]) -> Path:
@@ -97,7 +102,8 @@ def test_qwen3_next_is_read_with_a_full_attention_layer_every_fourth(tmp_path: P
     (NEMOTRON_H, "hybrid_override_pattern"),
     ({**JAMBA_V01, "model_type": "zamba", "num_hidden_layers": 76}, "attn_layer_period"),
     ({**QWEN3_NEXT, "layer_types": ["mamba"] * 48}, "layer_types"),
-], ids=["zamba2", "falcon-h1", "nemotron-h", "zamba", "unknown-layer-type"])
+    (MAMBA_130M, "state_size"),
+], ids=["zamba2", "falcon-h1", "nemotron-h", "zamba", "unknown-layer-type", "mamba"])
 def test_a_hybrid_layout_spendguard_does_not_read_is_refused_naming_its_field(
         tmp_path: Path, config: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=f"config.json field {field}"):
