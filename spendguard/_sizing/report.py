@@ -74,7 +74,8 @@ def _memory_block(result: SizingResult) -> list[str]:
                           "s·b·h·(2L+34) + s·b·vocab·4", _gb(m.activations_gb)))
         lines.append(_row("overhead", f"{formula}  + 10 %", _gb(m.overhead_gb)))
     lines.append(_row("total", "", _gb(m.total_gb)))
-    if result.memory_basis:
+    if i.mode == "measured":
+        # Measured mode says which terms sized the memory; the other modes' headers already do.
         error = ("" if result.memory_error_pct is None
                  else f"; expected error ±{result.memory_error_pct:g} % of the measured peak")
         lines.append(f"  memory by {result.memory_basis}{error}")

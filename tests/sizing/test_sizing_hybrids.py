@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from spendguard import size_model
-from spendguard._core.errors import ConfigError
+from spendguard import ConfigError, size_model
 from spendguard.cli import main
 from spendguard.sizing import read_hf_config
 from tests.sizing.test_sizing_data import QWEN3_NEXT

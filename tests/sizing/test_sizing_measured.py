@@ -122,3 +122,15 @@ def test_measured_mode_is_refused_nowhere_calibrated_is_still_serving_only() -> 
                      "lora", "--context", "512", "--concurrency", "1", "--mode", "calibrated")
     assert code == 2
     assert "use mode spec" in out
+
+
+def test_formula_mode_text_is_the_seed_output_and_measured_serving_names_its_formulas() -> None:
+    args = ("size", "--model", "llama-3.1-8b", "--precision", "bf16", "--context", "4k",
+            "--concurrency", "1", "--gpu", "h100")
+    code, spec = _run(*args)
+    assert code == 0, spec
+    assert "memory by" not in spec
+    assert "expect" not in spec
+    code, measured = _run(*args, "--mode", "measured")
+    assert code == 0, measured
+    assert "memory by formula: F1-F3" in measured
