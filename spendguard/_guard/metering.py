@@ -116,6 +116,8 @@ class Attempt:
     """Priced through a platform / host route: the response's model name must not reprice it."""
     unguarded: bool = False
     """Sent without a price (opted in): priced from the response's model, $0 if unknown."""
+    body_written: bool = False
+    """The connection took the request's last byte: from then on the provider may bill it."""
     _done: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

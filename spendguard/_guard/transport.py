@@ -95,12 +95,64 @@ def _hand_on(response: httpx2.Response, body: Any) -> httpx2.Response:
     return response
 
 
+# Errors only raised while waiting for or reading a response: the whole request was written.
+_AFTER_WRITING = frozenset({"ReadTimeout", "ReadError", "RemoteProtocolError"})
+
+
 def _on_transport_error(attempt: Attempt, exc: BaseException) -> None:
-    if isinstance(exc, _NOT_SENT):
+    """Settle an attempt whose sending or response failed: charged its worst case only when
+    the request left the machine whole, released otherwise."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, _NOT_SENT) or names & _NOT_SENT_NAMES:
         attempt.release(type(exc).__name__)
-    else:
-        # Sent, then lost (timeout, reset): the provider may have billed it.
+    elif attempt.body_written or names & _AFTER_WRITING:
+        # Sent, then lost (timeout, reset, cancelled while waiting): the provider may have
+        # billed it.
         attempt.settle_worst("error", note=f"request failed after sending: {describe(exc)}")
+    else:
+        # Never written out (cancelled before sending, an event loop already closed, a write
+        # cut short): the provider cannot have received a whole request, so cannot bill it.
+        attempt.release(f"not sent: {describe(exc)}")
+
+
+_NOT_SENT_NAMES = frozenset(cls.__name__ for cls in _NOT_SENT)
+"""The same errors of the classic ``httpx`` package, which frameworks still build clients of."""
+
+
+class _WriteTracked(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """A request body that tells its attempt once the connection took its last byte.
+
+    The connection iterates the body to write it, and asks for the next chunk only after
+    writing the one before: the end of the iteration is the moment the request left whole.
+    A transport that never writes (a mock) leaves it unset; its errors are judged by type.
+    """
+
+    def __init__(self, inner: Any, attempt: Attempt) -> None:
+        self._inner = inner
+        self._attempt = attempt
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._inner
+        self._attempt.body_written = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+        self._attempt.body_written = True
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._inner, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _track_writing(request: Any, attempt: Attempt) -> None:
+    request.stream = _WriteTracked(request.stream, attempt)
 
 
 def _metered(attempt: Attempt, response: httpx2.Response, found: Mapping[str, str], *,
@@ -230,6 +282,7 @@ class GuardTransport(httpx2.BaseTransport):
             raise
         if attempt is None:
             return self.inner.handle_request(request)
+        _track_writing(request, attempt)
         # From here on the request may have reached the provider: nothing of spendguard's own
         # may raise, and every outcome ends in one record (Attempt.safely).
         try:
@@ -271,6 +324,7 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
             raise
         if attempt is None:
             return await self.inner.handle_async_request(request)
+        _track_writing(request, attempt)
         try:
             response = await self.inner.handle_async_request(request)
         except BaseException as exc:
