@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import httpx2
@@ -20,6 +20,15 @@ import openai
 import spendguard
 
 MESSAGES: Any = [{"role": "user", "content": "Say something short."}]
+
+
+def _classic() -> Any:
+    """A classic ``httpx.Client`` (the SDK's annotations name httpx2's; it accepts both)."""
+    return httpx.Client()
+
+
+def _classic_async() -> Any:
+    return httpx.AsyncClient()
 
 
 def _budget(limit: str = "1") -> spendguard.Budget:
@@ -33,7 +42,7 @@ def _outputs(budget: spendguard.Budget) -> list[int]:
 
 def drop_in_sync(base_url: str) -> dict[str, Any]:
     budget = _budget()
-    with httpx.Client() as http_client:
+    with _classic() as http_client:
         client = spendguard.OpenAI(api_key="k", base_url=base_url + "/v1",
                                    http_client=http_client, budget=budget, max_retries=0)
         reply = client.chat.completions.create(model="gpt-5.5", messages=MESSAGES,
@@ -48,7 +57,7 @@ def drop_in_sync(base_url: str) -> dict[str, Any]:
 
 async def wrapped_async(base_url: str) -> dict[str, Any]:
     budget = _budget()
-    async with httpx.AsyncClient() as http_client:
+    async with _classic_async() as http_client:
         client = spendguard.wrap(openai.AsyncOpenAI(
             api_key="k", base_url=base_url + "/v1", http_client=http_client, max_retries=0),
             budget)
@@ -59,7 +68,7 @@ async def wrapped_async(base_url: str) -> dict[str, Any]:
 
 
 def refused(base_url: str) -> dict[str, Any]:
-    with httpx.Client() as http_client:
+    with _classic() as http_client:
         client = spendguard.wrap(openai.OpenAI(api_key="k", base_url=base_url + "/v1",
                                                http_client=http_client, max_retries=3),
                                  _budget("0.00001"))
@@ -77,7 +86,7 @@ def installed(base_url: str) -> dict[str, Any]:
     spendguard.install(budget, base_urls={base_url: "anthropic"})
     try:
         sdk = openai.OpenAI(api_key="k", base_url=base_url + "/v1",
-                            http_client=httpx.Client(), max_retries=0)
+                            http_client=_classic(), max_retries=0)
         sdk.chat.completions.create(model="gpt-5.5", messages=MESSAGES, max_tokens=30)
         with httpx.Client() as raw:
             answer = raw.post(base_url + "/v1/messages", headers={"x-api-key": "k",
@@ -93,7 +102,7 @@ def installed(base_url: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    assert httpx.Client is not httpx2.Client, "classic httpx expected, not the httpx2 alias"
+    assert httpx.Client is not cast(Any, httpx2.Client), "classic httpx, not the alias"
     base_url = sys.argv[1]
     print(json.dumps({"drop_in_sync": drop_in_sync(base_url),
                       "wrapped_async": asyncio.run(wrapped_async(base_url)),

@@ -214,9 +214,16 @@ def _traffic_tag(request: Any) -> ClientGuard | None:
 
 def _guard_existing_http_clients() -> None:
     """Give the dispatcher to the HTTP clients built before install() (found once, now)."""
-    kinds = tuple(cls for cls in _patched if cls.__module__.startswith(("httpx", "httpx2")))
+    kinds: set[type] = set()
+    pending = [cls for cls in _patched if cls.__module__.startswith("httpx")]
+    while pending:  # the classes and their subclasses (the SDKs' client wrappers)
+        cls = pending.pop()
+        if cls not in kinds:
+            kinds.add(cls)
+            pending.extend(cls.__subclasses__())
+    # A type look-up per object: the scan stays a few milliseconds in a large process.
     for candidate in gc.get_objects():
-        if isinstance(candidate, kinds) and not getattr(candidate, "is_closed", True):
+        if type(candidate) in kinds and not getattr(candidate, "is_closed", True):
             install_dispatcher(candidate)
 
 

@@ -55,5 +55,5 @@ def test_under_install_classic_clients_and_raw_provider_requests_are_guarded_onc
     assert case["installed"]["providers"] == ["anthropic", "openai"]  # one record each
     assert case["installed"]["other_status"] == 404  # not a provider request: untouched
     # every request the emulator answered is one record; the refused one never arrived
-    answered = [r for r in emulator.requests if r.status < 400]
+    answered = [r for r in emulator.requests if r.status is not None and r.status < 400]
     assert len(answered) == 2 + 1 + 2  # drop-in (2), wrapped async (1), installed (2)
