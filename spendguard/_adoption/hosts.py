@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spendguard._core.errors import ConfigError
-from spendguard._costing.endpoints import Provider
+from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.routing import AZURE
 
@@ -79,9 +79,15 @@ class ProviderHosts:
                     table: PriceTable) -> Destination | None:
         """Where a request to ``url`` (``host`` in lower case, ``path``) goes; None: not a
         provider spendguard knows, so the request passes untouched."""
-        for base_url, destination in self.declared:
-            if url == base_url or url.startswith(base_url + "/"):
-                return destination
+        declared = [destination for base_url, destination in self.declared
+                    if url == base_url or url.startswith(base_url + "/")]
+        if len(declared) > 1:
+            # Nested base URLs (one server answering both APIs, e.g. ``…`` for Anthropic and
+            # ``…/v1`` for OpenAI): the API whose endpoint the path names.
+            spoken = [d for d in declared if Endpoint.from_path(d.provider, path) is not None]
+            declared = spoken or declared
+        if declared:
+            return declared[0]
         exact = _EXACT.get(host)
         if exact is not None:
             return Destination(exact)
