@@ -19,8 +19,10 @@ def import_framework(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setenv("LITELLM_TELEMETRY", "False")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pytest.importorskip(name, reason=f"{name} is not installed: pip install "
-                                   "-e '.[frameworks]' to run the framework matrix")
+        module: ModuleType = pytest.importorskip(
+            name, reason=f"{name} is not installed: pip install -e '.[frameworks]' to run "
+            "the framework matrix")
+    return module
 
 
 quiet_framework_warnings = pytest.mark.filterwarnings(
