@@ -114,18 +114,18 @@ _AFTER_WRITING = frozenset({"ReadTimeout", "ReadError", "RemoteProtocolError"})
 
 
 def _on_transport_error(attempt: Attempt, exc: BaseException) -> None:
-    """Settle an attempt whose sending or response failed: charged its worst case only when
-    the request left the machine whole, released otherwise."""
+    """Settle an attempt whose sending or response failed: charged its worst case when the
+    request may have left the machine whole, released when it cannot have."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     if isinstance(exc, _NOT_SENT) or names & _NOT_SENT_NAMES:
         attempt.release(type(exc).__name__)
     elif attempt.body_written or names & _AFTER_WRITING:
-        # Sent, then lost (timeout, reset, cancelled while waiting): the provider may have
-        # billed it.
+        # Handed to the connection whole, then lost (a timeout, a reset, a call cancelled
+        # while it waited, an event loop closed under it): the provider may have billed it.
         attempt.settle_worst("error", note=f"request failed after sending: {describe(exc)}")
     else:
-        # Never written out (cancelled before sending, an event loop already closed, a write
-        # cut short): the provider cannot have received a whole request, so cannot bill it.
+        # Never handed over whole (cancelled before sending, an event loop already closed,
+        # a write cut short): the provider cannot have received the request.
         attempt.release(f"not sent: {describe(exc)}")
 
 

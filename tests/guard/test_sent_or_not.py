@@ -54,19 +54,25 @@ def test_a_failure_before_the_body_was_written_is_released() -> None:
     assert budget.spent == budget.reserved == 0
 
 
-def test_the_same_failure_after_the_body_was_written_is_charged_its_worst_case() -> None:
+@pytest.mark.parametrize("written", [False, True])
+def test_a_write_error_is_charged_only_once_the_whole_body_was_handed_over(
+        written: bool) -> None:
     budget = _budget()
 
-    def lost_after_writing(request: httpx2.Request) -> httpx2.Response:
-        _write(request)
-        raise RuntimeError("connection dropped")
+    def broken_pipe(request: httpx2.Request) -> httpx2.Response:
+        if written:
+            _write(request)
+        raise httpx2.WriteError("broken pipe")
 
-    with pytest.raises(RuntimeError):
-        _client(budget, lost_after_writing).chat.completions.create(
+    with pytest.raises(openai.APIConnectionError):
+        _client(budget, broken_pipe).chat.completions.create(
             model="gpt-5.5", messages=MESSAGES, max_tokens=20)
     [record] = _records(budget)
-    assert (record.status, record.actual_usd) == ("error", record.estimated_usd)
-    assert "after sending" in (record.note or "")
+    if written:
+        assert (record.status, record.actual_usd) == ("error", record.estimated_usd)
+        assert "after sending" in (record.note or "")
+    else:
+        assert record.status == "released" and "not sent" in (record.note or "")
 
 
 def test_a_written_request_that_is_answered_is_settled_from_its_usage() -> None:
