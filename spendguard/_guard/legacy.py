@@ -16,6 +16,7 @@ import httpx
 from spendguard._guard.transport import (
     Wire,
     _AsyncMeteredStream,
+    _FailedBody,
     _MeteredStream,
     _mount,
     _WriteTracked,
@@ -38,8 +39,13 @@ class _LegacyWriteTracked(_WriteTracked, httpx.SyncByteStream, httpx.AsyncByteSt
     """A request body telling its attempt when it was written, for classic ``httpx``."""
 
 
+class _LegacyFailedBody(_FailedBody, httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A body cut short mid-read, replayed with its failure, for classic ``httpx``."""
+
+
 LEGACY = Wire(httpx.Response, httpx.ByteStream, httpx.SyncByteStream, httpx.AsyncByteStream,
-              _LegacyMeteredStream, _LegacyAsyncMeteredStream, _LegacyWriteTracked)
+              _LegacyMeteredStream, _LegacyAsyncMeteredStream, _LegacyWriteTracked,
+              _LegacyFailedBody)
 
 
 class LegacyGuardTransport(httpx.BaseTransport):

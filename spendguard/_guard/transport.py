@@ -79,6 +79,7 @@ class Wire:
     metered: type[Any]
     async_metered: type[Any]
     write_tracked: type[Any]
+    failed_body: type[Any]
 
 
 def _response(inner: Any, stream: Any, wire: Wire) -> Any:
@@ -189,6 +190,29 @@ def _metered(attempt: Attempt, response: Any, found: Mapping[str, str], wire: Wi
     return None
 
 
+class _FailedBody(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """What was read of a body before the connection failed, then that same failure.
+
+    The attempt is settled already; the SDK still gets the response's status and headers and
+    meets the failure while reading the body, exactly as without spendguard — so its own
+    rules (``x-should-retry``, the error class it raises) decide what happens next.
+    """
+
+    def __init__(self, read: bytes, error: Exception) -> None:
+        self._read = read
+        self._error = error
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._read:
+            yield self._read
+        raise self._error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._read:
+            yield self._read
+        raise self._error
+
+
 class _MeteredStream(httpx2.SyncByteStream):
     """Passes every chunk through unchanged while the meter reads usage from it."""
 
@@ -275,7 +299,7 @@ def _sdk_subclass(cls: type[SpendguardError], sdk_error: type[Exception]) -> typ
 
 
 HTTPX2 = Wire(httpx2.Response, httpx2.ByteStream, httpx2.SyncByteStream, httpx2.AsyncByteStream,
-              _MeteredStream, _AsyncMeteredStream, _WriteTracked)
+              _MeteredStream, _AsyncMeteredStream, _WriteTracked, _FailedBody)
 
 SEEN_EXTENSION = "spendguard.seen"
 """Set on a request once a dispatcher took charge of it: a dispatcher below it (a client
@@ -332,11 +356,17 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
     ready = _metered(attempt, response, found, wire, is_async=False)
     if ready is not None:
         return ready
+    chunks: list[bytes] = []
     try:
-        raw = b"".join(response.iter_raw())
+        chunks.extend(response.iter_raw())
+    except Exception as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        response.close()
+        return _response(response, wire.failed_body(b"".join(chunks), exc), wire)
     except BaseException as exc:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
+    raw = b"".join(chunks)
     body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
     return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
 
@@ -364,11 +394,18 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
     ready = _metered(attempt, response, found, wire, is_async=True)
     if ready is not None:
         return ready
+    chunks: list[bytes] = []
     try:
-        raw = b"".join([chunk async for chunk in response.aiter_raw()])
+        async for chunk in response.aiter_raw():
+            chunks.append(chunk)
+    except Exception as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        await response.aclose()
+        return _response(response, wire.failed_body(b"".join(chunks), exc), wire)
     except BaseException as exc:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
+    raw = b"".join(chunks)
     body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
     return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
 
