@@ -86,8 +86,9 @@ def _python_reason(executable: str, arguments: list[str],
             return Unguarded(f"{reason}, so spendguard's start-up hook would never run",
                              f"Drop -{flag} from the command, or pass --allow-unguarded to "
                              "run it anyway, unguarded")
-    if os.path.abspath(executable) == os.path.abspath(sys.executable):
-        return None  # this very Python runs spendguard now
+    if os.path.dirname(os.path.abspath(executable)) == \
+            os.path.dirname(os.path.abspath(sys.executable)):
+        return None  # this Python's environment (python, python3 ...) runs spendguard now
     return _probe(executable, environ)
 
 
