@@ -64,9 +64,9 @@ def unguarded_reason(command: Sequence[str], environ: Mapping[str, str]) -> Ungu
         return Unguarded(
             f"{name!r} is not a Python program, and spendguard run guards Python processes "
             "only: its LLM calls would be neither limited nor counted",
-            "Run a Python program (spendguard run -- python app.py), guard it in code with "
-            "spendguard.OpenAI / spendguard.install(), or pass --allow-unguarded to run it "
-            "anyway, unguarded")
+            "Run a Python program (spendguard run -- python app.py); for a launcher that "
+            "starts Python itself, run spendguard inside it (uv run spendguard run -- python "
+            "app.py); or pass --allow-unguarded to run it anyway, unguarded")
     if name in _SHADOWING_LAUNCHERS:
         return Unguarded(
             f"{name!r} puts its own sitecustomize ahead of spendguard's on PYTHONPATH, so "

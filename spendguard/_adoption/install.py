@@ -46,6 +46,7 @@ from spendguard._caching.order import CacheOrder, as_cache_order
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
+from spendguard._guard.azure import azure_platform, azure_prices
 from spendguard._guard.clients import Guarded, guard_client
 from spendguard._guard.metering import Guard, GuardOptions
 from spendguard._guard.transport import ClientGuard, client_guard, set_traffic_guard
@@ -88,10 +89,8 @@ class _Settings:
 
     def azure(self) -> tuple[PriceTable | None, str]:
         """The price table carrying the deployment mapping, and the Azure platform."""
-        from spendguard._dropin.openai import _azure_platform, _azure_prices  # noqa: PLC0415
-
-        return (_azure_prices(self.azure_deployments, self.prices),
-                _azure_platform(self.unmapped_deployments))
+        return (azure_prices(self.azure_deployments, self.prices),
+                azure_platform(self.unmapped_deployments))
 
     def traffic_tag(self, request: Any) -> ClientGuard | None:
         """The guard of an untagged request: by the provider it is addressed to, else None."""

@@ -167,9 +167,14 @@ def _render(summary: dict[str, Any]) -> str:
     if summary.get("observe"):
         lines.append(f"  observe mode: would have refused {summary['would_refuse']:,} calls, "
                      f"{format_usd(Decimal(summary['would_refuse_usd']), places=4)}")
-    if summary.get("unguarded"):
+    if summary.get("unguarded") and summary["processes"] == 0:
         lines.insert(0, f"spendguard run: ran UNGUARDED: {summary['unguarded']}; the calls "
                         "it made were not seen, and are not counted below")
+    elif summary.get("unguarded"):
+        lines.insert(0, f"spendguard run: could not vouch for the command up front "
+                        f"({summary['unguarded']}); {summary['processes']:,} Python "
+                        "process(es) of it were guarded and are counted below, any other "
+                        "calls were not seen")
     elif summary["processes"] == 0:
         lines.append("  (no Python process of the program reported: it exited without "
                      "running its exit handlers, e.g. os._exit)")

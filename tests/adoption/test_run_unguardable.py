@@ -147,3 +147,15 @@ def test_a_python_console_script_is_judged_by_its_interpreter(tmp_path: Path) ->
     found = unguarded_reason([str(script)], dict(os.environ))
     assert found is not None and found.reason.startswith("-I")
     assert unguarded_reason([str(plain)], dict(os.environ)) is None
+
+
+def test_allowed_unguarded_a_shell_that_starts_python_still_has_that_python_guarded(
+        server: tuple[Emulator, EmulatorServer]) -> None:
+    emulator, running = server
+    before = len(emulator.requests)
+    script = f"{sys.executable} {PROGRAM} {running.openai_base_url} 1 0"
+    done = _spendguard_run("--allow-unguarded", "--", "sh", "-c", script)
+    assert done.returncode == 0 and done.stdout == "BudgetExceeded\n"  # the budget held
+    assert "could not vouch for the command up front" in done.stderr
+    assert "1 Python process(es) of it were guarded" in done.stderr
+    assert len(emulator.requests) == before
