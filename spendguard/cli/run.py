@@ -38,7 +38,8 @@ _MONEY = ("cost_usd", "refused_usd", "would_refuse_usd")
               "and programs using it); default: a new scope for this run.")
 @click.option("--period", metavar="P", help="Budget period: daily or monthly (UTC).")
 @click.option("--ledger", "ledger_url", metavar="URL",
-              help="Ledger URL (sqlite:///..., redis://...); default: $SPENDGUARD_LEDGER, else "
+              help="Ledger URL (sqlite:///..., redis://..., postgresql://...); default: "
+                   "$SPENDGUARD_LEDGER, else "
                    "the SQLite file in spendguard's data directory.")
 @click.option("--observe", is_flag=True, help="Observe mode: record and warn, refuse nothing; "
               "the summary says what enforcing would have refused.")
@@ -155,18 +156,18 @@ def _render(summary: dict[str, Any]) -> str:
     cost = Decimal(summary["cost_usd"])
     lines = [f"spendguard run: {summary['calls']:,} call{'' if summary['calls'] == 1 else 's'}, "
              f"{summary['input_tokens']:,} input + {summary['output_tokens']:,} output tokens, "
-             f"{format_usd(cost, places=4)}; {summary['refusals']:,} refused; "
+             f"{format_usd(cost)}; {summary['refusals']:,} refused; "
              f"{summary['warnings']:,} warning{'' if summary['warnings'] == 1 else 's'}"]
     if summary.get("scope") is not None:
         spent = summary.get("spent_usd")
-        spent_text = "?" if spent is None else format_usd(Decimal(spent), places=4)
+        spent_text = "?" if spent is None else format_usd(Decimal(spent))
         period = f" ({summary['period']})" if summary.get("period") else ""
         limit = Decimal(summary["limit_usd"])
         lines.append(f"  budget {summary['scope']!r}{period}: {spent_text} spent of "
-                     f"{format_usd(limit, places=2 if limit >= 10 else 4)}")
+                     f"{format_usd(limit)}")
     if summary.get("observe"):
         lines.append(f"  observe mode: would have refused {summary['would_refuse']:,} calls, "
-                     f"{format_usd(Decimal(summary['would_refuse_usd']), places=4)}")
+                     f"{format_usd(Decimal(summary['would_refuse_usd']))}")
     if summary.get("unguarded") and summary["processes"] == 0:
         lines.insert(0, f"spendguard run: ran UNGUARDED: {summary['unguarded']}; the calls "
                         "it made were not seen, and are not counted below")
