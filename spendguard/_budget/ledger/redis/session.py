@@ -136,11 +136,7 @@ class RedisSession:
         """
         connection = client.connection
         try:
-            try:
-                return self._exchange(connection, name, parts)
-            except self._redis.ConnectionError:
-                connection.disconnect()
-                return self._exchange(connection, name, parts)
+            return self._on_thread(client, lambda _: self._exchange(connection, name, parts))
         except self._redis.exceptions.NoScriptError:
             client.script_load(_SCRIPTS[name])
         except self._redis.ResponseError as exc:
@@ -223,11 +219,12 @@ class RedisSession:
         map: the scripts and reads are all safe to run twice.
         """
         if self.options.topology != "cluster":
-            return operation(self._thread_client(self.client.connection_pool))
+            return self._on_thread(self._thread_client(self.client.connection_pool),
+                                   operation)
         primary = self._cluster_primary()
         if primary is not None:
             try:
-                return operation(primary)
+                return self._on_thread(primary, operation)
             except self._redirected:
                 pass  # the cluster client follows the redirection and renews its map
         return operation(self.client)
@@ -254,6 +251,26 @@ class RedisSession:
             client = self._own.client = self._redis.Redis(connection_pool=pool,
                                                           single_connection_client=True)
         return client
+
+    def _on_thread(self, client: Any, operation: Callable[[Any], T]) -> T:
+        """``operation`` on ``client``, this thread's own connection, (re)connected first.
+
+        A connection kept past a failure must be reconnected through ``connect()``, the one
+        way that asks where the server is now: for Sentinel, the Sentinels' current primary.
+        redis-py's own reconnect, inside a command's send, dials the address the connection
+        last had, so a thread that had reached a primary before it died would dial the dead
+        address for good. On a live connection ``connect()`` returns at once. A dropped
+        connection (a restarted server, a failover) is reconnected and ``operation`` run
+        once more at once: the scripts and reads are all safe to run twice.
+        """
+        connection = client.connection
+        try:
+            connection.connect()
+            return operation(client)
+        except self._redis.ConnectionError:
+            connection.disconnect()
+            connection.connect()
+            return operation(client)
 
     def resting(self) -> bool:
         """In fail-open mode: whether Redis failed less than ``retry_s`` ago (don't wait on it)."""
