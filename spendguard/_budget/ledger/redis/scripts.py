@@ -24,7 +24,10 @@ Keys, all under the ledger's prefix ``P``:
 - ``P crossings`` (hash): ``"<period_key> <scope> <warn>"`` -> µs time it was first reached (for
   a rolling window the key of its window-length stretch,
   :func:`~spendguard._core.periods.warning_key`);
-- ``P meta`` (hash): ``schema``.
+- ``P meta`` (hash): ``schema``, ``generation`` and ``reseeded`` (the ledger's identity, see
+  :mod:`~spendguard._budget.ledger.redis.identity`). A reserve, adjust or import, or a settle
+  or release that finds no call, answers ``{'reset'}`` when the generation is gone (the
+  ledger was flushed under a live connection).
 
 Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles,
 passed as two values rather than a table; see :mod:`spendguard._budget.ledger.redis.codec`.
@@ -80,6 +83,8 @@ local function fmt(d, f)
   return string.format('%d.%015d', d, f)
 end
 local function field(c) return c[2] .. ' ' .. c[1] end
+-- Whether the ledger lost its identity (flushed): its writes are refused, never absorbed.
+local function reset() return redis.call('HEXISTS', P .. 'meta', 'generation') == 0 end
 -- The totals fields this run has read or written, parsed once (in cached):
 -- {spent whole, spent femto, reserved whole, reserved femto, calls}.
 local function get_totals(f)
@@ -192,6 +197,7 @@ return recover(ARGV[2], tonumber(ARGV[3]))
 
 _RESERVE_BODY = r"""
 begin(ARGV)
+if reset() then return {'reset'} end
 -- ARGV: prefix, id, time, expires, worst, claims, rec, pid, host, exp_text, most_recovered
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -236,7 +242,10 @@ begin(ARGV)
 local id = ARGV[2]
 local key = P .. 'call:' .. id
 local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'time')
-if not h[1] then return {'missing'} end
+if not h[1] then
+  if reset() then return {'reset'} end
+  return {'missing'}
+end
 if h[1] == 'recovered' then return {'recovered', h[2], h[3], redis.call('HGET', key, 'rec')} end
 if h[1] ~= 'open' then
   if h[4] == ARGV[6] then return {'ok'} end
@@ -261,7 +270,10 @@ begin(ARGV)
 local id = ARGV[2]
 local key = P .. 'call:' .. id
 local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'time')
-if not h[1] then return {'missing'} end
+if not h[1] then
+  if reset() then return {'reset'} end
+  return {'missing'}
+end
 if h[1] == 'recovered' then return {'recovered', h[2], h[3], redis.call('HGET', key, 'rec')} end
 if h[1] ~= 'open' then
   if h[4] == ARGV[5] then return {'ok'} end
@@ -278,6 +290,7 @@ return {'ok'}
 
 _ADJUST_BODY = r"""
 begin(ARGV)
+if reset() then return {'reset'} end
 -- ARGV: prefix, id, time, amount, claims, rec, note, report_crossings
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -297,6 +310,7 @@ return {'ok'}
 # its money is already spent, so no limit is checked; warnings come with the next settle.
 _IMPORT_BODY = r"""
 begin(ARGV)
+if reset() then return {'reset'} end
 -- ARGV: prefix, id, state, time, worst, actual, claims, rec, done, note, closed_at
 local id = ARGV[2]
 local key = P .. 'call:' .. id

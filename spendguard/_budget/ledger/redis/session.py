@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from spendguard._budget.ledger.redis import scripts as redis_scripts
+from spendguard._budget.ledger.redis.identity import Identity
 from spendguard._budget.ledger.redis.options import RedisOptions
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
 
@@ -58,7 +59,7 @@ os.register_at_fork(after_in_child=_forget_connections_after_fork)
 class RedisSession:
     """The client, scripts and health of one Redis ledger in this process."""
 
-    def __init__(self, options: RedisOptions) -> None:
+    def __init__(self, options: RedisOptions, *, check_identity: bool = True) -> None:
         try:
             import redis  # noqa: PLC0415 - optional dependency, loaded on first use
             from redis.backoff import NoBackoff  # noqa: PLC0415
@@ -69,12 +70,16 @@ class RedisSession:
         self.options = options
         self.prefix = options.key_prefix
         self._redis = redis
+        self.identity = Identity(options, self.prefix)
+        self._check_identity = check_identity
+        exceptions = redis.exceptions
+        self._moved = (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
+                       exceptions.ClusterDownError)
         self.client: redis.Redis = _client(options, redis, Retry(
-            NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
+            NoBackoff(), 1, supported_errors=(redis.ConnectionError,)), self._on_connect)
         self._route = f"{self.prefix}totals"
         self._own = threading.local()
         _SESSIONS.add(self)
-        exceptions = redis.exceptions
         # What a cluster primary answers when the ledger's slot is elsewhere or unreachable.
         self._redirected = (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
                             exceptions.ClusterDownError, exceptions.ConnectionError)
@@ -87,6 +92,28 @@ class RedisSession:
         self._functions = True
         self._schema_checked = False
         self._rest_until = 0.0
+
+    def _on_connect(self, connection: Any) -> None:
+        """Every new connection, however made (first, reconnect, new primary, another cluster
+        node): redis-py's handshake, then the ledger's identity checked before any command
+        (see :mod:`~spendguard._budget.ledger.redis.identity`)."""
+        connection.on_connect()
+        if self._check_identity:
+            self.identity.check(connection, self._moved)
+
+    def check_not_flushed(self) -> None:
+        """Raise :class:`LedgerReset` if the ledger's generation is gone (a read that found
+        nothing: a new scope, or a flushed ledger)."""
+        if not self._check_identity:
+            return
+        meta = f"{self.prefix}meta"
+        if not self.read(lambda client: client.hexists(meta, "generation")):
+            raise self.reset_error()
+
+    def reset_error(self) -> LedgerError:
+        """The refusal for a script that found the ledger's generation gone (flushed)."""
+        return self.identity.reset("is empty (flushed under a live connection)",
+                                   self.identity.seen())
 
     def run(self, name: str, args: Sequence[str]) -> list[Any]:
         """Run script ``name`` with the prefix and ``args``; its reply as a list.
@@ -105,7 +132,11 @@ class RedisSession:
         except self._redis.RedisError as exc:
             raise self._failure(exc) from exc
         self._rest_until = 0.0
-        return reply if isinstance(reply, list) else [reply]
+        if not isinstance(reply, list):
+            return [reply]
+        if reply and reply[0] == "reset":
+            raise self.reset_error()
+        return reply
 
     def _script(self, name: str, args: Sequence[str]) -> Any:
         # The count: the head's five words (command, function or digest, 1, key, prefix), the args.
@@ -332,9 +363,12 @@ def _sha1(source: str) -> str:
 _LIBRARY_NAME, _LIBRARY = _library(redis_scripts.COMMON, redis_scripts.BODIES)
 
 
-def _client(options: RedisOptions, redis: Any, retry: Any) -> Any:
-    """The redis-py client for the URL's topology, with its timeouts, credentials and TLS."""
+def _client(options: RedisOptions, redis: Any, retry: Any,
+            on_connect: Callable[[Any], None]) -> Any:
+    """The redis-py client for the URL's topology, with its timeouts, credentials and TLS;
+    ``on_connect`` sets up each new connection."""
     common: dict[str, Any] = {
+        "redis_connect_func": on_connect,
         "username": options.username, "password": options.password,
         "socket_connect_timeout": options.connect_timeout_s,
         "socket_timeout": options.reply_timeout_s, "decode_responses": True,
