@@ -121,42 +121,50 @@ class IdleThread:
 
 
 def _after_failover(load: Load, idle: IdleThread, *, named: float, within_s: float) -> None:
-    """Every busy thread, and one idle since before the failover, succeed at their first call
-    begun ``within_s`` after the new primary was named."""
+    """Every busy thread, and one idle since before the failover, reach the new primary at
+    their first call begun ``within_s`` after it was named: no call begun later fails to
+    reach it (one may still wait for a replica to acknowledge its settle, as the replicas
+    follow the new primary)."""
     poll(lambda: load.each_succeeded_after(named), "every thread to reach the new primary",
          within_s=10)
     idle.call()  # a thread that last used the ledger before the failover: its next call works
-    assert load.failures_begun_after(named + within_s) == []
+    unreached = [exc for exc in load.failures_begun_after(named + within_s)
+                 if "acknowledged" not in str(exc)]
+    assert unreached == []
 
 
 def test_after_a_sentinel_failover_every_thread_reaches_the_new_primary(
         tmp_path: Path) -> None:
     primary = start_primary(tmp_path)
-    replica = sentinel = 0
+    replica = other = sentinel = 0
     try:
-        replica = start_replica(tmp_path, primary)
+        replica, other = start_replica(tmp_path, primary), start_replica(tmp_path, primary)
         sentinel = start_sentinel(tmp_path, primary, "sgfail", down_after_ms=200)
-        poll(lambda: sentinel_knows_replica(sentinel, "sgfail", replica),
-             "the Sentinel to know the replica")
-        url = f"redis+sentinel://{HOST}:{sentinel}/sgfail/0?prefix=sgtest:&timeout=0.5"
+        poll(lambda: all(sentinel_knows_replica(sentinel, "sgfail", port)
+                         for port in (replica, other)), "the Sentinel to know the replicas")
+        # Settles acknowledged by a replica: the one promoted has them all, so the ledger it
+        # holds is not older than any process saw (without it, it may be: LedgerReset).
+        url = (f"redis+sentinel://{HOST}:{sentinel}/sgfail/0?prefix=sgtest:&timeout=0.5"
+               f"&wait_replicas=1")
         budget = Budget("1000", scope="team", ledger=url, warn_at=None)
         idle = IdleThread(budget)
         idle.call()  # it reaches the first primary, then waits there
         with Load(budget, THREADS) as load:
             poll(lambda: load.each_succeeded_after(0), "every thread to make a call")
             kill_server(primary)
-            poll(lambda: sentinel_primary(sentinel, "sgfail") == replica,
-                 "the Sentinel to promote the replica", within_s=15)
+            poll(lambda: sentinel_primary(sentinel, "sgfail") in (replica, other),
+                 "the Sentinel to promote a replica", within_s=15)
             named = time.monotonic()
             # The Sentinels' switch is what the client asks about: the next call finds it.
             _after_failover(load, idle, named=named, within_s=0)
         idle.finish()
-        assert idle.outcomes == [None, None]
+        first, after = idle.outcomes
+        assert first is None and (after is None or "acknowledged" in str(after))
         assert load.failures() and all(
             isinstance(exc, LedgerUnavailable) for exc in load.failures())
         budget.ledger.close()
     finally:
-        stop_servers([port for port in (sentinel, replica) if port])
+        stop_servers([port for port in (sentinel, replica, other) if port])
 
 
 def test_after_a_cluster_failover_every_thread_reaches_the_new_primary(

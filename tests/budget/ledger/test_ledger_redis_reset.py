@@ -139,3 +139,20 @@ def test_reseed_needs_a_copy_or_empty_and_a_redis_ledger(tmp_path: Path) -> None
     sqlite = runner.invoke(main, ["ledger", "reseed", "--ledger",
                                   f"sqlite:///{tmp_path / 'l.db'}", "--empty"])
     assert sqlite.exit_code == 2 and "not one" in sqlite.output
+
+
+def test_redis_restored_from_an_older_snapshot_is_refused_as_older(
+        server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger]) -> None:
+    import redis
+
+    url = ledger_url("sg:", server.port, timeout="0.5")
+    budget = Budget("10", scope="team", warn_at=None, ledger=open_redis(url))
+    spend(budget, "1", "1")
+    admin = redis.Redis(host="127.0.0.1", port=server.port)
+    admin.save()  # the snapshot: $1 spent
+    admin.close()
+    spend(budget, "2", "2")  # $3 spent, after the snapshot
+    server.kill()
+    server.start()  # it loads the snapshot: the same ledger, two calls behind
+    with pytest.raises(spendguard.LedgerReset, match="is older than this process saw"):
+        budget.remaining  # noqa: B018

@@ -23,10 +23,16 @@ read that finds nothing, when the generation is gone from under a live connectio
 Until the ledger is restored or reseeded, reservations are refused (or, with ``fail_open``,
 spend the local allowance) and settles are kept in this process — never a silent $0.
 
+The sequence a process has seen is the event id of its own latest settle (returned by the
+settle script), or the ledger's last event at its first connection; a new process starts
+from the marker, written at each connection and at close. So a failover to a replica that
+had not received a settle this process made is refused; one that lost only reservations is
+not (their settles are still recorded, as calls whose reservation Redis lost).
+
 What it cannot see: a machine that never used the ledger has no memory of it, so the first
 process there accepts an empty Redis as new (any process that knew the old generation then
-refuses the new one); and a failover to a lagging replica is caught only against the
-sequence seen at this process's last connection — the remedy for that is ``?wait_replicas=``.
+refuses the new one); and settles made by other processes are compared only by those
+processes. The remedy for a failover that loses settles is ``?wait_replicas=``.
 """
 
 from __future__ import annotations
@@ -115,6 +121,22 @@ class Identity:
                     _SEEN[self.key] = remembered
             return _SEEN.get(self.key)
 
+    def saw(self, sequence_text: str) -> None:
+        """A settle's event id: the sequence this process has now seen (in memory; the
+        marker on disk is written at connections and at close)."""
+        sequence = _sequence(sequence_text)
+        with _SEEN_LOCK:
+            before = _SEEN.get(self.key)
+            if before is not None and sequence > before.sequence:
+                _SEEN[self.key] = Seen(before.generation, sequence)
+
+    def save(self) -> None:
+        """Write what this process saw to the marker (at close)."""
+        with _SEEN_LOCK:
+            seen = _SEEN.get(self.key)
+        if seen is not None:
+            self._write_marker(seen)
+
     def _remember(self, seen: Seen) -> None:
         with _SEEN_LOCK:
             before = _SEEN.get(self.key)
@@ -182,9 +204,10 @@ class Identity:
         elif seen is not None and sequence < seen.sequence:
             raise self.reset(f"is older than this process saw (its last event "
                              f"{_text(sequence)}, seen {_text(seen.sequence)})", seen)
-        self._remember(Seen(generation, max(sequence, seen.sequence)
-                            if seen is not None and generation == seen.generation
-                            else sequence))
+        # Within a generation, the sequence seen grows only with this process's settles:
+        # what the primary holds at a connection may not have reached its replicas yet.
+        self._remember(seen if seen is not None and generation == seen.generation
+                       else Seen(generation, sequence))
 
     def _read(self, connection: Any) -> tuple[str | None, str, tuple[int, int]]:
         connection.send_command("HMGET", self._meta, "generation", "reseeded",

@@ -143,15 +143,16 @@ local function warning_field(c)
   if not label then return field(c) end
   return label .. '@' .. string.format('%d', start - start % secs) .. ' ' .. c[1]
 end
+-- Appends to the event log; returns the entry's id, the ledger's sequence.
 local function event(id, kind, time, usd, detail)
-  redis.call('XADD', P .. 'events', '*', 'call', id, 'kind', kind, 'time', time, 'usd', usd,
-             'detail', detail or '')
+  return redis.call('XADD', P .. 'events', '*', 'call', id, 'kind', kind, 'time', time,
+                    'usd', usd, 'detail', detail or '')
 end
 -- Moves a call from the open reservations to the records (by its record time, reserved_at).
 local function close(id, reserved_at, kind, time, usd, detail)
   redis.call('ZREM', P .. 'open', id)
   redis.call('ZADD', P .. 'records', reserved_at, id)
-  event(id, kind, time, usd, detail)
+  return event(id, kind, time, usd, detail)
 end
 local function crossings(claims, time, out)
   for i, c in ipairs(claims) do
@@ -233,9 +234,10 @@ move(claims, 0, 0, wd, wf, 1)
 return {'ok'}
 """
 
-# {'ok'}, or {'ok', claims, i, spent, ...} with the warning levels this settle reached (by the
-# claim's 1-based index). A reply of {'recovered', worst, claims, rec} asks the client for a
-# correction (ADJUST).
+# {'ok', seq}, or {'ok', seq, claims, i, spent, ...} with the warning levels this settle reached
+# (by the claim's 1-based index); seq is the settle's event id (the ledger's sequence); a
+# settle already applied answers {'ok'}. A reply of {'recovered', worst, claims, rec} asks the
+# client for a correction (ADJUST).
 _SETTLE_BODY = r"""
 begin(ARGV)
 -- ARGV: prefix, id, actual, done, time, nonce
@@ -253,14 +255,14 @@ if h[1] ~= 'open' then
 end
 redis.call('HSET', key, 'state', 'settled', 'actual', ARGV[3], 'done', ARGV[4],
            'closed_by', ARGV[6])
-close(id, h[5], 'settle', ARGV[5], ARGV[3], '')
+local seq = close(id, h[5], 'settle', ARGV[5], ARGV[3], '')
 local claims = cjson.decode(h[3])
 local ad, af = parse(ARGV[3])
 local wd, wf = parse(h[2])
 local nd, nf = neg(wd, wf)
 move(claims, ad, af, nd, nf, 0)
-local out = crossings(claims, ARGV[5], {'ok'})
-if #out > 1 then table.insert(out, 2, h[3]) end
+local out = crossings(claims, ARGV[5], {'ok', seq})
+if #out > 2 then table.insert(out, 3, h[3]) end
 return out
 """
 

@@ -14,6 +14,14 @@ cluster that is down or moving slots — becomes
 answers with becomes :class:`LedgerError`. A dropped connection is retried once at once
 (a server restart leaves stale pooled connections); a timeout is not retried, so one operation
 waits at most about twice the URL's ``timeout``.
+
+Each thread keeps its own connection, reconnected through redis-py's ``connect()``, which
+asks where the server is now (the Sentinels' current primary), so after a failover every
+thread's next operation reaches the new primary. Every new connection checks the ledger's
+identity before its first command (:mod:`~spendguard._budget.ledger.redis.identity`). With
+``wait_replicas``, each settle, release, correction and import is followed, in the same
+write, by ``WAIT`` on the same connection; on a cluster, a script that had to follow a
+redirection through redis-py's cluster client (the first after a slot moved) is not waited on.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ _SCRIPTS = {"reserve": redis_scripts.RESERVE, "settle": redis_scripts.SETTLE,
             "release": redis_scripts.RELEASE, "adjust": redis_scripts.ADJUST,
             "recover": redis_scripts.RECOVER, "import": redis_scripts.IMPORT}
 T = TypeVar("T")
+# The scripts whose writes ``wait_replicas`` waits on: what the provider billed, or undid.
+_DURABLE = frozenset({"settle", "release", "adjust", "import"})
 
 _SESSIONS: weakref.WeakSet[RedisSession] = weakref.WeakSet()
 
@@ -90,6 +100,12 @@ class RedisSession:
         self._heads = {name: _packed("FCALL", f"{_LIBRARY_NAME}_{name}", "1", self._route,
                                      self.prefix) for name in _SCRIPTS}
         self._functions = True
+        # WAIT numreplicas timeout-ms, sent after each settle, release, correction or import;
+        # for half the reply timeout, so that its answer comes before the socket gives up.
+        self._wait_s = options.reply_timeout_s / 2
+        self._wait = None if not options.wait_replicas else b"".join((
+            b"*3\r\n", _packed("WAIT", str(options.wait_replicas),
+                                str(max(1, round(self._wait_s * 1000))))))
         self._schema_checked = False
         self._rest_until = 0.0
 
@@ -179,8 +195,24 @@ class RedisSession:
 
     def _exchange(self, connection: Any, name: str, parts: list[bytes]) -> Any:
         packed = b"".join((parts[0], self._heads[name], *parts[1:]))
-        connection.send_packed_command((packed,), check_health=False)
-        return connection.read_response()
+        if self._wait is None or name not in _DURABLE:
+            connection.send_packed_command((packed,), check_health=False)
+            return connection.read_response()
+        # WAIT in the same write: it waits for this connection's writes, the script's.
+        connection.send_packed_command((packed, self._wait), check_health=False)
+        try:
+            reply = connection.read_response()
+        except self._redis.ResponseError:
+            connection.read_response()  # WAIT's reply too: the connection stays in step
+            raise
+        acknowledged = connection.read_response()
+        if acknowledged < self.options.wait_replicas:
+            raise LedgerUnavailable(
+                f"Redis ledger {self.options.url}: only {acknowledged} of "
+                f"{self.options.wait_replicas} replica(s) acknowledged the {name} within "
+                f"{self._wait_s:g}s (wait_replicas); check the replicas' links (INFO "
+                f"replication)", url=self.options.url)
+        return reply
 
     def _load_functions(self, client: Any, refusal: BaseException) -> bool:
         """After FCALL was refused with ``refusal``: whether to send it again.
