@@ -156,3 +156,18 @@ def test_redis_restored_from_an_older_snapshot_is_refused_as_older(
     server.start()  # it loads the snapshot: the same ledger, two calls behind
     with pytest.raises(spendguard.LedgerReset, match="is older than this process saw"):
         budget.remaining  # noqa: B018
+
+
+def test_a_ledger_another_machine_started_afresh_is_refused_where_the_old_one_was_seen(
+        server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    url = ledger_url("sg:", server.port, timeout="0.5")
+    budget = Budget("10", scope="team", warn_at=None, ledger=open_redis(url))
+    spend(budget, "1", "1")
+    server.kill()
+    server.start()
+    monkeypatch.setenv("SPENDGUARD_HOME", str(tmp_path / "another-machine"))  # no marker
+    elsewhere = Budget("10", scope="team", warn_at=None, ledger=open_redis(url))
+    spend(elsewhere, "1", "0.5")  # it never saw the ledger: an empty Redis is new to it
+    with pytest.raises(spendguard.LedgerReset, match="holds another ledger"):
+        budget.remaining  # noqa: B018 - but here $1 was spent: not $0.50
