@@ -83,8 +83,12 @@ class RedisSession:
         self.identity = Identity(options, self.prefix)
         self._check_identity = check_identity
         exceptions = redis.exceptions
-        self._moved = (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
-                       exceptions.ClusterDownError)
+        # What redis-py raises: its errors, and the cluster client's own (not RedisErrors:
+        # no node reachable, a slot no node serves).
+        self._failures = (redis.RedisError, exceptions.RedisClusterException)
+        # A cluster node's answer that it does not hold the ledger's slot (so has no
+        # identity of it to check).
+        self._moved = (exceptions.MovedError, exceptions.AskError)
         self.client: redis.Redis = _client(options, redis, Retry(
             NoBackoff(), 1, supported_errors=(redis.ConnectionError,)), self._on_connect)
         self._route = f"{self.prefix}totals"
@@ -145,7 +149,7 @@ class RedisSession:
             if not self._schema_checked:
                 self._check_schema()
             reply = self._script(name, args)
-        except self._redis.RedisError as exc:
+        except self._failures as exc:
             raise self._failure(exc) from exc
         self._rest_until = 0.0
         if not isinstance(reply, list):
@@ -248,7 +252,7 @@ class RedisSession:
             if not self._schema_checked:
                 self._check_schema()
             result = self._operate(operation)
-        except self._redis.RedisError as exc:
+        except self._failures as exc:
             raise self._failure(exc) from exc
         self._rest_until = 0.0
         return result
@@ -260,7 +264,8 @@ class RedisSession:
             return LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
                                f"{self._clean(exc)}; check the user and password in the URL")
         if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError,
-                            redis.exceptions.ClusterError)):
+                            redis.exceptions.ClusterError,
+                            redis.exceptions.RedisClusterException)):
             self._rest()
             advice = ("" if self.options.fail_open else
                       "; spendguard fails closed and refuses calls it cannot record. Start or "
