@@ -27,7 +27,7 @@ from spendguard._budget.ledger.engine import CallRow
 from spendguard._budget.ledger.redis import _import_args
 from spendguard._budget.ledger.redis.identity import new_generation
 from spendguard._budget.ledger.redis.options import parse_redis_url
-from spendguard._budget.ledger.redis.session import SCHEMA, RedisSession
+from spendguard._budget.ledger.redis.session import RedisSession
 from spendguard._core.errors import ConfigError
 from spendguard._core.terminal import masked_url
 
@@ -60,9 +60,10 @@ def reseed(ledger_url: str, source_url: str | os.PathLike[str] | None = None, *,
         generation = new_generation()
         origin = "empty" if source_url is None else f"from {masked_url(os.fspath(source_url))}"
         stamp = f"{datetime.now(UTC).isoformat(timespec='seconds')} {origin}"
+        session.check_writable()  # a new ledger stamped, an old one migrated, a newer refused
         # Stamped first: the scripts refuse to write into a ledger without a generation.
         session.read(lambda client: client.hset(f"{prefix}meta", mapping={
-            "generation": generation, "reseeded": stamp, "schema": SCHEMA}))
+            "generation": generation, "reseeded": stamp}))
         read = written = 0
         if source_url is not None:
             before = session.read(lambda client: client.zcard(f"{prefix}records"))

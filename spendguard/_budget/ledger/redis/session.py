@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from spendguard._budget.ledger.redis import scripts as redis_scripts
 from spendguard._budget.ledger.redis.identity import Identity
 from spendguard._budget.ledger.redis.options import RedisOptions
+from spendguard._budget.ledger.schema import newer_schema_error
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
 
 if TYPE_CHECKING:
@@ -44,7 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA", "RedisSession"]
 
-SCHEMA = "1"
+SCHEMA = "2"
+"""The schema this spendguard writes (``meta`` ``schema``): 2 holds a rolling window's open
+calls under its held key; a schema 1 ledger is migrated on first use (``MIGRATE_2``)."""
 _SCRIPTS = {"reserve": redis_scripts.RESERVE, "settle": redis_scripts.SETTLE,
             "release": redis_scripts.RELEASE, "adjust": redis_scripts.ADJUST,
             "recover": redis_scripts.RECOVER, "import": redis_scripts.IMPORT}
@@ -111,6 +114,7 @@ class RedisSession:
             b"*3\r\n", _packed("WAIT", str(options.wait_replicas),
                                 str(max(1, round(self._wait_s * 1000))))))
         self._schema_checked = False
+        self._schema_readable = False  # a newer schema: read, never written
         self._rest_until = 0.0
 
     def _on_connect(self, connection: Any) -> None:
@@ -130,6 +134,14 @@ class RedisSession:
         if not self.read(lambda client: client.hexists(meta, "generation")):
             raise self.reset_error()
 
+    def check_writable(self) -> None:
+        """Stamp, migrate or refuse the ledger's schema for writing, as a script's run does."""
+        try:
+            if not self._schema_checked:
+                self._check_schema(writing=True)
+        except self._failures as exc:
+            raise self._failure(exc) from exc
+
     def reset_error(self) -> LedgerError:
         """The refusal for a script that found the ledger's generation gone (flushed)."""
         return self.identity.reset("is empty (flushed under a live connection)",
@@ -147,7 +159,7 @@ class RedisSession:
         """
         try:
             if not self._schema_checked:
-                self._check_schema()
+                self._check_schema(writing=True)
             reply = self._script(name, args)
         except self._failures as exc:
             raise self._failure(exc) from exc
@@ -249,8 +261,8 @@ class RedisSession:
     def read(self, operation: Callable[[redis.Redis], T]) -> T:
         """Run ``operation`` on the client, failures mapped to spendguard's errors."""
         try:
-            if not self._schema_checked:
-                self._check_schema()
+            if not self._schema_checked and not self._schema_readable:
+                self._check_schema(writing=False)
             result = self._operate(operation)
         except self._failures as exc:
             raise self._failure(exc) from exc
@@ -351,14 +363,25 @@ class RedisSession:
         if self.options.fail_open:
             self._rest_until = time.monotonic() + self.options.retry_s
 
-    def _check_schema(self) -> None:
+    def _check_schema(self, *, writing: bool) -> None:
+        """Stamp a new ledger with :data:`SCHEMA`, migrate an older one, and refuse to write to
+        one a newer spendguard stamped (reading it stays allowed)."""
         key = f"{self.prefix}meta"
         self.client.hsetnx(key, "schema", SCHEMA)
         found: Any = self.client.hget(key, "schema")
+        if found == "1":
+            self.client.eval(redis_scripts.MIGRATE_2, 1, self._route, self.prefix)
+            found = SCHEMA
         if found != SCHEMA:
-            raise LedgerError(f"Redis ledger {self.options.url} (prefix {self.prefix!r}) has "
-                              f"schema {found!r}, written by another spendguard version; this "
-                              f"one reads schema {SCHEMA}")
+            where = f"Redis {self.options.url} (prefix {self.prefix!r})"
+            if not str(found).isdigit() or int(found) < int(SCHEMA):
+                raise LedgerError(f"the ledger {where} has schema {found!r}, which no "
+                                  f"spendguard writes; it is not a spendguard ledger, or was "
+                                  f"damaged: use another key prefix")
+            if writing:
+                raise newer_schema_error(where, int(found), int(SCHEMA))
+            self._schema_readable = True
+            return
         self._schema_checked = True
 
     def _clean(self, exc: BaseException) -> str:
