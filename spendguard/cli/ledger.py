@@ -131,8 +131,8 @@ def reseed(ledger_url: str | None, source: str | None, empty: bool, as_json: boo
     except SpendguardError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps({"read": result.read, "written": result.written,
-                               "generation": result.generation}))
+        emit_json({"read": result.read, "written": result.written,
+                   "generation": result.generation})
         return
     what = "started empty" if empty else (f"read {result.read} record(s) from the copy, "
                                           f"wrote {result.written} new")
