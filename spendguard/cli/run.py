@@ -26,6 +26,7 @@ from typing import Any
 
 import click
 
+from spendguard._adoption.coverage import unguarded_reason
 from spendguard._adoption.running import ENV_VAR, RunSettings, RunTally
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import format_usd
@@ -58,23 +59,30 @@ BASE_URL_VARIABLES = {
               "and programs using it); default: a new scope for this run.")
 @click.option("--period", metavar="P", help="Budget period: daily or monthly (UTC).")
 @click.option("--ledger", "ledger_url", metavar="URL",
-              help="Ledger URL (sqlite:///..., redis://...); default: $SPENDGUARD_LEDGER, else "
+              help="Ledger URL (sqlite:///..., redis://..., postgresql://...); default: "
+                   "$SPENDGUARD_LEDGER, else "
                    "the SQLite file in spendguard's data directory.")
 @click.option("--observe", is_flag=True, help="Observe mode: record and warn, refuse nothing; "
               "the summary says what enforcing would have refused.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary as one JSON object (on stderr, like the text summary).")
+@click.option("--allow-unguarded", is_flag=True,
+              help="Run COMMAND even when spendguard cannot guard it (not Python, python -I, "
+                   "another sitecustomize first...); the summary says so. Without it such a "
+                   "command is refused before it starts.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url: str | None,
-        observe: bool, as_json: bool, command: tuple[str, ...]) -> None:
+        observe: bool, as_json: bool, allow_unguarded: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND with every LLM call it makes guarded, in Python or any other language.
 
-    Every openai and anthropic client a Python process of the program builds is guarded from
-    its first import (spendguard.install()). Programs in other languages (Node, coding agents
-    such as Claude Code or Codex CLI, curl) reach the providers through a gateway the run
-    starts on a free loopback port, named in OPENAI_BASE_URL, OPENAI_API_BASE and
-    ANTHROPIC_BASE_URL (needs the gateway extra). The program's output and exit status are its
-    own. On exit a spend summary (calls, tokens, cost, refusals, warnings) is printed on stderr.
+    Every LLM request a Python process of the program sends is guarded from its first import
+    (spendguard.install()). Programs in other languages (Node, coding agents such as Claude
+    Code or Codex CLI, curl) reach the providers through a gateway the run starts on a free
+    loopback port, named in OPENAI_BASE_URL, OPENAI_API_BASE and ANTHROPIC_BASE_URL (needs the
+    gateway extra). The program's output and exit status are its own. On exit a spend summary
+    (calls, tokens, cost, refusals, warnings) is printed on stderr. A command spendguard
+    cannot guard is refused before it starts, with the reason and the fix (see
+    --allow-unguarded).
 
     \b
     Examples:
@@ -98,17 +106,36 @@ def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url
             budget = settings.budget()  # checked here, so a mistake is one line, not N
         except ConfigError as exc:
             raise click.BadParameter(str(exc)) from None
-        gateway = _start_gateway(command, settings)
-        if gateway is not None:
-            settings = dataclasses.replace(settings, gateway_url=gateway.base_url,
-                                           gateway_token=gateway.gateway.config.guarded_token)
+        gateway = _start_gateway(settings)
         try:
-            code = _run_child(command, settings)
+            if gateway is not None:
+                settings = dataclasses.replace(
+                    settings, gateway_url=gateway.base_url,
+                    gateway_token=gateway.gateway.config.guarded_token)
+            env = _child_env(settings)
+            unguarded = unguarded_reason(command, env)
+            if unguarded is not None and gateway is not None \
+                    and not is_python_program(command):
+                unguarded = None  # its calls go through the run's gateway
+            if unguarded is not None and not allow_unguarded:
+                if gateway is None and not is_python_program(command):
+                    raise click.ClickException(
+                        f"not started: {command[0]!r} is not a Python program: spendguard run "
+                        "guards it through a local gateway, which needs the gateway extra: "
+                        "pip install 'spendguard-llm[gateway]' (or pass --allow-unguarded to "
+                        "run it anyway, unguarded)")
+                raise click.ClickException(f"not started: {unguarded}")
+            if unguarded is not None:
+                click.echo(f"spendguard run: running UNGUARDED (--allow-unguarded): "
+                           f"{unguarded.reason}", err=True)
+            code = _run_child(command, env)
         finally:
             if gateway is not None:
                 gateway.close()  # calls in flight finish and are recorded first
                 _save_tally(gateway.gateway.tally, folder)
         summary = _summary(folder, code, budget)
+        if unguarded is not None:
+            summary["unguarded"] = unguarded.reason
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     click.echo(json.dumps(summary) if as_json else _render(summary), err=True)
@@ -128,21 +155,16 @@ def is_python_program(command: tuple[str, ...]) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _start_gateway(command: tuple[str, ...], settings: RunSettings) -> Any:
-    """The run's gateway on a free loopback port, or None for a Python program when the
-    gateway extra is not installed (install() guards it all the same)."""
+def _start_gateway(settings: RunSettings) -> Any:
+    """The run's gateway on a free loopback port, or None when the gateway extra is not
+    installed (Python programs are guarded all the same, by install())."""
     try:
         from spendguard._gateway.app import Gateway  # noqa: PLC0415 - the gateway extra
         from spendguard._gateway.config import GatewayConfig  # noqa: PLC0415
         from spendguard._gateway.server import start  # noqa: PLC0415
         from spendguard._gateway.upstreams import parse_upstream  # noqa: PLC0415
-    except ImportError as exc:
-        if is_python_program(command):
-            return None
-        raise click.ClickException(
-            f"{command[0]!r} is not a Python program: spendguard run guards it through a local "
-            f"gateway, which needs the gateway extra ({exc.name} is missing): "
-            "pip install 'spendguard-llm[gateway]'") from None
+    except ImportError:
+        return None
     if settings.ledger and settings.limit_usd is None:
         os.environ["SPENDGUARD_LEDGER"] = settings.ledger  # the gateway records there too
     # Where the program's calls were going is where the gateway sends them.
@@ -161,7 +183,7 @@ def _save_tally(tally: RunTally, folder: str) -> None:
     target.write_text(json.dumps(tally.as_dict()), encoding="utf-8")
 
 
-def _run_child(command: tuple[str, ...], settings: RunSettings) -> int:
+def _child_env(settings: RunSettings) -> dict[str, str]:
     env = dict(os.environ)
     env[ENV_VAR] = settings.to_env()
     if settings.gateway_url is not None:
@@ -171,6 +193,10 @@ def _run_child(command: tuple[str, ...], settings: RunSettings) -> int:
         [str(_BOOT_DIR), *filter(None, [env.get("PYTHONPATH")])])
     if settings.ledger:
         env["SPENDGUARD_LEDGER"] = settings.ledger  # unbudgeted calls are recorded there too
+    return env
+
+
+def _run_child(command: tuple[str, ...], env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen(list(command), env=env)
     except OSError as exc:
@@ -219,20 +245,28 @@ def _render(summary: dict[str, Any]) -> str:
     cost = Decimal(summary["cost_usd"])
     lines = [f"spendguard run: {summary['calls']:,} call{'' if summary['calls'] == 1 else 's'}, "
              f"{summary['input_tokens']:,} input + {summary['output_tokens']:,} output tokens, "
-             f"{format_usd(cost, places=4)}; {summary['refusals']:,} refused; "
+             f"{format_usd(cost)}; {summary['refusals']:,} refused; "
              f"{summary['warnings']:,} warning{'' if summary['warnings'] == 1 else 's'}"]
     if summary.get("scope") is not None:
         spent = summary.get("spent_usd")
-        spent_text = "?" if spent is None else format_usd(Decimal(spent), places=4)
+        spent_text = "?" if spent is None else format_usd(Decimal(spent))
         period = f" ({summary['period']})" if summary.get("period") else ""
         limit = Decimal(summary["limit_usd"])
         lines.append(f"  budget {summary['scope']!r}{period}: {spent_text} spent of "
-                     f"{format_usd(limit, places=2 if limit >= 10 else 4)}")
+                     f"{format_usd(limit)}")
     if summary.get("observe"):
         lines.append(f"  observe mode: would have refused {summary['would_refuse']:,} calls, "
-                     f"{format_usd(Decimal(summary['would_refuse_usd']), places=4)}")
-    if summary["processes"] == 0 and summary["calls"] + summary["refusals"] == 0:
-        lines.append("  (no Python process of the program reported: it was not Python, or "
-                     "it exited without running its exit handlers, e.g. os._exit)")
+                     f"{format_usd(Decimal(summary['would_refuse_usd']))}")
+    if summary.get("unguarded") and summary["processes"] == 0:
+        lines.insert(0, f"spendguard run: ran UNGUARDED: {summary['unguarded']}; the calls "
+                        "it made were not seen, and are not counted below")
+    elif summary.get("unguarded"):
+        lines.insert(0, f"spendguard run: could not vouch for the command up front "
+                        f"({summary['unguarded']}); {summary['processes']:,} Python "
+                        "process(es) of it were guarded and are counted below, any other "
+                        "calls were not seen")
+    elif summary["processes"] == 0 and summary["calls"] + summary["refusals"] == 0:
+        lines.append("  (no Python process of the program reported: it exited without "
+                     "running its exit handlers, e.g. os._exit)")
     lines.append(f"  exit status {summary['exit_code']}")
     return "\n".join(lines)

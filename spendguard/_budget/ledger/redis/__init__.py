@@ -62,7 +62,7 @@ from spendguard._budget.ledger.redis.reads import (
     verify_events,
 )
 from spendguard._budget.ledger.redis.session import RedisSession
-from spendguard._core.errors import LedgerError, LedgerUnavailable
+from spendguard._core.errors import LedgerError, LedgerNotFound, LedgerUnavailable
 from spendguard._core.money import ZERO, format_usd
 
 __all__ = ["LOST_RESERVATION_NOTE", "RedisLedger", "open_redis"]
@@ -212,6 +212,14 @@ class RedisLedger:
     def verify(self) -> list[str]:
         return self._with_redis(partial(verify_events, self._session))
 
+    def require_existing(self) -> None:
+        """``LedgerError`` naming the URL when nothing was ever written under this prefix
+        (a report or export of a mistyped prefix); reads only."""
+        if not self._session.has_ledger():
+            raise LedgerNotFound(f"no ledger at {self.url} (prefix {self.options.key_prefix!r}): "
+                              f"nothing has been recorded there; check --ledger or "
+                              f"SPENDGUARD_LEDGER")
+
     def close(self) -> None:
         """Send what is owed to Redis if it can be reached, then close the connections."""
         self._settle_up_quietly()
@@ -219,6 +227,7 @@ class RedisLedger:
             log.warning("spendguard: %d settlement(s) could not reach %s before close; their "
                         "reservations will expire and be charged at their worst case",
                         len(self._owed), self.url)
+        self._session.identity.save()
         self._session.close()
 
     def __repr__(self) -> str:
@@ -238,7 +247,9 @@ class RedisLedger:
         if reply[0] == "recovered":
             return self._correct(reply, settlement, nonce, "late settle after recovery")
         self._check_open(reply, reservation_id)
-        return crossings(reply[1], reply[2:]) if len(reply) > 1 else []
+        if len(reply) > 1:  # the settle's event: the ledger's sequence this process has seen
+            self._session.identity.saw(reply[1])
+        return crossings(reply[2], reply[3:]) if len(reply) > 2 else []
 
     def _release(self, reservation_id: str, reason: str, time: datetime, nonce: str) -> bool:
         reply = self._session.run("release", [reservation_id, reason, str(micros(time)), nonce])
@@ -276,7 +287,7 @@ class RedisLedger:
         log.warning("spendguard: Redis ledger %s lost reservation %s while its call was in "
                     "flight (flushed, or restarted without its data); the call (%s) is "
                     "recorded as settled, flagged in its note", self.url, reservation_id,
-                    format_usd(settlement.actual_usd, places=6))
+                    format_usd(settlement.actual_usd))
 
     def _check_open(self, reply: list[str], reservation_id: str) -> None:
         if reply[0] == "missing":
