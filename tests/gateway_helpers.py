@@ -49,7 +49,9 @@ def gateway_for(server: EmulatorServer, **options: Any) -> Iterator[RunningGatew
 
 
 def records(ledger_url: str, scope: str | None = None) -> list[spendguard.SpendRecord]:
-    return list(spendguard.open_ledger(ledger_url).records(scope=scope))
+    """The calls the ledger recorded (not the $0 markers refusals leave)."""
+    return [record for record in spendguard.open_ledger(ledger_url).records(scope=scope)
+            if record.tags.get("spendguard.event") != "refused"]
 
 
 def held_sleep(gate: threading.Event) -> Callable[[float], None]:

@@ -3,8 +3,8 @@
 Python processes of the program are guarded from inside (``install()`` from their first
 import). A program in any other language is guarded from outside: the run starts a gateway on
 a free loopback port for the program's lifetime and points the official clients' base-URL
-variables at it (:data:`BASE_URL_VARIABLES`); Python processes get the variables too, so a
-subprocess in another language is covered, and the gateway does not charge their calls twice.
+variables at it (:data:`BASE_URL_VARIABLES`); a Python process it starts is guarded from
+inside too and marks its own calls, so the gateway does not charge them twice.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url
             budget = settings.budget()  # checked here, so a mistake is one line, not N
         except ConfigError as exc:
             raise click.BadParameter(str(exc)) from None
-        gateway = _start_gateway(settings)
+        # Python programs are guarded from inside; any other program through a gateway.
+        gateway = None if is_python_program(command) else _start_gateway(settings)
         try:
             if gateway is not None:
                 settings = dataclasses.replace(
