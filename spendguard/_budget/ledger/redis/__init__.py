@@ -215,7 +215,14 @@ class RedisLedger:
     def require_existing(self) -> None:
         """``LedgerError`` naming the URL when nothing was ever written under this prefix
         (a report or export of a mistyped prefix); reads only."""
-        if not self._session.has_ledger():
+        # A probe of its own: this ledger's connections stamp an empty prefix with an
+        # identity as they connect, which a read must not do.
+        probe = RedisSession(self.options, check_identity=False)
+        try:
+            exists = probe.has_ledger()
+        finally:
+            probe.close()
+        if not exists:
             raise LedgerNotFound(f"no ledger at {self.url} (prefix {self.options.key_prefix!r}): "
                               f"nothing has been recorded there; check --ledger or "
                               f"SPENDGUARD_LEDGER")
