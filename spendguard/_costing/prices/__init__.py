@@ -131,6 +131,8 @@ class ModelPrice:
     table_version: str
     count_as: str | None = None
     """The model whose tokenizer counts this entry's text (platform and host entries)."""
+    cache_storage_usd_per_million_hour: Decimal | None = None
+    """Explicit context caches: USD per million cached tokens per hour (Gemini)."""
     self_hosted: SelfHostedModel | None = None
     """The GPU deployment a self-hosted entry's rates were derived from."""
 
@@ -377,5 +379,6 @@ def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
         note=entry.note,
         table_version=version,
         count_as=entry.count_as,
+        cache_storage_usd_per_million_hour=entry.cache_storage_usd_per_million_hour,
         self_hosted=entry.self_hosted,
     )

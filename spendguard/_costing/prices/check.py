@@ -104,6 +104,10 @@ def _short_write(entry: ModelPrice) -> str:
     return "cache_write_5m" if entry.provider == "anthropic" else "cache_write_30m"
 
 
+_GENAI_PRICES_PROVIDER = {"gemini": "google"}
+"""genai-prices' provider id where it differs from ours."""
+
+
 def compare_genai_prices(table: PriceTable, when: datetime,
                          provider: str | None = None) -> tuple[list[Disagreement], list[str]]:
     """Rates that differ from pydantic's genai-prices at ``when``; and models it lacks."""
@@ -119,7 +123,8 @@ def compare_genai_prices(table: PriceTable, when: datetime,
     for model in table.models(provider):
         entry = table.get(model)
         try:
-            _, info = snapshot.find_provider_model(model, None, entry.provider, None)
+            _, info = snapshot.find_provider_model(
+                model, None, _GENAI_PRICES_PROVIDER.get(entry.provider, entry.provider), None)
         except LookupError:
             missing.append(model)
             continue
