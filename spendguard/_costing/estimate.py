@@ -40,7 +40,7 @@ class Estimate:
 
 def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) -> int:
     """The most output tokens the call can produce across all its choices."""
-    if call.endpoint is Endpoint.EMBEDDINGS:
+    if call.endpoint is Endpoint.EMBEDDINGS or call.endpoint is Endpoint.EMBED:
         return 0
     ceiling = model_price.max_output_tokens or model_price.context_window
     if ceiling is None:

@@ -64,6 +64,8 @@ def route_request(provider: Provider, platform: str | None, url: httpx2.URL,
     url_path = url.path  # a property that decodes the path: read once
     if provider is Provider.ANTHROPIC:
         return _anthropic_platform(unquote(url_path.rstrip("/")), table)
+    if provider is Provider.GEMINI:
+        return _gemini(url_path, table)
     if platform in (AZURE, AZURE_PRICE_AFTER):
         return _azure(unquote(url_path.rstrip("/")), body, table,
                       price_after=platform == AZURE_PRICE_AFTER)
@@ -105,6 +107,25 @@ def _anthropic_platform(path: str, table: PriceTable) -> Route | None:
             f'rate_multiplier = 1, aliases = ["{price_id}"], source, as_of; see docs/prices.md.',
             name=price_id, kind="platform model")
     return Route(price_id, stream)
+
+
+def _gemini(path: str, table: PriceTable) -> Route:
+    from spendguard._costing.providers.gemini.paths import model_of  # noqa: PLC0415
+
+    found = model_of(path)
+    if found is None:
+        raise UnknownModelError(f"spendguard cannot tell the Gemini model of {path!r}",
+                                name=path, kind="model")
+    model, stream = found
+    if model not in table:
+        raise UnknownModelError(
+            f"No price for Gemini model {model!r} in price table {table.version}; spendguard "
+            "never sends a call it cannot price. Add it to a price file: "
+            f'[models."{model}"] provider = "gemini", usd_per_million = {{ input = ..., '
+            "cache_read = ..., output = ... }, context_window, max_output_tokens, source, "
+            "as_of; and point SPENDGUARD_PRICES at it (docs/prices.md).",
+            name=model, kind="model")
+    return Route(model, stream)
 
 
 def _azure(path: str, body: Mapping[str, Any], table: PriceTable, *,

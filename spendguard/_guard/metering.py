@@ -280,6 +280,11 @@ class Attempt:
                 # background=True: billed later, out of our sight; count the worst case now.
                 self.settle_worst("background")
                 return body
+            if (self.call.endpoint is Endpoint.EMBED and isinstance(body, dict)
+                    and "usageMetadata" not in body):
+                # Gemini embeddings report no usage: billed as the input bounded before sending.
+                self.settle(Usage(input_tokens=int(self.estimate.input_tokens), estimated=True))
+                return body
             # The member itself names the endpoint: the reader takes it without parsing a name.
             usage = self.guard.read_usage(body, endpoint=self.call.endpoint)
         except Exception as exc:
