@@ -22,7 +22,8 @@ PRIMARIES = 3
 
 requires_redis_cluster_tools = pytest.mark.skipif(
     shutil.which("redis-server") is None or shutil.which("redis-cli") is None,
-    reason="redis-server and redis-cli are needed to start a local Redis Cluster")
+    reason="redis-server and redis-cli are needed to start a local Redis Cluster "
+           "(apt-get install redis-server)")
 
 
 def free_port_pair() -> int:
@@ -120,7 +121,8 @@ def drop_cluster_prefix(ports: list[int], prefix: str) -> None:
 def fixture_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
     """The ports of a local 3-primary Redis Cluster, started once for the session."""
     if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
-        pytest.skip("redis-server and redis-cli are needed to start a local Redis Cluster")
+        pytest.skip("redis-server and redis-cli are needed to start a local Redis Cluster "
+                    "(apt-get install redis-server)")
     ports: list[int] = []
     try:
         ports = start_cluster(tmp_path_factory.mktemp("redis-cluster"))

@@ -49,7 +49,8 @@ requires_redis = pytest.mark.skipif(
            "--bind 127.0.0.1 --port 6379 --save '' --appendonly no` (CI starts one)")
 requires_redis_server_binary = pytest.mark.skipif(
     shutil.which("redis-server") is None,
-    reason="redis-server is not installed; these tests start and kill a Redis of their own")
+    reason="redis-server is not installed; these tests start and kill a Redis of their own "
+           "(apt-get install redis-server)")
 
 
 def drop_prefix(prefix: str, port: int = SHARED_PORT) -> None:

@@ -79,7 +79,8 @@ def _imports(path: Path, source: str | None = None) -> set[str]:
             else:
                 found.add(target)
         elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-              and node.value.startswith("spendguard.") and _is_module(node.value[11:])):
+              and node.value.startswith("spendguard.") and node.value[11:]
+              and _is_module(node.value[11:])):
             found.add(node.value)
     return {name for name in found if name == "spendguard" or name.startswith("spendguard.")}
 

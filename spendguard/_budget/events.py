@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget
+    from spendguard._budget.ledger.base import CallFacts
 
 __all__ = ["CallEvent", "Stage", "Subscriber", "listening", "publish", "subscribe",
            "unsubscribe"]
@@ -71,6 +72,10 @@ class CallEvent:
     message: str | None = None
     scope: str | None = None
     """The one scope a ``refused``, ``would_refuse`` or ``warned`` event is about."""
+    facts: CallFacts | None = None
+    """What the request said as the caller wrote it (telemetry's names), when known."""
+    response_id: str | None = None
+    finish_reasons: tuple[str, ...] = ()
     budgets: tuple[Budget, ...] = field(default=(), repr=False, compare=False)
 
 

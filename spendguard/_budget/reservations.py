@@ -44,8 +44,8 @@ _STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
 class Reservation:
     """A call's worst case (USD), held in every budget it is charged to until it ends."""
 
-    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "response_model",
-                 "time", "worst_usd")
+    __slots__ = ("_budgets", "_clock", "_held", "_lock", "_state", "call", "finish_reasons",
+                 "response_id", "response_model", "time", "worst_usd")
 
     def __init__(self, held: tuple[tuple[Ledger, str], ...], budgets: tuple[Budget, ...], *,
                  worst_usd: Decimal, call: CallInfo, time: datetime, clock: Clock) -> None:
@@ -58,6 +58,9 @@ class Reservation:
         self.call = call
         self.time = time
         self.response_model: str | None = None  # the model the provider says answered
+        # What the response says of itself, for call events (set only while someone listens).
+        self.response_id: str | None = None
+        self.finish_reasons: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -102,7 +105,8 @@ class Reservation:
             publish(Stage.SETTLED, **self._event_fields(), actual_usd=actual, tokens=counts,
                     usage_estimated=bool(usage_estimated), status=status,
                     table_version=table_version, request_id=request_id,
-                    response_model=self.response_model)
+                    response_model=self.response_model, response_id=self.response_id,
+                    finish_reasons=self.finish_reasons)
         for scope, event in warned:
             budget = next((b for b in self._budgets if b.scope == scope), None)
             announce(event, None if budget is None else budget.on_warn)
@@ -237,7 +241,7 @@ def _call_fields(call: CallInfo, budgets: tuple[Budget, ...], *, worst_usd: Deci
     return {"provider": call.provider, "model": call.model, "endpoint": call.endpoint,
             "attempt": call.attempt, "call_id": call_id, "worst_usd": worst_usd,
             "scopes": tuple(b.scope for b in budgets), "budgets": budgets,
-            "estimated_input_tokens": call.estimated_input_tokens}
+            "estimated_input_tokens": call.estimated_input_tokens, "facts": call.facts}
 
 
 def _check_tokens(tokens: Mapping[str, int]) -> dict[str, int]:

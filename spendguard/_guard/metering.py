@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import httpx2
 
 from spendguard._budget.budget import Budget
+from spendguard._budget.events import listening
 from spendguard._budget.learned_bounds import learned_input_bound
 from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.reservations import Reservation, remaining_for_call, reserve_call
@@ -39,6 +40,7 @@ from spendguard._costing.providers import stream_reader, usage_reader
 from spendguard._costing.routing import route_request
 from spendguard._costing.tokens import TokenCount
 from spendguard._costing.usage import Usage
+from spendguard._guard.facts import call_facts, response_facts
 from spendguard._guard.policies import AttemptLinks, call_tags, check_runaways, degrade
 from spendguard._guard.settling import (
     base_rate_usage,
@@ -292,8 +294,17 @@ class Attempt:
             # call: count the worst case and say so, but let the caller have their response.
             self.settle_unreadable(exc)
             return body
+        if isinstance(body, dict) and listening():  # for telemetry: the response's id
+            self._note_response(body)
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
         return body
+
+    def _note_response(self, body: Mapping[str, Any]) -> None:
+        try:
+            self.reservation.response_id, self.reservation.finish_reasons = \
+                response_facts(body)
+        except Exception:  # a telemetry detail; the call is settled regardless
+            log.debug("spendguard could not read a response's id", exc_info=True)
 
     def stream_meter(self, found: Mapping[str, str]) -> StreamMeter:
         """The meter of a streamed response (``found``: its :func:`response_headers`)."""
@@ -434,6 +445,8 @@ class Guard:
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
             end_user=end_user_of(provider, call.body),  # for per-user budgets
+            facts=(call_facts(provider, self.options.platform, request.url, parsed, call, route)
+                   if listening() else None),  # for telemetry, only while someone listens
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
         tags.update(bound_tags)

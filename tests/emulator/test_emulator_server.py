@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from spendguard._core.errors import ConfigError
 from spendguard.cli import main
 from spendguard.testing import Emulator, EmulatorServer, ManualClock, serve
+from tests.sdk_errors import ANTHROPIC_STREAM_CUT, assert_sdk_stream_cut
 
 USER: Any = [{"role": "user", "content": "hi"}]
 
@@ -80,10 +81,11 @@ def test_server_cuts_a_broken_stream_mid_body(emulator: Emulator,
                                               claude: anthropic.Anthropic) -> None:
     emulator.break_next_stream(after_events=2)
     seen = []
-    with pytest.raises(httpx2.RemoteProtocolError):
+    with pytest.raises(ANTHROPIC_STREAM_CUT) as cut:
         for event in claude.messages.create(model="claude-sonnet-5", max_tokens=30,
                                             messages=USER, stream=True):
             seen.append(event.type)
+    assert_sdk_stream_cut(cut)
     assert seen == ["message_start", "content_block_start"]
 
 

@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 
 from spendguard.testing import Emulator, Reply, ToolCall
+from tests.sdk_errors import ANTHROPIC_STREAM_CUT, assert_sdk_stream_cut
 
 USER: Any = [{"role": "user", "content": "Stream me something."}]
 
@@ -121,10 +121,11 @@ def test_a_broken_stream_drops_the_connection_mid_body() -> None:
     emulator = Emulator()
     emulator.break_next_stream(after_events=3)
     events = []
-    with pytest.raises(httpx2.RemoteProtocolError):
+    with pytest.raises(ANTHROPIC_STREAM_CUT) as cut:
         for event in emulator.anthropic_client().messages.create(
                 model="claude-sonnet-5", max_tokens=50, messages=USER, stream=True):
             events.append(event.type)
+    assert_sdk_stream_cut(cut)
     assert events == ["message_start", "content_block_start"]  # the third, a ping, is hidden
     assert emulator.requests[-1].fault == "break_stream"
     # the cut is used up: the next stream is whole

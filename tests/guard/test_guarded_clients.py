@@ -24,6 +24,7 @@ from tests.provider_bodies import (
     chat_stream_events,
     sse,
 )
+from tests.sdk_errors import ANTHROPIC_STREAM_CUT, assert_sdk_stream_cut
 
 OPENAI_CHAT = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC_MESSAGES = "https://api.anthropic.com/v1/messages"
@@ -213,11 +214,12 @@ def test_a_broken_anthropic_stream_settles_and_the_error_reaches_the_caller(
                                            headers={"content-type": "text/event-stream"})
     b = budget("1", ledger_url)
     client = spendguard.Anthropic(api_key="k", budget=b, max_retries=0)
-    with (pytest.raises(httpx.RemoteProtocolError),
+    with (pytest.raises(ANTHROPIC_STREAM_CUT) as error,
           client.messages.stream(model="claude-haiku-4-5", messages=MESSAGES,
                                  max_tokens=100) as stream):
         for _ in stream:
             pass
+    assert_sdk_stream_cut(error)
     [record] = spendguard.open_ledger(ledger_url).records()
     assert record.status == "stream_broken"
     assert record.usage_estimated

@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 from spendguard._core.money import ZERO
 
 __all__ = [
+    "CallFacts",
     "CallInfo",
     "Crossing",
     "Ledger",
@@ -29,6 +30,24 @@ __all__ = [
     "SpendRecord",
     "Totals",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """What a request said, as the caller wrote it, for observers such as telemetry.
+
+    Built only while someone listens to call events; never stored in a ledger, never holds
+    prompt text or a key. ``provider_name`` is the OpenTelemetry GenAI conventions' name of
+    the service the request went to (``aws.bedrock``, ``azure.ai.openai``, ``deepseek``, ...);
+    ``request_model`` the model (or Azure deployment, or Bedrock model id) the caller asked for.
+    """
+
+    provider_name: str
+    request_model: str
+    server_address: str | None = None
+    server_port: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +67,8 @@ class CallInfo:
     input_exact: bool | None = None
     # The request's end-user id (for per-user budget templates); never stored as such.
     end_user: str | None = None
+    # For call events only (telemetry), built while someone listens; never stored.
+    facts: CallFacts | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,8 @@ D = Decimal
 pytestmark = pytest.mark.redis
 needs_servers = pytest.mark.skipif(
     shutil.which("redis-server") is None or shutil.which("redis-cli") is None,
-    reason="redis-server and redis-cli are needed to start local Redis servers")
+    reason="redis-server and redis-cli are needed to start local Redis servers "
+           "(apt-get install redis-server)")
 
 
 # -- the URL forms ----------------------------------------------------------------------------
@@ -190,7 +191,8 @@ def _certificates(folder: Path) -> tuple[Path, Path, Path]:
 
 
 @needs_servers
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the certificates")
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the certificates "
+                    "(apt-get install openssl)")
 def test_a_rediss_url_keeps_a_budget_on_a_tls_server_checked_against_its_ca(
         tmp_path: Path) -> None:
     ca, cert, key = _certificates(tmp_path)
