@@ -2,8 +2,9 @@
 
 For code you do not control — frameworks that build their own clients, scripts you cannot
 edit. This is the one place spendguard touches SDK classes, and only their construction: the
-``__init__`` of ``openai.OpenAI``, ``openai.AsyncOpenAI``, ``anthropic.Anthropic`` and
-``anthropic.AsyncAnthropic`` (subclasses such as ``AzureOpenAI`` call it) is wrapped so that,
+``__init__`` of ``openai.OpenAI``, ``openai.AsyncOpenAI``, ``anthropic.Anthropic``,
+``anthropic.AsyncAnthropic`` and ``google.genai.Client`` (subclasses such as ``AzureOpenAI``
+call it) is wrapped so that,
 once the SDK has built the client, :func:`spendguard.wrap` guards it with the installed
 budget and options. The call path is the transport, as for every guarded client.
 
@@ -31,6 +32,7 @@ from spendguard._caching.order import CacheOrder
 from spendguard._core.errors import ConfigError
 from spendguard._costing.prices import PriceTable
 from spendguard._guard.clients import Guarded, wrap
+from spendguard._guard.gemini import is_genai_client
 from spendguard._guard.transport import client_guard
 
 __all__ = ["install", "installed", "uninstall"]
@@ -38,6 +40,8 @@ __all__ = ["install", "installed", "uninstall"]
 SDK_CLASSES: dict[str, tuple[str, ...]] = {
     "openai": ("OpenAI", "AsyncOpenAI"),
     "anthropic": ("Anthropic", "AsyncAnthropic"),
+    # google-genai's one client class (its .aio shares the guard).
+    "google.genai": ("Client",),
 }
 """The constructors install() wraps, by SDK package."""
 
@@ -122,9 +126,10 @@ def _guarding(original: Callable[..., None]) -> Callable[..., None]:
         settings = _settings
         if settings is None or isinstance(self, Guarded) or _is_guarded(self):
             return
-        wrap(self, settings.budget, cap_output=settings.cap_output,
+        gemini = is_genai_client(self)  # neither option applies to Gemini clients yet
+        wrap(self, settings.budget, cap_output=settings.cap_output and not gemini,
              allow_unpriced=settings.allow_unpriced, store_prompts=settings.store_prompts,
-             prices=settings.prices, cache_order=settings.cache_order)
+             prices=settings.prices, cache_order=False if gemini else settings.cache_order)
 
     setattr(__init__, _ORIGINAL, original)
     return __init__

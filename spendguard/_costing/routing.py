@@ -38,6 +38,10 @@ AZURE = "azure"
 AZURE_PRICE_AFTER = "azure:price_after"
 """Azure, opted into sending unmapped deployments unguarded and pricing them afterwards."""
 
+GEMINI_OPENAI_PATH = "/v1beta/openai/"
+"""Gemini's OpenAI-compatible endpoint (generativelanguage.googleapis.com/v1beta/openai/):
+OpenAI's wire, Gemini's models and prices, billed by Google."""
+
 _AZURE_DEPLOYMENT = re.compile(r"/deployments/(?P<name>[^/]+)/")
 
 
@@ -49,6 +53,9 @@ class Route:
     stream: bool | None = None
     unguarded: bool = False
     """No price before sending (an opted-in unmapped deployment): priced from the response."""
+    provider: str | None = None
+    """The provider that bills the call, when not the one whose API it speaks (the ledger's
+    ``provider``): ``"gemini"`` for Gemini's OpenAI-compatible endpoint."""
 
     def priced_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as the estimator reads it (never sent)."""
@@ -69,6 +76,8 @@ def route_request(provider: Provider, platform: str | None, url: httpx2.URL,
     if platform in (AZURE, AZURE_PRICE_AFTER):
         return _azure(unquote(url_path.rstrip("/")), body, table,
                       price_after=platform == AZURE_PRICE_AFTER)
+    if GEMINI_OPENAI_PATH in url_path:
+        return _gemini_openai(body, table)
     host = table.host_for(f"{url.scheme}://{url.netloc.decode('ascii')}{url_path}")
     if host is None:
         return None
@@ -126,6 +135,18 @@ def _gemini(path: str, table: PriceTable) -> Route:
             "as_of; and point SPENDGUARD_PRICES at it (docs/prices.md).",
             name=model, kind="model")
     return Route(model, stream)
+
+
+def _gemini_openai(body: Mapping[str, Any], table: PriceTable) -> Route:
+    model = str(body.get("model") or "").removeprefix("models/")
+    if model not in table or table.get(model).provider != "gemini":
+        raise UnknownModelError(
+            f"No Gemini price for model {model!r} (Gemini's OpenAI-compatible endpoint) in "
+            f"price table {table.version}; add it to a price file: [models.\"{model}\"] "
+            'provider = "gemini", usd_per_million = { input = ..., cache_read = ..., '
+            "output = ... }, context_window, max_output_tokens, source, as_of "
+            "(docs/prices.md).", name=model, kind="model")
+    return Route(model, provider="gemini")
 
 
 def _azure(path: str, body: Mapping[str, Any], table: PriceTable, *,

@@ -432,7 +432,9 @@ class Guard:
         prompt_hash = hashlib.sha256(body).hexdigest()
         check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
                        estimate_usd=estimate.worst_usd, budgets=budgets)
-        provider = str(call.provider)  # a StrEnum's str() is its value, as .value is
+        # A StrEnum's str() is its value, as .value is; a route may bill another provider
+        # (Gemini's OpenAI-compatible endpoint speaks OpenAI and is billed by Google).
+        provider = route.provider if route is not None and route.provider else str(call.provider)
         info = CallInfo(
             provider=provider,
             model=call.model,

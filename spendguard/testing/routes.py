@@ -32,6 +32,8 @@ def route(method: str, pattern: str,
 
 
 route("POST", "/v1/chat/completions", openai_api.chat_completions)
+# Gemini's OpenAI-compatible endpoint answers chat completions the OpenAI way.
+route("POST", "/v1beta/openai/chat/completions", openai_api.chat_completions)
 route("POST", "/v1/embeddings", openai_api.embeddings)
 route("POST", "/v1/responses", openai_responses.responses)
 route("POST", "/v1/responses/input_tokens", openai_responses.input_token_count)

@@ -232,3 +232,43 @@ def test_twenty_concurrent_calls_against_two_and_a_half_worst_cases_send_two() -
     sent, results = asyncio.run(run())
     refused = [r for r in results if isinstance(r, spendguard.BudgetExceeded)]
     assert sent == 2 and len(refused) == 18
+
+
+def test_the_openai_compatible_endpoint_is_priced_and_recorded_as_gemini() -> None:
+    emulator = Emulator()
+    budget = spendguard.Budget("1", ledger="memory://")
+    client = spendguard.wrap(emulator.openai_client(
+        base_url="http://emulator.spendguard.invalid/v1beta/openai/"), budget)
+    completion = client.chat.completions.create(
+        model="gemini-2.5-flash", messages=[{"role": "user", "content": "hi"}], max_tokens=50)
+    assert emulator.requests[0].path == "/v1beta/openai/chat/completions"
+    usage = completion.usage
+    assert usage is not None
+    [record] = _records(budget)
+    assert record.provider == "gemini" and record.model == "gemini-2.5-flash"
+    assert record.actual_usd == (usage.prompt_tokens * FLASH_IN
+                                 + usage.completion_tokens * FLASH_OUT) / MILLION
+    with pytest.raises(spendguard.UnknownModelError, match="OpenAI-compatible"):
+        client.chat.completions.create(model="gpt-5.5", messages=[{"role": "user",
+                                                                   "content": "hi"}])
+
+
+def test_install_guards_a_genai_client_built_by_code_we_do_not_own() -> None:
+    emulator = Emulator()
+    budget = spendguard.Budget("1", ledger="memory://")
+    spendguard.install(budget, cap_output=True)
+    try:
+        client = emulator.gemini_client()  # as a framework would build it
+    finally:
+        spendguard.uninstall()
+    client.models.generate_content(model="gemini-2.5-flash", contents="hi", config=NO_THINKING)
+    assert [r.provider for r in _records(budget)] == ["gemini"]
+    tiny = spendguard.Budget("0.000001", ledger="memory://")
+    spendguard.install(tiny)
+    try:
+        refused = emulator.gemini_client()
+    finally:
+        spendguard.uninstall()
+    with pytest.raises(spendguard.BudgetExceeded):
+        refused.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    assert len(emulator.requests) == 1
