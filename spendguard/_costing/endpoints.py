@@ -57,6 +57,8 @@ class Endpoint(StrEnum):
     """Gemini ``generateContent`` / ``streamGenerateContent`` (the model is in the path)."""
     EMBED = "embed_content"
     """Gemini ``embedContent`` / ``batchEmbedContents``."""
+    CACHE = "cached_contents"
+    """Gemini ``cachedContents.create``: an explicit context cache (its tokens and storage)."""
     FREE = "free"
 
     @property
@@ -155,6 +157,7 @@ _FACTS = {
                               ("/messages",), (BEDROCK_INVOKE, VERTEX_PREDICT)),
     Endpoint.GENERATE: _Facts(Provider.GEMINI, None, ("models", "generate_content"), False),
     Endpoint.EMBED: _Facts(Provider.GEMINI, None, ("models", "embed_content"), False),
+    Endpoint.CACHE: _Facts(Provider.GEMINI, None, ("caches", "create"), False),
     Endpoint.FREE: _Facts(None, None, (), False),
 }
 _SHORT_NAMES = {"chat": Endpoint.CHAT.value}

@@ -13,9 +13,10 @@ from decimal import Decimal
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
-from spendguard._costing.cost import worst_case_usd
-from spendguard._costing.prices import ModelPrice, PriceTable, default_table
+from spendguard._costing.cost import total_usd, worst_case_usd
+from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
 from spendguard._costing.tokens import TokenCount, count_request_tokens
+from spendguard._costing.usage import Usage
 
 __all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_call_usd", "worst_cost_usd"]
 
@@ -40,7 +41,7 @@ class Estimate:
 
 def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) -> int:
     """The most output tokens the call can produce across all its choices."""
-    if call.endpoint is Endpoint.EMBEDDINGS or call.endpoint is Endpoint.EMBED:
+    if call.endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED, Endpoint.CACHE):
         return 0
     ceiling = model_price.max_output_tokens or model_price.context_window
     if ceiling is None:
@@ -85,5 +86,13 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
     input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
     worst = worst_call_usd(call, model_price, int(input_tokens), output_tokens)
+    if call.endpoint is Endpoint.CACHE:  # an explicit cache also bills storage for its TTL
+        from spendguard._costing.providers.gemini.requests import (  # noqa: PLC0415
+            cache_ttl_seconds,
+        )
+
+        storage = Usage(tool_requests={CACHE_STORAGE: int(input_tokens)
+                                       * cache_ttl_seconds(call.body)})
+        worst += total_usd(model_price, storage)
     return Estimate(call.model, input_tokens, output_tokens, worst, table.version,
                     model_price)

@@ -72,7 +72,7 @@ def route_request(provider: Provider, platform: str | None, url: httpx2.URL,
     if provider is Provider.ANTHROPIC:
         return _anthropic_platform(unquote(url_path.rstrip("/")), table)
     if provider is Provider.GEMINI:
-        return _gemini(url_path, table)
+        return _gemini(url_path, body, table)
     if platform in (AZURE, AZURE_PRICE_AFTER):
         return _azure(unquote(url_path.rstrip("/")), body, table,
                       price_after=platform == AZURE_PRICE_AFTER)
@@ -118,13 +118,11 @@ def _anthropic_platform(path: str, table: PriceTable) -> Route | None:
     return Route(price_id, stream)
 
 
-def _gemini(path: str, table: PriceTable) -> Route:
+def _gemini(path: str, body: Mapping[str, Any], table: PriceTable) -> Route:
     from spendguard._costing.providers.gemini.paths import model_of  # noqa: PLC0415
 
-    found = model_of(path)
-    if found is None:
-        raise UnknownModelError(f"spendguard cannot tell the Gemini model of {path!r}",
-                                name=path, kind="model")
+    # A model method names the model in its path; a cache's create request in its body.
+    found = model_of(path) or (str(body.get("model") or "").removeprefix("models/"), False)
     model, stream = found
     if model not in table:
         raise UnknownModelError(

@@ -272,3 +272,22 @@ def test_install_guards_a_genai_client_built_by_code_we_do_not_own() -> None:
     with pytest.raises(spendguard.BudgetExceeded):
         refused.models.generate_content(model="gemini-2.5-flash", contents="hi")
     assert len(emulator.requests) == 1
+
+
+def test_an_explicit_cache_is_charged_its_tokens_and_storage_for_its_ttl() -> None:
+    emulator = Emulator()
+    budget = spendguard.Budget("1", ledger="memory://")
+    cache = _client(emulator, budget).caches.create(
+        model="gemini-2.5-flash",
+        config=types.CreateCachedContentConfig(contents="A long shared document. " * 200,
+                                               ttl="7200s"))
+    assert cache.usage_metadata is not None
+    tokens = cache.usage_metadata.total_token_count or 0
+    [record] = _records(budget)
+    assert record.endpoint == "cached_contents" and tokens > 0
+    # Written at the input rate, stored at $1.00 per million tokens per hour for 2 hours.
+    assert record.actual_usd == tokens * (FLASH_IN + 2 * Decimal(1)) / MILLION
+    assert record.estimated_usd >= record.actual_usd
+    with pytest.raises(spendguard.SpendguardError, match="cannot price"):  # a TTL update
+        _client(emulator, budget).caches.update(
+            name=cache.name or "", config=types.UpdateCachedContentConfig(ttl="99999s"))

@@ -1,9 +1,9 @@
 """The choke point's guarantee as a property, over arbitrary usage objects and event sequences.
 
-For every provider (OpenAI, Anthropic, Gemini), bodies and server-sent-event streams: every request that reached the
-(in-process) provider ends in exactly one ledger record, nothing stays reserved, and the caller
-sees exactly what the SDK alone would have shown (the same reply, or the same SDK error):
-nothing is raised from inside spendguard.
+For every provider (OpenAI, Anthropic, Gemini), bodies and server-sent-event streams: every
+request that reached the (in-process) provider ends in exactly one ledger record, nothing stays
+reserved, and the caller sees exactly what the SDK alone would have shown (the same reply, or
+the same SDK error): nothing is raised from inside spendguard.
 """
 
 from __future__ import annotations

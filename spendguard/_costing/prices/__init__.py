@@ -30,6 +30,7 @@ from spendguard._costing.prices.schema import (
 from spendguard._costing.prices.sections import Host
 
 __all__ = [
+    "CACHE_STORAGE",
     "PRICES_ENV",
     "LongContextTier",
     "ModelPrice",
@@ -98,6 +99,13 @@ class PriceModifier:
             return True
         return kind in self.kinds or (kind.startswith("cache_write_")
                                       and "cache_write" in self.kinds)
+
+
+CACHE_STORAGE = "cache_storage_token_seconds"
+"""The usage line of an explicit context cache's storage: tokens x seconds of TTL, priced from
+the entry's ``cache_storage_usd_per_million_hour``."""
+# USD per million token-hours -> USD per 1,000 token-seconds: / 1,000,000 x 1,000 / 3,600.
+_TOKEN_SECONDS_PER_1K_RATE = Decimal(3_600_000)
 
 
 @dataclass(frozen=True)
@@ -170,7 +178,10 @@ class ModelPrice:
         )
 
     def tool_rate_per_1k(self, tool: str) -> Decimal:
-        """USD per 1,000 requests of a server tool (web search, ...)."""
+        """USD per 1,000 requests of a server tool (web search, ...); for
+        :data:`CACHE_STORAGE` (an explicit context cache's storage), per 1,000 token-seconds."""
+        if tool == CACHE_STORAGE and self.cache_storage_usd_per_million_hour is not None:
+            return self.cache_storage_usd_per_million_hour / _TOKEN_SECONDS_PER_1K_RATE
         try:
             return self.tool_usd_per_1k_requests[tool]
         except KeyError:

@@ -25,6 +25,7 @@ _PRICED = {"generateContent": Endpoint.GENERATE, "streamGenerateContent": Endpoi
            "embedContent": Endpoint.EMBED, "batchEmbedContents": Endpoint.EMBED}
 _FREE_METHODS = frozenset({"countTokens", "computeTokens"})
 # Uploads (``/upload/v1beta/files``) and file registration cannot spend.
+_CACHES = re.compile(r"/cachedContents$")
 _FREE_PATHS = re.compile(r"/files(?::[A-Za-z]+)?$|/files/[^/]+:download$")
 
 
@@ -34,7 +35,8 @@ def _clean(path: str) -> str:
 
 def endpoint_of(path: str) -> Endpoint | None:
     """The endpoint a POST to ``path`` reaches; FREE for token counts and uploads; None for
-    one spendguard cannot price (batches, caches, image and video generation)."""
+    one spendguard cannot price (batches, a cache's TTL update, image and video
+    generation)."""
     clean = _clean(path)
     match = GEMINI_METHOD.search(clean)
     if match is not None:
@@ -44,6 +46,8 @@ def endpoint_of(path: str) -> Endpoint | None:
         return _PRICED.get(method)
     if _FREE_PATHS.search(clean):
         return Endpoint.FREE
+    if _CACHES.search(clean):
+        return Endpoint.CACHE
     return None
 
 

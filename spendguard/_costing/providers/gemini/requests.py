@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from spendguard._core.errors import ConfigError
@@ -29,7 +30,8 @@ from spendguard._costing.tokens.content import json_text
 from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.tokens.images import image_size_from_base64
 
-__all__ = ["CONTEXT_BOUND", "build_call", "count_input", "field"]
+__all__ = ["CONTEXT_BOUND", "DEFAULT_CACHE_TTL_S", "build_call", "cache_ttl_seconds",
+           "count_input", "field"]
 
 CONTEXT_BOUND = 1_048_576
 """The longest prompt any Gemini text model takes."""
@@ -71,7 +73,7 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise ConfigError(f"{endpoint.value} request names no model; spendguard cannot price it")
-    if endpoint is Endpoint.EMBED:
+    if endpoint is Endpoint.EMBED or endpoint is Endpoint.CACHE:
         return Call(Provider.GEMINI, endpoint, model, body, 0, 1, False)
     config = field(body, "generationConfig")
     cap = _int(config, "maxOutputTokens")
@@ -160,7 +162,8 @@ class _Bound:
 def _walk(bound: _Bound, body: Mapping[str, Any]) -> None:
     for key, value in body.items():
         name = key.replace("_", "").lower()
-        if name in ("model", "stream", "generationconfig", "safetysettings", "labels"):
+        if name in ("model", "stream", "generationconfig", "safetysettings", "labels", "ttl",
+                    "expiretime", "displayname"):
             continue
         if name == "contents":
             for content in value if isinstance(value, list) else [value]:
@@ -191,3 +194,30 @@ def count_input(endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount
     if bound.unmeasured:
         method += f"; not measured offline: {', '.join(bound.unmeasured)}"
     return TokenCount(value, exact=False, method=method, expected=central)
+
+
+DEFAULT_CACHE_TTL_S = 3600
+"""An explicit cache's TTL when the request sets none (one hour)."""
+
+
+def cache_ttl_seconds(body: Mapping[str, Any], now: datetime | None = None) -> int:
+    """The seconds an explicit cache's create request keeps it: ``ttl`` ("3600s"),
+    ``expireTime`` (RFC 3339) or the one-hour default; rounded up to a whole second."""
+    ttl = field(body, "ttl")
+    if ttl is not None:
+        if not isinstance(ttl, str) or not ttl.endswith("s"):
+            raise ConfigError(f"ttl: expected a duration such as '3600s', got {ttl!r}")
+        try:
+            return max(math.ceil(float(ttl[:-1])), 0)
+        except ValueError as exc:
+            raise ConfigError(f"ttl: expected a duration such as '3600s', got {ttl!r}") \
+                from exc
+    expire = field(body, "expireTime")
+    if expire is not None:
+        try:
+            until = datetime.fromisoformat(str(expire).replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ConfigError(f"expireTime: expected an RFC 3339 time, got {expire!r}") from exc
+        start = now or datetime.now(UTC)
+        return max(math.ceil((until - start).total_seconds()), 0)
+    return DEFAULT_CACHE_TTL_S
