@@ -78,7 +78,8 @@ def call_facts(provider: str, platform: str | None, url: httpx2.URL,
 
 
 def response_facts(body: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]]:
-    """A response body's id and finish reasons (chat choices, Responses, Messages)."""
+    """A response body's id and finish reasons (chat choices, Responses, Messages, Gemini
+    candidates)."""
     response_id = body.get("id")
     reasons: list[str] = []
     choices = body.get("choices")
@@ -87,6 +88,10 @@ def response_facts(body: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]
                    if isinstance(c, dict) and c.get("finish_reason")]
     elif isinstance(body.get("stop_reason"), str):  # Anthropic Messages
         reasons = [body["stop_reason"]]
+    elif isinstance(body.get("candidates"), list):  # Gemini generateContent
+        response_id = body.get("responseId")
+        reasons = [str(c["finishReason"]) for c in body["candidates"]
+                   if isinstance(c, dict) and c.get("finishReason")]
     elif isinstance(body.get("status"), str) and body.get("object") == "response":
         details = body.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None
