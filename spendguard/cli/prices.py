@@ -16,7 +16,7 @@ from spendguard._costing.prices import ModelPrice, default_table
 
 __all__ = ["prices"]
 
-_PROVIDERS = click.Choice(["openai", "anthropic"])
+_PROVIDERS = click.Choice(["openai", "anthropic", "gemini"])
 _COLUMNS = ("MODEL", "PROVIDER", "INPUT", "CACHED", "WRITE", "OUTPUT", "LONG CONTEXT",
             "CONTEXT", "MAX OUT", "AS OF", "SOURCE")
 

@@ -4,11 +4,14 @@ streams, embeddings, token counts, against the offline emulator."""
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from google.genai import types
+from google.oauth2.credentials import Credentials
 
 import spendguard
 from spendguard.testing import Emulator, Reply
@@ -168,14 +171,20 @@ def test_chats_and_wrap_guard_a_client_built_elsewhere() -> None:
     assert len(_records(budget)) == 2
 
 
-def test_vertex_ai_express_mode_is_guarded() -> None:
+def test_vertex_ai_clients_are_guarded_by_project_and_in_express_mode() -> None:
     emulator = Emulator()
     budget = spendguard.Budget("1", ledger="memory://")
-    client = spendguard.Gemini(vertexai=True, api_key="emulated", budget=budget,
-                               http_options=emulator.gemini_http_options())
-    client.models.generate_content(model="gemini-2.5-flash", contents="hi", config=NO_THINKING)
+    express = spendguard.Gemini(vertexai=True, api_key="emulated", budget=budget,
+                                http_options=emulator.gemini_http_options())
+    express.models.generate_content(model="gemini-2.5-flash", contents="hi", config=NO_THINKING)
+    project = spendguard.Gemini(vertexai=True, project="p", location="us-central1",
+                                credentials=Credentials(  # type: ignore[no-untyped-call]
+                                    token="vertex-test"), budget=budget,
+                                http_options=emulator.gemini_http_options())
+    project.models.generate_content(model="gemini-2.5-flash", contents="hi", config=NO_THINKING)
     assert "publishers/google/models/gemini-2.5-flash" in emulator.requests[0].path
-    assert [r.model for r in _records(budget)] == ["gemini-2.5-flash"]
+    assert emulator.requests[1].path.startswith("/v1beta1/projects/p/locations/us-central1/")
+    assert [r.model for r in _records(budget)] == ["gemini-2.5-flash"] * 2
 
 
 def test_an_unpriced_gemini_model_is_refused_with_the_fix() -> None:
@@ -291,3 +300,14 @@ def test_an_explicit_cache_is_charged_its_tokens_and_storage_for_its_ttl() -> No
     with pytest.raises(spendguard.SpendguardError, match="cannot price"):  # a TTL update
         _client(emulator, budget).caches.update(
             name=cache.name or "", config=types.UpdateCachedContentConfig(ttl="99999s"))
+
+
+def test_a_gemini_call_is_exported_to_focus_as_google() -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+    _client(Emulator(), budget).models.generate_content(
+        model="gemini-2.5-flash", contents="hi", config=NO_THINKING)
+    out = io.StringIO()
+    spendguard.export_spend(out, format="focus", ledger=budget.ledger)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert rows and {row["ServiceName"] for row in rows} == {"Gemini API"}
+    assert sum(Decimal(row["BilledCost"]) for row in rows) == budget.spent
