@@ -1,5 +1,5 @@
 """The Gemini API (generateContent, streamGenerateContent, countTokens, embeddings,
-cachedContents), as the ``google-genai`` SDK expects it on the wire.
+cachedContents, resumable file uploads), as the ``google-genai`` SDK expects it on the wire.
 
 Paths are the Developer API's (``/v1beta/models/{model}:generateContent``) and Vertex AI's
 (``/v1beta1/[projects/{p}/locations/{l}/]publishers/google/models/{model}:…``); streams are
@@ -267,12 +267,39 @@ def delete_cache(ctx: Ctx, params: dict[str, str]) -> WireResponse:
     return json_response("gemini", ctx.request_id, {})
 
 
+def upload_file(ctx: Ctx, params: dict[str, str]) -> WireResponse:
+    """The resumable upload protocol: ``start`` answers the upload URL, the last chunk
+    (``upload, finalize``) the stored file."""
+    command = ctx.request.headers.get("x-goog-upload-command", "")
+    files: dict[str, dict[str, Any]] = ctx.state.extensions.setdefault("gemini_files", {})
+    if "start" in command:
+        file_id = ctx.state.ids.new("", 12)
+        declared = _field(ctx.request.json(), "file") or {}
+        files[file_id] = {"name": f"files/{file_id}", "state": "ACTIVE",
+                          "mimeType": _field(declared, "mimeType") or "text/plain",
+                          "uri": f"{ctx.request.origin}/v1beta/files/{file_id}",
+                          "sizeBytes": "0"}
+        response = json_response("gemini", ctx.request_id, {})
+        response.headers["x-goog-upload-url"] = (f"{ctx.request.origin}{ctx.request.path}"
+                                                 f"?upload_id={file_id}")
+        response.headers["x-goog-upload-status"] = "active"
+        return response
+    stored = files.get(ctx.request.query.get("upload_id", ""))
+    if stored is None:
+        raise EmulatedError(404, "Upload not found (spendguard emulator)")
+    stored["sizeBytes"] = str(int(stored["sizeBytes"]) + len(ctx.request.body))
+    response = json_response("gemini", ctx.request_id, {"file": stored})
+    response.headers["x-goog-upload-status"] = "final" if "finalize" in command else "active"
+    return response
+
+
 _CACHE_PATH = r"/v1(?:beta1?)?/cachedContents"
 GEMINI_ROUTES: list[tuple[str, str, Any]] = [
     ("POST", _MODEL_PATH + ":generateContent", generate_content),
     ("POST", _MODEL_PATH + ":streamGenerateContent", stream_generate_content),
     ("POST", _MODEL_PATH + ":countTokens", count_tokens),
     ("POST", _MODEL_PATH + ":(?:embedContent|batchEmbedContents)", embed),
+    ("POST", r"/upload/v1(?:beta1?)?/files", upload_file),
     ("POST", _CACHE_PATH, create_cache),
     ("GET", _CACHE_PATH + "/{id}", get_cache),
     ("PATCH", _CACHE_PATH + "/{id}", update_cache),

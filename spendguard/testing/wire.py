@@ -90,7 +90,8 @@ class EmulatedError(Exception):
 
 _GOOGLE_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
                     404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
-_GEMINI_PATH = re.compile(r"^/v1beta1?/(?!openai/)|/models/[^/]+:[A-Za-z]+$|^/v1/cachedContents")
+_GEMINI_PATH = re.compile(r"^/v1beta1?/(?!openai/)|/models/[^/]+:[A-Za-z]+$|^/v1/cachedContents"
+                          r"|^/upload/v1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +148,9 @@ class IdFactory:
 
 def normalise_path(path: str) -> str:
     """The API path from ``/v1/`` on, so base URLs with or without ``/v1`` (or a prefix) work;
-    Gemini's ``/v1beta/`` and ``/v1beta1/`` paths are kept as they are."""
+    Gemini's ``/v1beta/``, ``/v1beta1/`` and ``/upload/`` paths are kept as they are."""
+    if path.startswith("/upload/v1"):
+        return path.rstrip("/")
     for marker in ("/v1beta/", "/v1beta1/"):
         index = path.find(marker)
         if index >= 0:

@@ -149,7 +149,10 @@ def test_count_tokens_and_files_pass_free_and_embeddings_are_charged() -> None:
     budget = spendguard.Budget("1", ledger="memory://")
     client = _client(emulator, budget)
     assert client.models.count_tokens(model="gemini-2.5-flash", contents="hi").total_tokens
-    assert _records(budget) == []
+    uploaded = client.files.upload(file=io.BytesIO(b"%PDF-1.7 not really" * 100),
+                                   config=types.UploadFileConfig(mime_type="application/pdf"))
+    assert uploaded.name and uploaded.size_bytes == 1900
+    assert _records(budget) == [] and len(emulator.requests) == 3
     texts = [types.Content(parts=[types.Part(text=text)]) for text in ("a", "bc")]
     result = client.models.embed_content(model="gemini-embedding-001", contents=texts)
     assert result.embeddings is not None and len(result.embeddings) == 2
