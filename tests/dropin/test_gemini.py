@@ -314,3 +314,17 @@ def test_a_gemini_call_is_exported_to_focus_as_google() -> None:
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert rows and {row["ServiceName"] for row in rows} == {"Gemini API"}
     assert sum(Decimal(row["BilledCost"]) for row in rows) == budget.spent
+
+
+def test_the_input_bound_is_tightened_from_the_ledgers_history() -> None:
+    budget = spendguard.Budget("5", ledger="memory://")
+    client = _client(Emulator(), budget)
+    for number in range(22):
+        client.models.generate_content(model="gemini-2.5-flash",
+                                       contents=f"Question {number} of some length. " * 20,
+                                       config=NO_THINKING)
+    first, *_, last = _records(budget)
+    assert first.estimated_input_tokens is not None and last.estimated_input_tokens is not None
+    assert last.estimated_input_tokens < first.estimated_input_tokens / 2
+    assert "spendguard.static_input_bound" in last.tags
+    assert all(record.status == "ok" for record in _records(budget))
