@@ -123,6 +123,29 @@ def _metered(attempt: Attempt, response: httpx2.Response, found: Mapping[str, st
     return None
 
 
+class _FailedBody(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """What was read of a body before the connection failed, then that same failure.
+
+    The attempt is settled already; the SDK still gets the response's status and headers and
+    meets the failure while reading the body, exactly as without spendguard — so its own
+    rules (``x-should-retry``, the error class it raises) decide what happens next.
+    """
+
+    def __init__(self, read: bytes, error: Exception) -> None:
+        self._read = read
+        self._error = error
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._read:
+            yield self._read
+        raise self._error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._read:
+            yield self._read
+        raise self._error
+
+
 class _MeteredStream(httpx2.SyncByteStream):
     """Passes every chunk through unchanged while the meter reads usage from it."""
 
@@ -241,11 +264,17 @@ class GuardTransport(httpx2.BaseTransport):
         ready = _metered(attempt, response, found, is_async=False)
         if ready is not None:
             return ready
+        chunks: list[bytes] = []
         try:
-            raw = b"".join(response.iter_raw())
+            chunks.extend(response.iter_raw())
+        except Exception as exc:
+            attempt.safely(_on_transport_error, attempt, exc)
+            response.close()
+            return _response(response, _FailedBody(b"".join(chunks), exc))
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
+        raw = b"".join(chunks)
         body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
         return _hand_on(_response(response, httpx2.ByteStream(raw)), body)
 
@@ -280,11 +309,18 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         ready = _metered(attempt, response, found, is_async=True)
         if ready is not None:
             return ready
+        chunks: list[bytes] = []
         try:
-            raw = b"".join([chunk async for chunk in response.aiter_raw()])
+            async for chunk in response.aiter_raw():
+                chunks.append(chunk)
+        except Exception as exc:
+            attempt.safely(_on_transport_error, attempt, exc)
+            await response.aclose()
+            return _response(response, _FailedBody(b"".join(chunks), exc))
         except BaseException as exc:
             attempt.safely(_on_transport_error, attempt, exc)
             raise
+        raw = b"".join(chunks)
         body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
         return _hand_on(_response(response, httpx2.ByteStream(raw)), body)
 

@@ -419,3 +419,28 @@ def test_no_api_key_or_prompt_reaches_the_ledger_file_or_the_logs(
         assert secret not in stored
         assert secret.decode() not in ours
     assert len(list(spendguard.open_ledger(f"sqlite:///{path}").records())) == 2
+
+
+@respx.mock
+@pytest.mark.parametrize(("should_retry", "attempts"), [("false", 1), ("true", 3)])
+def test_a_body_dropped_mid_read_reaches_the_sdk_as_without_spendguard(
+        ledger_url: str, should_retry: str, attempts: int) -> None:
+    # The SDK sees the response's headers and meets the dropped connection while reading the
+    # body, so its own rules (x-should-retry here) decide whether to retry.
+    class Dropped(httpx.SyncByteStream):
+        def __iter__(self) -> Any:
+            yield b'{"id": "msg_'
+            raise httpx.ReadError("connection reset")
+
+    route = respx.post(ANTHROPIC_MESSAGES).mock(side_effect=lambda request: httpx.Response(
+        200, headers={"x-should-retry": should_retry, "retry-after-ms": "1"},
+        stream=Dropped()))
+    b = budget("1", ledger_url)
+    client = spendguard.Anthropic(api_key="k", budget=b, max_retries=2)
+    with pytest.raises(anthropic.APIConnectionError) as error:
+        client.messages.create(model="claude-haiku-4-5", messages=MESSAGES, max_tokens=100)
+    assert type(error.value.__cause__) is httpx.ReadError
+    assert route.call_count == attempts
+    records = spendguard.open_ledger(ledger_url).records()
+    assert [r.status for r in records] == ["error"] * attempts  # each may have been billed
+    assert b.reserved == 0
