@@ -228,15 +228,14 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
     The same object is returned, now charging its calls (and those of its copies) to
     ``budget``. Other clients sharing its ``http_client`` keep their own budgets, or none.
     """
-    package = type(client).__module__.partition(".")[0]
-    if package == "google":
-        from spendguard._guard.gemini import guard_genai_client, is_genai_client  # noqa: PLC0415
+    from spendguard._guard.gemini import guard_genai_client, is_genai_client  # noqa: PLC0415
 
-        if is_genai_client(client):
-            guard_genai_client(client, budget, cap_output=cap_output,
-                               allow_unpriced=allow_unpriced, store_prompts=store_prompts,
-                               prices=prices, cache_order=cache_order)
-            return client
+    if is_genai_client(client):  # spendguard.Gemini included: wrap() gives it another budget
+        guard_genai_client(client, budget, cap_output=cap_output,
+                           allow_unpriced=allow_unpriced, store_prompts=store_prompts,
+                           prices=prices, cache_order=cache_order)
+        return client
+    package = type(client).__module__.partition(".")[0]
     sdk_error: type[Exception]
     platform: str | None = None
     if package == "openai" or _is_instance(client, "openai", ("OpenAI", "AsyncOpenAI")):

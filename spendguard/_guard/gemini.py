@@ -21,6 +21,7 @@ against the installed version.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import httpx2
@@ -74,9 +75,10 @@ class _AsyncTaggingClient(_Tagging):
 
 
 def is_genai_client(client: object) -> bool:
-    """Whether ``client`` is a ``google.genai`` ``Client`` or ``AsyncClient`` (its ``.aio``)."""
-    module = type(client).__module__
-    return module.startswith("google.genai") and hasattr(client, "_api_client")
+    """Whether ``client`` is a ``google.genai`` ``Client`` or ``AsyncClient`` (its ``.aio``),
+    ``spendguard.Gemini`` included; never imports the SDK."""
+    module = sys.modules.get("google.genai.client")
+    return module is not None and isinstance(client, (module.Client, module.AsyncClient))
 
 
 def _real(http_client: Any) -> Any:

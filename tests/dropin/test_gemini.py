@@ -328,3 +328,11 @@ def test_the_input_bound_is_tightened_from_the_ledgers_history() -> None:
     assert last.estimated_input_tokens < first.estimated_input_tokens / 2
     assert "spendguard.static_input_bound" in last.tags
     assert all(record.status == "ok" for record in _records(budget))
+
+
+def test_wrap_moves_a_gemini_client_to_another_budget() -> None:
+    first = spendguard.Budget("1", ledger="memory://")
+    second = spendguard.Budget("1", ledger="memory://")
+    client = spendguard.wrap(_client(Emulator(), first), second)
+    client.models.generate_content(model="gemini-2.5-flash", contents="hi", config=NO_THINKING)
+    assert _records(first) == [] and len(_records(second)) == 1

@@ -8,6 +8,7 @@ the same SDK error): nothing is raised from inside spendguard.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from typing import Any
@@ -231,6 +232,20 @@ def _seen(action: Any) -> str:
     return json.dumps(result, default=str, sort_keys=True)
 
 
+_GEMINI_WIRE = Wire(b"", {})
+
+
+@functools.cache
+def _gemini_clients() -> tuple[Any, Any]:
+    """A plain and a guarded genai client on one httpx2 client pair (the guarded one tags
+    its own requests)."""
+    http = genai_types.HttpOptions(
+        base_url="http://gemini.invalid/", httpx_client=httpx2.Client(transport=_GEMINI_WIRE),
+        httpx_async_client=httpx2.AsyncClient(transport=httpx2.AsyncBaseTransport()))
+    return genai.Client(api_key="k", http_options=http), spendguard.Gemini(
+        api_key="k", http_options=http)
+
+
 def _check(provider: str, stream: bool, response: tuple[bytes, dict[str, str]]) -> None:
     wire = Wire(*response)
     budget = spendguard.Budget("1000000000000", ledger="memory://")
@@ -258,13 +273,15 @@ def _check(provider: str, stream: bool, response: tuple[bytes, dict[str, str]]) 
         return client.messages.create(**request).model_dump()
 
     options: dict[str, Any] = {"api_key": "k", "max_retries": 0}
+    plain: Any
+    guarded: Any
     if provider == "gemini":
-        # One httpx2 client pair for both SDK clients: the guarded one tags its own requests.
-        http = genai_types.HttpOptions(
-            base_url="http://gemini.invalid/", httpx_client=httpx2.Client(transport=wire),
-            httpx_async_client=httpx2.AsyncClient(transport=httpx2.AsyncBaseTransport()))
-        plain: Any = genai.Client(api_key="k", http_options=http)
-        guarded: Any = spendguard.Gemini(api_key="k", http_options=http, budget=budget)
+        # Building a genai client costs more than the calls: two are built once and share
+        # one wire, whose reply each example sets; wrap() gives this example's budget.
+        plain, guarded = _gemini_clients()
+        wire = _GEMINI_WIRE
+        wire.body, wire.headers = response
+        spendguard.wrap(guarded, budget)
     elif provider == "openai":
         plain = openai.OpenAI(http_client=httpx2.Client(transport=wire), **options)
         guarded = spendguard.OpenAI(http_client=httpx2.Client(transport=wire),
