@@ -56,6 +56,9 @@ class Route:
     provider: str | None = None
     """The provider that bills the call, when not the one whose API it speaks (the ledger's
     ``provider``): ``"gemini"`` for Gemini's OpenAI-compatible endpoint."""
+    service: str | None = None
+    """The service's OpenTelemetry provider name when the path tells it apart from its
+    provider's usual one: ``"gcp.vertex_ai"`` for Gemini on Vertex AI."""
 
     def priced_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as the estimator reads it (never sent)."""
@@ -124,6 +127,7 @@ def _gemini(path: str, body: Mapping[str, Any], table: PriceTable) -> Route:
     # A model method names the model in its path; a cache's create request in its body.
     found = model_of(path) or (str(body.get("model") or "").removeprefix("models/"), False)
     model, stream = found
+    service = "gcp.vertex_ai" if "/publishers/google/" in path else None
     if model not in table:
         raise UnknownModelError(
             f"No price for Gemini model {model!r} in price table {table.version}; spendguard "
@@ -132,7 +136,7 @@ def _gemini(path: str, body: Mapping[str, Any], table: PriceTable) -> Route:
             "cache_read = ..., output = ... }, context_window, max_output_tokens, source, "
             "as_of; and point SPENDGUARD_PRICES at it (docs/prices.md).",
             name=model, kind="model")
-    return Route(model, stream)
+    return Route(model, stream, service=service)
 
 
 def _gemini_openai(body: Mapping[str, Any], table: PriceTable) -> Route:

@@ -38,6 +38,8 @@ def provider_name(provider: str, platform: str | None, route: Route | None) -> s
     """The conventions' ``gen_ai.provider.name`` of a request's destination."""
     if platform in (AZURE, AZURE_PRICE_AFTER):
         return "azure.ai.openai"
+    if route is not None and route.service:
+        return route.service
     if route is not None:
         for prefix, name in _PLATFORM_PREFIXES:
             if route.model.startswith(prefix):
