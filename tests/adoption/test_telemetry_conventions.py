@@ -16,6 +16,7 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from google.genai import types
 
 pytest.importorskip("opentelemetry.sdk", reason="the OTel SDK comes with the dev extra "
                                                 "(pip install -e '.[dev]')")
@@ -314,7 +315,8 @@ def test_spans_reach_a_real_otlp_http_receiver() -> None:
 
 def test_gemini_calls_are_named_by_their_service(otel: Otel) -> None:
     emulator = Emulator(reply_tokens=20)
-    config = {"max_output_tokens": 10, "thinking_config": {"thinking_budget": 0}}
+    config = types.GenerateContentConfig(
+        max_output_tokens=10, thinking_config=types.ThinkingConfig(thinking_budget=0))
     spendguard.Gemini(api_key="k", budget=_budget(),
                       http_options=emulator.gemini_http_options()).models.generate_content(
         model="gemini-2.5-flash", contents="hi", config=config)
