@@ -78,7 +78,9 @@ def count_request_tokens(provider: str, endpoint: Endpoint | str,
     """Input tokens of a request ``body`` sent to ``endpoint`` (an :class:`Endpoint`, or the
     URL path it was sent to: ``"/v1/chat/completions"``…).
 
-    ``provider`` is ``"openai"`` or ``"anthropic"``. Never raises on the body's shape.
+    ``provider`` is ``"openai"``, ``"anthropic"`` or ``"gemini"`` (whose input is a stated
+    upper bound: :mod:`spendguard._costing.providers.gemini.requests`). Never raises on the
+    body's shape.
     """
     lowered = provider.lower() if isinstance(provider, str) else provider
     if lowered == "gemini":  # no offline tokenizer: the adapter's stated bound
