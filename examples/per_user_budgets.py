@@ -1,5 +1,6 @@
 """Per-user budgets and budget shapes: every end user of an app gets their own limit — money
-over a rolling hour and a call cap — made on first sight from the request's end-user field.
+over a rolling hour and a call cap — made on first sight from the request's end-user field;
+then a cap on how many users get a scope of their own, and a report that folds the rest.
 
     .venv/bin/python examples/per_user_budgets.py
 """
@@ -36,6 +37,19 @@ def main() -> None:
 
     report = spendguard.report_spend(ledger, by="scope")
     print(render_report_text(report), end="")
+
+    # A public demo page: at most 3 visitors a day get a scope of their own; later ones share
+    # one overflow scope (with one visitor's allowance) instead of making a scope each.
+    demo = spendguard.Budget("1", scope="app:demo", period="daily", ledger=ledger, warn_at=None)
+    demo.per("user", limit_usd="0.01", max_children=3)
+    client = _client.openai_client(budget=demo, max_retries=0)
+    for visitor in ["v1", "v2", "v3", "v4", "v5", "v6", "v1"]:
+        client.chat.completions.create(
+            model="gpt-4o-mini", max_tokens=200, safety_identifier=visitor,
+            messages=[{"role": "user", "content": "What can you do?"}])
+    # The report keeps the 2 visitors that spent most and folds the others into one row.
+    print(render_report_text(spendguard.report_spend(ledger, by="scope", scope="app:demo",
+                                                     top=2)), end="")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from typing import Any
 
 from spendguard._budget.events import CallEvent, Stage, subscribe
 from spendguard._core.money import ZERO
+from spendguard._core.private_files import write_private_text
 
 __all__ = ["ENV_VAR", "RunSettings", "RunTally", "boot"]
 
@@ -123,7 +124,7 @@ class RunTally:
         """Save this process's tally as ``<folder>/<pid>.json`` (written whole, then renamed)."""
         target = Path(folder) / f"{os.getpid()}.json"
         partial = target.with_suffix(".part")
-        partial.write_text(json.dumps(self.as_dict()), encoding="utf-8")
+        write_private_text(partial, json.dumps(self.as_dict()))
         partial.replace(target)
 
 

@@ -249,13 +249,17 @@ class Budget:
 
     def per(self, by: str, *, limit_usd: Decimal | str | int, warn_at: object = _INHERIT,
             on_warn: object = _INHERIT, period: object = _INHERIT,
-            max_calls: int | None = None) -> BudgetTemplate:
+            max_calls: int | None = None, max_children: int | None = None,
+            overflow: str = "share") -> BudgetTemplate:
         """A child budget per end user (``by="user"``) or per value of a tag (``"tag:KEY"``).
 
         Each call charged to this budget is also charged to the child of its user: scope
         ``"<this scope>/user:<id>"``, with this limit, period and call cap, made on first
         sight in the same transaction as the call. The user is the request's
         ``safety_identifier`` or ``user`` (OpenAI) or ``metadata.user_id`` (Anthropic).
+        ``max_children`` caps the distinct children per period; past it a new value's calls
+        share one scope, ``"<this scope>/user:%overflow"`` (``overflow="share"``), or are
+        refused (``overflow="refuse"``).
         """
         from spendguard._budget.templates import BudgetTemplate  # noqa: PLC0415 - templates import budgets
 
@@ -263,7 +267,8 @@ class Budget:
         for name, value in (("warn_at", warn_at), ("on_warn", on_warn), ("period", period)):
             if value is not _INHERIT:
                 options[name] = value
-        template = BudgetTemplate(self, by, limit_usd=limit_usd, options=options)
+        template = BudgetTemplate(self, by, limit_usd=limit_usd, options=options,
+                                  max_children=max_children, overflow=overflow)
         self.templates.append(template)
         return template
 

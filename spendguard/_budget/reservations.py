@@ -24,7 +24,7 @@ from spendguard._budget.ledger import open_ledger
 from spendguard._budget.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settlement
 from spendguard._budget.observing import reserve_observed
 from spendguard._budget.scopes import collect_budgets, current_tags
-from spendguard._budget.templates import with_templates
+from spendguard._budget.templates import over_cap, with_templates
 from spendguard._budget.thresholds import CallOverrun, ThresholdCrossed, announce
 from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError
 from spendguard._core.money import format_usd, parse_usd
@@ -194,6 +194,36 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
     if budgets is None:
         budgets = collect_budgets(client_budget)
     budgets = with_templates(budgets, call, user_tags)
+    try:
+        return _reserve(client_budget, budgets, worst, call, tags)
+    except BudgetExceeded as exc:
+        # A template's count of new children refused: its overflow scope instead (or a
+        # refusal naming max_children).
+        try:
+            shared = over_cap(budgets, exc)
+        except BudgetExceeded as refusal:  # overflow="refuse"
+            _refused(call, budgets, worst, refusal)
+            raise
+        if shared is None:
+            _refused(call, budgets, worst, exc)
+            raise
+    try:
+        return _reserve(client_budget, shared, worst, call, tags)
+    except BudgetExceeded as exc:
+        _refused(call, shared, worst, exc)
+        raise
+
+
+def _refused(call: CallInfo, budgets: tuple[Budget, ...], worst: Decimal,
+             exc: BudgetExceeded) -> None:
+    if listening():
+        publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst), scope=exc.scope,
+                message=str(exc))
+
+
+def _reserve(client_budget: Budget | None, budgets: tuple[Budget, ...], worst: Decimal,
+             call: CallInfo, tags: Mapping[str, str]) -> Reservation:
+    """Reserve ``worst`` in ``budgets``, one transaction per ledger, all or none."""
     primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
     clock = utc_now if primary is None else primary.clock
     now = as_utc(clock())
@@ -212,12 +242,9 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
         for ledger, claims in groups.values():
             held.append((ledger, reserve_observed(ledger, claims, worst, call, budgets,
                                                   time=now, expires_at=expires_at, tags=tags)))
-    except BaseException as exc:
+    except BaseException:
         for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
             ledger.release(reservation_id, reason="refused by another ledger", time=now)
-        if isinstance(exc, BudgetExceeded) and listening():
-            publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst),
-                    scope=exc.scope, message=str(exc))
         raise
     reservation = Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now,
                               clock=clock)

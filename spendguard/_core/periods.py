@@ -9,9 +9,15 @@ A rolling window (``"1h"``, ``"24h"``, ``"7d"``: a whole number of ``s``/``m``/`
 least a minute) counts what was spent in the last window instead. It is kept in
 :data:`WINDOW_STEPS` steps of a 60th of the window each (a minute for ``"1h"``): a call is
 charged to the step it was reserved in, key ``"1h@<step start, Unix seconds>"``, and a limit is
-checked against that step and the :data:`WINDOW_STEPS` before it. So a call counts for at least
-the whole window and at most one step longer: the sum is never less than the true spend of the
-last window. The same arithmetic runs in the Redis ledger's Lua scripts.
+checked against that step and the :data:`WINDOW_STEPS` before it. So a settled call counts for
+at least the whole window after its reservation and at most one step longer: the sum is never
+less than the true spend of the last window.
+
+A call still open is held apart from the steps, under the window's one held key
+(``"1h@open"``, :func:`held_key`), with its worst case and its count, until it settles or is
+released: an open call counts in every window, however long it runs. Settling moves what it
+cost into the step it was reserved in (a settled call counts at its reservation time). The
+same arithmetic runs in the Redis ledger's Lua scripts.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from spendguard._core.errors import BudgetConfigError
 
 __all__ = [
     "ALL_TIME", "PERIODS", "WINDOW_STEPS", "Clock", "Period", "as_utc", "check_period",
-    "period_key", "utc_now", "warning_key", "window_keys", "window_seconds",
+    "held_key", "period_key", "utc_now", "warning_key", "window_keys", "window_seconds",
 ]
 
 Period = str
@@ -109,13 +115,24 @@ def window_seconds(period: str) -> int | None:
 @functools.lru_cache(maxsize=256)  # read for every reserve; a key is the same for a while
 def window_keys(key: str) -> tuple[str, ...]:
     """The period keys whose totals a limit checks at ``key``: itself, and for a rolling
-    window's step also the :data:`WINDOW_STEPS` steps before it, newest first."""
+    window's step also the :data:`WINDOW_STEPS` steps before it, newest first, then the
+    window's held key (its open calls, :func:`held_key`)."""
     match = _WINDOW_KEY.fullmatch(key)
     if match is None:
         return (key,)
     label, start_s = f"{match[1]}{match[2]}", int(match[3])
     step_s = int(match[1]) * _UNIT_S[match[2]] // WINDOW_STEPS
-    return tuple(f"{label}@{start_s - back * step_s}" for back in range(WINDOW_STEPS + 1))
+    return (*(f"{label}@{start_s - back * step_s}" for back in range(WINDOW_STEPS + 1)),
+            f"{label}@open")
+
+
+@functools.lru_cache(maxsize=256)
+def held_key(key: str) -> str:
+    """Where a call open at period key ``key`` is held until it closes: ``key`` itself, or for
+    a rolling window's step the window's one held key (``"1h@1779357900"`` -> ``"1h@open"``),
+    which every check of that window sums, however old the call's step."""
+    match = _WINDOW_KEY.fullmatch(key)
+    return key if match is None else f"{match[1]}{match[2]}@open"
 
 
 def warning_key(key: str) -> str:

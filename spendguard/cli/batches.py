@@ -17,6 +17,7 @@ import click
 
 from spendguard._core.errors import SpendguardError
 from spendguard._core.money import format_usd
+from spendguard._core.private_files import open_private
 from spendguard._core.terminal import printable
 from spendguard._strategies.batch import (
     BatchJob,
@@ -29,6 +30,25 @@ from spendguard._strategies.batch import (
 from spendguard._strategies.batch.polling import Polling
 
 __all__ = ["batches"]
+
+class _PrivateAppend(click.File):
+    """A file results are appended to, made 0600 if new (results say what was asked)."""
+
+    def __init__(self) -> None:
+        super().__init__("a")
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if value == "-" or hasattr(value, "write"):
+            return super().convert(value, param, ctx)
+        try:
+            opened = open_private(value, "a")
+        except OSError as exc:
+            self.fail(f"cannot write {value}: {exc.strerror or exc}", param, ctx)
+        if ctx is not None:
+            ctx.call_on_close(opened.close)
+        return opened
+
 
 _LEDGER = click.option("--ledger", default=None, metavar="URL",
                        help="Ledger URL or path (default: spendguard's default ledger).")
@@ -133,7 +153,7 @@ def _line(result: BatchResult) -> str:
               help="Poll until the jobs end, or look once.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None,
               help="Stop waiting after this many seconds.")
-@click.option("--output", "-o", type=click.File("a"), default="-",
+@click.option("--output", "-o", type=_PrivateAppend(), default="-",
               help="Append results here as JSON lines (default: standard output).")
 @click.option("--take-over", is_flag=True,
               help="Resume jobs another running process owns.")
@@ -172,7 +192,7 @@ def resume(job_id: str | None, ledger: str | None, base_url: str | None, wait: b
 @click.argument("job_id")
 @_LEDGER
 @_BASE_URL
-@click.option("--output", "-o", type=click.File("a"), default="-",
+@click.option("--output", "-o", type=_PrivateAppend(), default="-",
               help="Append results here as JSON lines (default: standard output).")
 @click.option("--json", "as_json", is_flag=True,
               help="The closing summary as JSON on stderr (results are JSON lines anyway).")

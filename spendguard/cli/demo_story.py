@@ -17,6 +17,7 @@ import httpx2
 import spendguard
 from spendguard._budget.thresholds import ThresholdCrossed
 from spendguard._core.money import format_usd
+from spendguard._core.private_files import make_private_dir
 from spendguard.testing import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Emulator
 
 __all__ = ["run_demo"]
@@ -151,7 +152,7 @@ def run_demo(*, ledger_url: str | None = None, out_dir: Path | None = None,
              echo: Echo = print) -> dict[str, Any]:
     """Run the demo; returns what it showed (for tests)."""
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="spendguard-demo-"))
-    work.mkdir(parents=True, exist_ok=True)
+    make_private_dir(work)
     url = ledger_url or f"sqlite:///{work / 'ledger.db'}"
     emulator = Emulator(seed=7, reply_tokens=350)
     echo("spendguard demo — against the offline provider EMULATOR (no API key, no network;")

@@ -9,6 +9,7 @@ import click
 
 from spendguard._core.errors import ConfigError
 from spendguard._reporting.report import render_text, report_spend, write_html
+from spendguard._reporting.report.folding import DEFAULT_TOP
 from spendguard._reporting.report.summary import check_by
 from spendguard.cli.export import filter_options, option_error
 
@@ -29,18 +30,23 @@ def _by(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @filter_options
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, writable=True),
               metavar="FILE", help="Also write a self-contained HTML page with charts.")
+@click.option("--top", type=click.IntRange(min=1), default=DEFAULT_TOP, show_default=True,
+              help="Child scopes of one parent (per-user budgets) shown before the rest are "
+                   "folded into one row.")
+@click.option("--all-scopes", is_flag=True, help="Show every scope; fold nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (exact money) for machines.")
 def report(by: str, ledger_url: str | None, since: datetime | None, until: datetime | None,
            scope: str | None, tag: str | None, model: str | None, html_path: str | None,
-           as_json: bool) -> None:
+           top: int, all_scopes: bool, as_json: bool) -> None:
     """Show what was spent: a table by model (or scope, tag, day), budgets against their
     limits, cache hit rate, batch share, and how estimates compared with actual usage.
 
-    Totals are exact sums of the ledger. Times are UTC.
+    Totals are exact sums of the ledger. Times are UTC. Child scopes of one parent past the
+    --top that spent most (per-user budgets) fold into one row; --all-scopes shows them all.
     """
     try:
         result = report_spend(ledger_url, by=by, since=since, until=until, scope=scope,
-                              tag=tag, model=model)
+                              tag=tag, model=model, top=None if all_scopes else top)
         if html_path:
             write_html(result, html_path)
     except ConfigError as exc:

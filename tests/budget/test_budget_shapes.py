@@ -66,8 +66,9 @@ def test_a_windows_key_names_its_one_minute_step_and_a_limit_reads_sixty_steps_b
     key = period_key("1h", HOUR_START + timedelta(seconds=59))
     assert key == f"1h@{int(HOUR_START.timestamp())}"
     keys = window_keys(key)
-    assert len(keys) == WINDOW_STEPS + 1 and keys[0] == key
-    assert keys[-1] == f"1h@{int(HOUR_START.timestamp()) - 3600}"
+    assert len(keys) == WINDOW_STEPS + 2 and keys[0] == key
+    assert keys[-2] == f"1h@{int(HOUR_START.timestamp()) - 3600}"
+    assert keys[-1] == "1h@open"  # the calls still open, however old
     assert window_keys("2031-01") == ("2031-01",)
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from spendguard._budget.ledger.base import SpendRecord
+from spendguard._budget.ledger.schema import newer_schema_error
 from spendguard._core.errors import ConfigError, LedgerError
 from spendguard._core.terminal import masked_url
 
@@ -99,8 +100,14 @@ class PostgresArchive:
         self.url = masked_url(url)
         try:
             self._db = psycopg.connect(url, connect_timeout=connect_timeout_s)
-            self.migrated = migrate(self._db)
         except psycopg.Error as exc:
+            raise LedgerError(f"cannot open the PostgreSQL archive {self.url}: {exc}") from exc
+        try:
+            self.migrated = migrate(self._db, self.url)
+        except BaseException as exc:
+            self._db.close()
+            if not isinstance(exc, psycopg.Error):
+                raise
             raise LedgerError(f"cannot open the PostgreSQL archive {self.url}: {exc}") from exc
 
     def write(self, records: Sequence[SpendRecord], *, source: str) -> int:
@@ -119,14 +126,17 @@ class PostgresArchive:
         self._db.close()
 
 
-def migrate(db: psycopg.Connection[Any]) -> list[str]:
-    """Apply the migrations ``db`` lacks, atomically; returns their names."""
+def migrate(db: psycopg.Connection[Any], url: str = "") -> list[str]:
+    """Apply the migrations ``db`` lacks, atomically; returns their names. An archive with
+    migrations this spendguard does not know (a newer one made it) is refused."""
     with db.transaction(), db.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         cursor.execute("CREATE TABLE IF NOT EXISTS spendguard_migrations "
                        "(name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)")
         cursor.execute("SELECT name FROM spendguard_migrations")
         applied = {name for (name,) in cursor.fetchall()}
+        if not applied <= {function.__name__ for function in MIGRATIONS}:
+            raise newer_schema_error(f"archive {url}", len(applied), len(MIGRATIONS))
         pending = [function for function in MIGRATIONS if function.__name__ not in applied]
         for function in pending:
             function(cursor)

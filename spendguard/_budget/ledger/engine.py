@@ -32,10 +32,10 @@ from spendguard._budget.ledger.base import (
 from spendguard._budget.ledger.limits import merge_claims, refusal, sum_totals
 from spendguard._core.errors import LedgerError
 from spendguard._core.money import ZERO
-from spendguard._core.periods import warning_key, window_keys
+from spendguard._core.periods import held_key, warning_key, window_keys
 
-__all__ = ["OPEN", "Call", "CallRow", "Event", "TransactionalLedger", "Tx", "merge_claims",
-           "sum_totals", "window_totals"]
+__all__ = ["OPEN", "Call", "CallRow", "Event", "TransactionalLedger", "Tx", "event_changes",
+           "merge_claims", "sum_totals", "window_totals"]
 
 OPEN = "open"
 _HOST = socket.gethostname()
@@ -181,6 +181,32 @@ class Tx(Protocol):
 # one key for a whole step (a minute of a 1h window): parsed once per key, not once per call.
 _window_keys = functools.lru_cache(maxsize=4096)(window_keys)
 _warning_key = functools.lru_cache(maxsize=4096)(warning_key)
+_held_key = functools.lru_cache(maxsize=4096)(held_key)
+
+TotalsChange = tuple[str, Decimal, Decimal, int]
+"""A change to one period key's totals: (period key, spent USD, reserved USD, calls)."""
+
+
+def event_changes(kind: str, amount_usd: Decimal, worst_usd: Decimal,
+                  period_key: str) -> tuple[TotalsChange, ...]:
+    """What one logged event did to the totals of one claim's period: the rule that every
+    backend writes and ``verify`` replays.
+
+    A reservation is held, with its count, under the claim's held key (the period itself, or
+    a rolling window's held key); settling or recovering a call lets that go and charges what
+    it cost, and counts it, in the period it was reserved in; a release only lets it go; an
+    adjustment charges its amount. In a calendar period both keys are the same one.
+    """
+    held = _held_key(period_key)
+    if kind == "reserve":
+        return ((held, ZERO, amount_usd, 1),)
+    if kind == "adjust":
+        return ((period_key, amount_usd, ZERO, 0),)
+    counted = 0 if kind == "release" else 1
+    spent = ZERO if kind == "release" else amount_usd
+    if held == period_key:
+        return ((period_key, spent, -worst_usd, counted - 1),)
+    return ((held, ZERO, -worst_usd, -1), (period_key, spent, ZERO, counted))
 
 
 def window_totals(tx: Tx, claim: ScopeClaim) -> Totals:
@@ -221,12 +247,13 @@ class TransactionalLedger(ABC):
             tx.insert_call(row)
             tx.append_event(call_id, "reserve", time, amount_usd)
             for claim, checked in zip(merged, current, strict=True):
-                # A rolling window's sum was checked; the call goes in its current step.
-                step = tx.totals(claim.scope, claim.period_key) if "@" in claim.period_key \
-                    else checked
-                tx.put_totals(claim.scope, claim.period_key,
-                              Totals(step.spent_usd, step.reserved_usd + amount_usd,
-                                     step.calls + 1))
+                # An open call is held apart from a rolling window's steps (its held key,
+                # summed by every check of the window): it counts until it closes.
+                key = _held_key(claim.period_key)
+                held = checked if key == claim.period_key else tx.totals(claim.scope, key)
+                tx.put_totals(claim.scope, key,
+                              Totals(held.spent_usd, held.reserved_usd + amount_usd,
+                                     held.calls + 1))
         return call_id
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
@@ -252,7 +279,7 @@ class TransactionalLedger(ABC):
             row.note = settlement.note or row.note
             tx.update_call(row)
             tx.append_event(reservation_id, "settle", settlement.time, settlement.actual_usd)
-            self._move(tx, row, spent_usd=settlement.actual_usd)
+            self._move(tx, row, "settle", settlement.actual_usd)
             return self._crossings(tx, row.claims, settlement.time)
 
     def release(self, reservation_id: str, *, reason: str, time: datetime) -> bool:
@@ -270,7 +297,7 @@ class TransactionalLedger(ABC):
             row.note = reason
             tx.update_call(row)
             tx.append_event(reservation_id, "release", time, ZERO, reason)
-            self._move(tx, row, spent_usd=ZERO, calls=-1)  # not billed: not counted
+            self._move(tx, row, "release", ZERO)  # not billed: not counted
             return True
 
     def adjust(self, claims: Sequence[ScopeClaim], amount_usd: Decimal, *, time: datetime,
@@ -302,17 +329,16 @@ class TransactionalLedger(ABC):
                 row = calls.get(event.call_id)
                 if row is None:
                     return [f"event {event.kind} refers to unknown call {event.call_id}"]
-                held = event.amount_usd if event.kind == "reserve" else (
-                    ZERO if event.kind == "adjust" else -row.record.estimated_usd)
-                spent = ZERO if event.kind in ("reserve", "release") else event.amount_usd
-                counted = {"reserve": 1, "release": -1}.get(event.kind, 0)
                 if event.kind != "reserve":
                     closing[event.call_id] = event.kind
                 for claim in row.claims:
-                    key = (claim.scope, claim.period_key)
-                    old = expected.get(key, Totals())
-                    expected[key] = Totals(old.spent_usd + spent, old.reserved_usd + held,
-                                           old.calls + counted)
+                    for period_key, spent, held, counted in event_changes(
+                            event.kind, event.amount_usd, row.record.estimated_usd,
+                            claim.period_key):
+                        key = (claim.scope, period_key)
+                        old = expected.get(key, Totals())
+                        expected[key] = Totals(old.spent_usd + spent, old.reserved_usd + held,
+                                               old.calls + counted)
             stored = {(scope, key): totals for scope, key, totals in tx.all_totals()}
         problems = [f"totals of {scope!r} in {key}: stored {stored.get((scope, key))}, events "
                     f"give {want}"
@@ -334,13 +360,16 @@ class TransactionalLedger(ABC):
             raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
         return row
 
-    def _move(self, tx: Tx, row: Call, *, spent_usd: Decimal, calls: int = 0) -> None:
-        """Take a call's worst case out of reserved and add what it cost to spent."""
+    def _move(self, tx: Tx, row: Call, kind: str, spent_usd: Decimal) -> None:
+        """Close a call (``kind``: settle, release or recover) in its claims' totals: its worst
+        case no longer held, what it cost charged where it was reserved."""
         for claim in row.claims:
-            old = tx.totals(claim.scope, claim.period_key)
-            tx.put_totals(claim.scope, claim.period_key,
-                          Totals(old.spent_usd + spent_usd, old.reserved_usd - row.estimated_usd,
-                                 old.calls + calls))
+            for key, spent, held, counted in event_changes(kind, spent_usd, row.estimated_usd,
+                                                           claim.period_key):
+                old = tx.totals(claim.scope, key)
+                tx.put_totals(claim.scope, key,
+                              Totals(old.spent_usd + spent, old.reserved_usd + held,
+                                     old.calls + counted))
 
     def _recover(self, tx: Tx, now: datetime) -> list[str]:
         recovered = []
@@ -352,7 +381,7 @@ class TransactionalLedger(ABC):
             row.actual_usd, row.usage_estimated, row.note = worst, True, note
             tx.update_call(row)
             tx.append_event(row.id, "recover", now, worst, note)
-            self._move(tx, row, spent_usd=worst)
+            self._move(tx, row, "recover", worst)
             recovered.append(row.id)
         return recovered
 

@@ -7,9 +7,14 @@ Never edit a released migration: add the next one.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
+from decimal import Decimal
+
+from spendguard._budget.ledger.schema import newer_schema_error
+from spendguard._core.periods import held_key
 
 __all__ = ["MIGRATIONS", "migrate", "migration"]
 
@@ -23,18 +28,25 @@ def migration(function: Migration) -> Migration:
     return function
 
 
-def migrate(db: sqlite3.Connection) -> list[str]:
-    """Apply the migrations ``db`` lacks; returns their names. ``db`` must be in autocommit mode."""
+def migrate(db: sqlite3.Connection, ledger: str = "") -> list[str]:
+    """Apply the migrations ``db`` lacks; returns their names. ``db`` must be in autocommit mode.
+
+    The file's schema version is the number of migrations applied to it, also stamped in
+    ``PRAGMA user_version``; a file with migrations this spendguard does not know (a newer one
+    wrote it) is refused with :func:`~spendguard._budget.ledger.schema.newer_schema_error`.
+    """
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
-    if _pending(db) == []:
+    if _pending(db, ledger) == []:
         return []  # the common case: no write lock taken
     db.execute("BEGIN IMMEDIATE")
     try:
-        pending = _pending(db)  # again, under the lock: another process may have just migrated
+        # Again, under the lock: another process may have just migrated.
+        pending = _pending(db, ledger)
         for function in pending:
             function(db)
             db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
                        (function.__name__, datetime.now(UTC).isoformat()))
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -42,8 +54,13 @@ def migrate(db: sqlite3.Connection) -> list[str]:
     return [function.__name__ for function in pending]
 
 
-def _pending(db: sqlite3.Connection) -> list[Migration]:
+def _pending(db: sqlite3.Connection, ledger: str) -> list[Migration]:
     applied = {name for (name,) in db.execute("SELECT name FROM _migrations")}
+    known = {function.__name__ for function in MIGRATIONS}
+    stamped = db.execute("PRAGMA user_version").fetchone()[0]
+    if not applied <= known or stamped > len(MIGRATIONS):
+        raise newer_schema_error(ledger or "file", max(len(applied), stamped),
+                                 len(MIGRATIONS))
     return [function for function in MIGRATIONS if function.__name__ not in applied]
 
 
@@ -204,3 +221,29 @@ def m004_events_without_autoincrement(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE events")
     db.execute("ALTER TABLE events_rebuilt RENAME TO events")
     db.execute("DELETE FROM sqlite_sequence WHERE name = 'events'")
+
+
+@migration
+def m005_open_calls_held_apart(db: sqlite3.Connection) -> None:
+    # A rolling window's open calls are held under its held key ("1h@open") until they close,
+    # not in the step they were reserved in, which the window stops summing once it is a
+    # window old: a call still running would stop counting. The calls open now move there.
+    # Money is exact Decimal text, so it is added here, not by SQLite (floating point).
+    moves: dict[tuple[str, str], tuple[Decimal, int]] = {}
+    rows = db.execute("SELECT estimated_usd, claims FROM calls WHERE state = 'open'")
+    for worst_text, claims_text in rows.fetchall():
+        worst = Decimal(worst_text)
+        for scope, key, *_ in json.loads(claims_text):
+            held = held_key(key)
+            if held == key:
+                continue
+            for target, sign in ((key, -1), (held, 1)):
+                usd, calls = moves.get((scope, target), (Decimal(0), 0))
+                moves[(scope, target)] = (usd + sign * worst, calls + sign)
+    for (scope, key), (usd, calls) in moves.items():
+        row = db.execute("SELECT spent_usd, reserved_usd, calls FROM totals WHERE scope = ? AND "
+                         "period_key = ?", (scope, key)).fetchone()
+        spent, reserved, counted = row if row is not None else ("0", "0", 0)
+        db.execute("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
+                   "calls) VALUES (?, ?, ?, ?, ?)",
+                   (scope, key, spent, str(Decimal(reserved) + usd), counted + calls))

@@ -141,8 +141,11 @@ class SqliteLedger(TransactionalLedger):
             if not check_existing(path):
                 create_atomically(path, _prepare)
             db = self._connection()
-            migrate(db)
+            migrate(db, f"at {path}")
             _check_integrity(db)
+        except LedgerError:  # a newer spendguard's ledger
+            self.close()
+            raise
         except (OSError, sqlite3.Error) as exc:
             self.close()
             raise ledger_error(path, "open", exc) from exc

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from spendguard._core.errors import LedgerError
+from spendguard._core.private_files import PRIVATE_FILE_MODE, make_private_dir
 
 __all__ = ["check_existing", "create_atomically", "ledger_error", "read_only_uris"]
 
@@ -69,9 +70,12 @@ def check_existing(path: Path) -> bool:
 
 def create_atomically(path: Path, prepare: Callable[[sqlite3.Connection], None]) -> None:
     """Make a new ledger at ``path`` (unless another process just did): whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
     try:
+        # Made 0600 before SQLite opens it: SQLite gives the -wal and -shm files the mode of
+        # the database file, and the link below keeps it.
+        os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
         db = sqlite3.connect(temporary, isolation_level=None)
         try:
             prepare(db)
@@ -83,7 +87,8 @@ def create_atomically(path: Path, prepare: Callable[[sqlite3.Connection], None])
             pass  # another process made it first: use theirs
         except OSError:
             # No hard links on this file system: claim the name exclusively, then fill it.
-            with contextlib.suppress(FileExistsError), path.open("xb") as made:
+            with contextlib.suppress(FileExistsError), os.fdopen(os.open(
+                    path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE), "wb") as made:
                 made.write(temporary.read_bytes())
     finally:
         for leftover in (temporary, Path(f"{temporary}-wal"), Path(f"{temporary}-shm")):

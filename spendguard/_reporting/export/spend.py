@@ -15,6 +15,7 @@ from typing import Any, Literal, TextIO
 from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import ZERO, exact_sums
+from spendguard._core.private_files import open_private
 from spendguard._costing.prices import PriceTable, default_table
 from spendguard._reporting.export.csv import write_csv
 from spendguard._reporting.export.filters import SpendFilter, ledger_of
@@ -113,7 +114,7 @@ def _opened(out: str | os.PathLike[str] | TextIO) -> Iterator[tuple[TextIO, Path
         path = Path(out)
         try:
             # newline="": the CSV writer ends lines itself (RFC 4180 CRLF).
-            with path.open("w", encoding="utf-8", newline="") as stream:
+            with open_private(path, newline="") as stream:
                 yield stream, path
         except OSError as exc:
             raise ConfigError(f"out: cannot write {path}: {exc.strerror or exc}; check the path "

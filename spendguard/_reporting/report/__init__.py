@@ -14,7 +14,9 @@ from pathlib import Path
 from spendguard._budget.ledger.base import Ledger
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import exact_sums
+from spendguard._core.private_files import write_private_text
 from spendguard._reporting.export.filters import SpendFilter, ledger_of
+from spendguard._reporting.report.folding import DEFAULT_TOP
 from spendguard._reporting.report.html import render_html
 from spendguard._reporting.report.summary import (
     GROUPINGS,
@@ -45,23 +47,29 @@ __all__ = [
 def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: str = "model",
                  since: datetime | date | str | None = None,
                  until: datetime | date | str | None = None, scope: str | None = None,
-                 tag: str | None = None, model: str | None = None) -> SpendReport:
+                 tag: str | None = None, model: str | None = None,
+                 top: int | None = DEFAULT_TOP) -> SpendReport:
     """A report of the ledger's spend, grouped ``by`` model, scope, tag, day or provider
     (``tag:KEY`` groups by one tag's values). Filters as in :func:`spendguard.export_spend`.
-    Its ``total_usd`` is the exact sum of the records read."""
+    Its ``total_usd`` is the exact sum of the records read. Children of one parent and kind
+    (per-user scopes) past the ``top`` that spent most fold into one row; ``top=None`` shows
+    them all."""
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+        raise ConfigError(f"top: {top!r} is not a number of rows; use a whole number of at "
+                          f"least 1, or None to show every scope")
     check_by(by)
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
     opened = ledger_of(ledger)
     with exact_sums():
         return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
-                         until=chosen.until)
+                         until=chosen.until, top=top)
 
 
 def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:
     """Save the report's page at ``path``; returns the path."""
     target = Path(path)
     try:
-        target.write_text(render_html(report), encoding="utf-8")
+        write_private_text(target, render_html(report))
     except OSError as exc:
         raise ConfigError(f"html: cannot write {target}: {exc.strerror or exc}; check the path and "
                           f"its permissions") from exc

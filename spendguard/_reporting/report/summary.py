@@ -29,6 +29,7 @@ from spendguard._reporting.export.records import (
     reported_tokens,
     utc_day,
 )
+from spendguard._reporting.report.folding import DEFAULT_TOP, fold_names, is_bookkeeping
 
 __all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "WouldRefuse",
            "summarise"]
@@ -104,6 +105,8 @@ class BudgetUse:
     spent_usd: Decimal
     reserved_usd: Decimal
     limit_usd: Decimal | None
+    folded: int = 0
+    """For a row of folded children: how many (its spend is theirs in the selection)."""
 
     @property
     def used(self) -> float | None:
@@ -177,7 +180,8 @@ class SpendReport:
             "budgets": [{"scope": b.scope, "period": b.period_key,
                          "spent_usd": decimal_text(b.spent_usd),
                          "reserved_usd": decimal_text(b.reserved_usd),
-                         "limit_usd": None if b.limit_usd is None else decimal_text(b.limit_usd)}
+                         "limit_usd": None if b.limit_usd is None else decimal_text(b.limit_usd),
+                         "folded": b.folded}
                         for b in self.budgets],
             "estimates": [{"model": e.model, "calls": e.calls,
                            "estimated_input_tokens": e.estimated_input_tokens,
@@ -200,8 +204,13 @@ def check_by(by: str) -> str:
 
 
 def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
-              since: datetime | None = None, until: datetime | None = None) -> SpendReport:
-    """Read ``records`` once into a report grouped ``by`` (see :data:`GROUPINGS`)."""
+              since: datetime | None = None, until: datetime | None = None,
+              top: int | None = DEFAULT_TOP) -> SpendReport:
+    """Read ``records`` once into a report grouped ``by`` (see :data:`GROUPINGS`).
+
+    Children of one parent and kind past the ``top`` that spent most are folded into one row
+    (:mod:`~spendguard._reporting.report.folding`); ``top=None`` shows every scope.
+    """
     report = SpendReport(check_by(by), ledger.url, since, until,
                          overlapping=by in ("scope", "tag"))
     groups: dict[str, Group] = {}
@@ -211,6 +220,7 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
     latest: dict[str, tuple[datetime, str, Decimal | None]] = {}
     day_model: defaultdict[tuple[date, str], Decimal] = defaultdict(lambda: ZERO)
     observed: dict[str, WouldRefuse] = {}
+    spent_by_scope: defaultdict[str, Decimal] = defaultdict(lambda: ZERO)
     for record in records:
         if is_marker(record):  # $0 events carried by tags: runaway trips are listed
             if record.tags.get("spendguard.event") == "runaway":
@@ -243,22 +253,53 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
         for scope, key, limit in zip(record.scopes, record.period_keys,
                                      record.limits_usd or [None] * len(record.scopes),
                                      strict=False):
+            spent_by_scope[scope] += record.actual_usd
             if scope not in latest or latest[scope][0] <= record.time:
                 # an observe-mode call went out with its limit lifted; the tag keeps the limit
                 latest[scope] = (record.time, key, refused_by.get(scope, limit))
+    folded = fold_names(spent_by_scope, top)
+    if by == "scope":
+        groups = _folded_groups(groups, folded)
     report.groups = sorted(groups.values(), key=_by_name if by == "day" else _by_spend)
     report.by_model = sorted(models.values(), key=_by_spend)
     report.by_day = [days[day] for day in sorted(days)]
     report.day_model_usd = dict(day_model)
     report.estimates = sorted(estimates.values(), key=lambda e: -e.actual_usd)
     report.would_refuse = [observed[scope] for scope in sorted(observed)]
+    rows: dict[str, list[str]] = {}
+    for scope, row in folded.items():
+        rows.setdefault(row, []).append(scope)
     for scope, (_, key, limit) in sorted(latest.items()):
+        if scope in folded or is_bookkeeping(scope):
+            continue
         # A rolling window: the window ending at the scope's latest step, as a limit reads it.
         keys = window_keys(key)
         totals = ledger.totals(scope, key) if len(keys) == 1 else ledger.totals_sum(scope, keys)
         report.budgets.append(BudgetUse(scope, key, totals.spent_usd, totals.reserved_usd,
                                         limit))
+    report.budgets += [BudgetUse(row, "", sum((spent_by_scope[s] for s in scopes), ZERO), ZERO,
+                                 None, folded=len(scopes)) for row, scopes in sorted(rows.items())]
     return report
+
+
+def _folded_groups(groups: dict[str, Group], folded: dict[str, str]) -> dict[str, Group]:
+    """Scope groups with folded children summed into their row, count scopes left out."""
+    out: dict[str, Group] = {}
+    for name, group in groups.items():
+        if is_bookkeeping(name):
+            continue
+        row = folded.get(name)
+        if row is None:
+            out[name] = group
+            continue
+        into = out.setdefault(row, Group(row))
+        into.spent_usd += group.spent_usd
+        into.calls += group.calls
+        into.input_tokens += group.input_tokens
+        into.cache_read_tokens += group.cache_read_tokens
+        into.output_tokens += group.output_tokens
+        into.batch_usd += group.batch_usd
+    return out
 
 
 def _names(record: SpendRecord, by: str) -> list[str]:

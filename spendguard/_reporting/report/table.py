@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from spendguard._budget.templates import OVERFLOW_SUFFIX
 from spendguard._core.money import format_usd
 from spendguard._core.periods import WINDOW_STEPS, window_seconds
 from spendguard._core.terminal import printable
@@ -77,6 +78,13 @@ def render_text(report: SpendReport) -> str:
             (b.scope, _period_label(b.period_key), usd(b.spent_usd),
              "unlimited" if b.limit_usd is None else usd(b.limit_usd), percent(b.used),
              _bar(b.used)) for b in report.budgets])]
+    overflowing = [b.scope for b in report.budgets if b.scope.endswith(OVERFLOW_SUFFIX)]
+    if overflowing:
+        lines.append(f"({', '.join(overflowing)}: values past their template's max_children, "
+                     f"sharing one budget)")
+    if any(b.folded for b in report.budgets):
+        lines.append("(a \"* (N more)\" row sums the children past the top that spent most; "
+                     "--all-scopes lists them)")
     if report.runaway_trips:
         lines += ["", *_aligned(("RUNAWAY TRIPS", "RULE", "TRIPS"), rows=[
             (scope, rule, f"{count:,}")

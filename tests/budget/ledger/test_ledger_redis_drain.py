@@ -18,7 +18,7 @@ from spendguard._budget.ledger.drain import DrainResult, drain
 from spendguard._budget.ledger.drain_postgres import PostgresArchive
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.ledger.sqlite import SqliteLedger
-from spendguard._core.errors import ConfigError
+from spendguard._core.errors import ConfigError, LedgerError
 from tests.ledger_helpers import START, call_info
 from tests.redis_helpers import (
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
@@ -165,6 +165,17 @@ def test_the_postgresql_table_is_made_once_by_its_migration(pg_url: str) -> None
     assert (first.migrated, second.migrated) == (["p001_records"], [])
     first.close()
     second.close()
+
+
+@requires_postgres
+def test_a_postgresql_archive_a_newer_spendguard_migrated_is_not_written(pg_url: str) -> None:
+    import psycopg
+
+    PostgresArchive(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        db.execute("INSERT INTO spendguard_migrations VALUES ('p999_from_the_future', now())")
+    with pytest.raises(LedgerError, match=r"has schema 2.*knows schema 1 at most.*upgrade"):
+        PostgresArchive(pg_url)
 
 
 def _open_ids(ledger: RedisLedger) -> list[str]:

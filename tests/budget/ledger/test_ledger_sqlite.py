@@ -98,7 +98,7 @@ def test_migrations_build_the_schema_once_and_record_their_names(tmp_path: Path)
     db = sqlite3.connect(path)
     assert [name for (name,) in db.execute("SELECT name FROM _migrations")] == [
         "m001_initial", "m002_batch_jobs", "m003_call_counts",
-        "m004_events_without_autoincrement"]
+        "m004_events_without_autoincrement", "m005_open_calls_held_apart"]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
 

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from spendguard._budget.ledger.base import SpendRecord, Totals
+from spendguard._budget.ledger.engine import event_changes
 from spendguard._budget.ledger.filters import parse_tag, record_matches
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.redis.codec import (
@@ -147,16 +148,14 @@ def _replay(session: RedisSession, stored_text: dict[str, str], last: Any) -> li
                 return [f"event {event['kind']} refers to unknown call {event['call']}"]
             claims, worst, _ = call
             amount = tidy(event["usd"])
-            held = amount if event["kind"] == "reserve" else (
-                ZERO if event["kind"] == "adjust" else -worst)
-            spent = ZERO if event["kind"] in ("reserve", "release") else amount
-            counted = {"reserve": 1, "release": -1}.get(event["kind"], 0)
             if event["kind"] in _CLOSING:
                 closing.add(event["call"])
-            for scope, period_key, *_ in claims:
-                old = expected.get(total_field(scope, period_key), (ZERO, ZERO, 0))
-                expected[total_field(scope, period_key)] = (old[0] + spent, old[1] + held,
-                                                            old[2] + counted)
+            for scope, claim_key, *_ in claims:
+                for period_key, spent, held, counted in event_changes(event["kind"], amount,
+                                                                      worst, claim_key):
+                    old = expected.get(total_field(scope, period_key), (ZERO, ZERO, 0))
+                    expected[total_field(scope, period_key)] = (old[0] + spent, old[1] + held,
+                                                                old[2] + counted)
         if len(batch) < 1000:
             break
         start = f"({batch[-1][0]}"

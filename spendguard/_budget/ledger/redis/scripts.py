@@ -19,12 +19,15 @@ Keys, all under the ledger's prefix ``P``:
   ``detail`` — that ``verify()`` replays;
 - ``P totals`` (hash): ``"<period_key> <scope>"`` -> ``"<spent> <reserved> <calls>"`` (calls
   counted for ``max_calls``; a value written before call caps has no third part: 0). A rolling
-  window's period key names one step (``"1h@1779357900"``); a limit sums that step and the 60
-  before it, as :func:`spendguard._core.periods.window_keys` does;
+  window's period key names one step (``"1h@1779357900"``), where its calls are charged and
+  counted once they close; its open calls are held, and counted, under its held key
+  (``"1h@open"``) until then; a limit sums the step, the 60 before it and the held key, as
+  :func:`spendguard._core.periods.window_keys` does;
 - ``P crossings`` (hash): ``"<period_key> <scope> <warn>"`` -> µs time it was first reached (for
   a rolling window the key of its window-length stretch,
   :func:`~spendguard._core.periods.warning_key`);
-- ``P meta`` (hash): ``schema``.
+- ``P meta`` (hash): ``schema`` (:data:`~spendguard._budget.ledger.redis.session.SCHEMA`;
+  ``MIGRATE_2`` brings a schema 1 ledger's open calls to their held keys).
 
 Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles,
 passed as two values rather than a table; see :mod:`spendguard._budget.ledger.redis.codec`.
@@ -37,8 +40,8 @@ key, ``P totals``, only so that the cluster routes it to the primary holding tha
 
 from __future__ import annotations
 
-__all__ = ["ADJUST", "BODIES", "COMMON", "IMPORT", "RECOVER", "RELEASE", "RESERVE",
-           "SETTLE"]
+__all__ = ["ADJUST", "BODIES", "COMMON", "IMPORT", "MIGRATE_2", "RECOVER", "RELEASE",
+           "RESERVE", "SETTLE"]
 
 COMMON = r"""
 local E = 1000000000000000
@@ -97,16 +100,16 @@ local function get_totals(f)
   cached[f] = t
   return t
 end
+local function bump(f, sd, sf, rd, rf, calls)
+  local t = get_totals(f)
+  t[1], t[2] = add(t[1], t[2], sd, sf)
+  t[3], t[4] = add(t[3], t[4], rd, rf)
+  t[5] = t[5] + calls
+  redis.call('HSET', TOTALS, f, fmt(t[1], t[2]) .. ' ' .. fmt(t[3], t[4]) .. ' ' ..
+             string.format('%d', t[5]))
+end
 local function move(claims, sd, sf, rd, rf, calls)
-  for _, c in ipairs(claims) do
-    local f = field(c)
-    local t = get_totals(f)
-    t[1], t[2] = add(t[1], t[2], sd, sf)
-    t[3], t[4] = add(t[3], t[4], rd, rf)
-    t[5] = t[5] + calls
-    redis.call('HSET', TOTALS, f, fmt(t[1], t[2]) .. ' ' .. fmt(t[3], t[4]) .. ' ' ..
-               string.format('%d', t[5]))
-  end
+  for _, c in ipairs(claims) do bump(field(c), sd, sf, rd, rf, calls) end
 end
 local UNIT_S = {s = 1, m = 60, h = 3600, d = 86400}
 local STEPS = 60
@@ -116,7 +119,32 @@ local function window(c)
   if not n then return nil end
   return n .. u, tonumber(n) * UNIT_S[u], tonumber(start)
 end
--- What a limit is checked against: the period's totals, or the window's last STEPS + 1 steps.
+-- Where an open call is held: its period, or its rolling window's held key ("1h@open").
+local function held_field(c)
+  local label = window(c)
+  if not label then return field(c) end
+  return label .. '@open ' .. c[1]
+end
+-- A reservation: its worst case held, and counted, until the call closes.
+local function hold(claims, wd, wf)
+  for _, c in ipairs(claims) do bump(held_field(c), 0, 0, wd, wf, 1) end
+end
+-- A close: the worst case no longer held; what it cost (ad, af) charged where it was
+-- reserved, and counted there if `counted` is 1 (settled, recovered) rather than 0 (released).
+local function unhold(claims, wd, wf, ad, af, counted)
+  local nd, nf = neg(wd, wf)
+  for _, c in ipairs(claims) do
+    local h, f = held_field(c), field(c)
+    if h == f then
+      bump(f, ad, af, nd, nf, counted - 1)
+    else
+      bump(h, 0, 0, nd, nf, -1)
+      bump(f, ad, af, 0, 0, counted)
+    end
+  end
+end
+-- What a limit is checked against: the period's totals, or the window's last STEPS + 1 steps
+-- and its held key (the calls still open, however old).
 local function window_totals(c)
   local label, secs, start = window(c)
   if not label then
@@ -131,7 +159,10 @@ local function window_totals(c)
     rd, rf = add(rd, rf, t[3], t[4])
     n = n + t[5]
   end
-  return sd, sf, rd, rf, n
+  local t = get_totals(label .. '@open ' .. c[1])
+  sd, sf = add(sd, sf, t[1], t[2])
+  rd, rf = add(rd, rf, t[3], t[4])
+  return sd, sf, rd, rf, n + t[5]
 end
 local function warning_field(c)
   local label, secs, start = window(c)
@@ -174,8 +205,7 @@ local function recover(now, most)
       redis.call('HSET', key, 'state', 'recovered', 'actual', h[2], 'note', note)
       close(id, h[7], 'recover', now, h[2], note)
       local wd, wf = parse(h[2])
-      local nd, nf = neg(wd, wf)
-      move(cjson.decode(h[3]), wd, wf, nd, nf, 0)
+      unhold(cjson.decode(h[3]), wd, wf, wd, wf, 1)
     else
       redis.call('ZREM', P .. 'open', id)
     end
@@ -223,7 +253,7 @@ redis.call('HSET', key, 'state', 'open', 'worst', ARGV[5], 'claims', ARGV[6], 'r
            'time', ARGV[3], 'pid', ARGV[8], 'host', ARGV[9], 'exp_text', ARGV[10])
 redis.call('ZADD', P .. 'open', ARGV[4], id)
 event(id, 'reserve', ARGV[3], ARGV[5], '')
-move(claims, 0, 0, wd, wf, 1)
+hold(claims, wd, wf)
 return {'ok'}
 """
 
@@ -248,8 +278,7 @@ close(id, h[5], 'settle', ARGV[5], ARGV[3], '')
 local claims = cjson.decode(h[3])
 local ad, af = parse(ARGV[3])
 local wd, wf = parse(h[2])
-local nd, nf = neg(wd, wf)
-move(claims, ad, af, nd, nf, 0)
+unhold(claims, wd, wf, ad, af, 1)
 local out = crossings(claims, ARGV[5], {'ok'})
 if #out > 1 then table.insert(out, 2, h[3]) end
 return out
@@ -271,8 +300,7 @@ redis.call('HSET', key, 'state', 'released', 'actual', fmt(0, 0), 'note', ARGV[3
            'closed_by', ARGV[5])
 close(id, h[5], 'release', ARGV[4], fmt(0, 0), ARGV[3])
 local wd, wf = parse(h[2])
-local nd, nf = neg(wd, wf)
-move(cjson.decode(h[3]), 0, 0, nd, nf, -1)
+unhold(cjson.decode(h[3]), wd, wf, 0, 0, 0)
 return {'ok'}
 """
 
@@ -329,3 +357,29 @@ RELEASE = COMMON + _RELEASE_BODY
 ADJUST = COMMON + _ADJUST_BODY
 RECOVER = COMMON + _RECOVER_BODY
 IMPORT = COMMON + _IMPORT_BODY
+
+# Schema 1 -> 2, once, atomically: a rolling window's open calls move from the step they were
+# reserved in to the window's held key (schema 2 keeps them there until they close). Run with
+# EVAL (it is not part of the function library); its one key routes it on a cluster.
+MIGRATE_2 = COMMON + r"""
+begin(ARGV)
+-- ARGV: prefix
+local meta = P .. 'meta'
+if redis.call('HGET', meta, 'schema') ~= '1' then return 0 end
+for _, id in ipairs(redis.call('ZRANGE', P .. 'open', 0, -1)) do
+  local h = redis.call('HMGET', P .. 'call:' .. id, 'state', 'worst', 'claims')
+  if h[1] == 'open' then
+    local wd, wf = parse(h[2])
+    local nd, nf = neg(wd, wf)
+    for _, c in ipairs(cjson.decode(h[3])) do
+      local held, f = held_field(c), field(c)
+      if held ~= f then
+        bump(f, 0, 0, nd, nf, -1)
+        bump(held, 0, 0, wd, wf, 1)
+      end
+    end
+  end
+end
+redis.call('HSET', meta, 'schema', '2')
+return 1
+"""

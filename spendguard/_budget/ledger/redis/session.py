@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from spendguard._budget.ledger.redis import scripts as redis_scripts
 from spendguard._budget.ledger.redis.options import RedisOptions
+from spendguard._budget.ledger.schema import newer_schema_error
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA", "RedisSession"]
 
-SCHEMA = "1"
+SCHEMA = "2"
+"""The schema this spendguard writes (``meta`` ``schema``): 2 holds a rolling window's open
+calls under its held key; a schema 1 ledger is migrated on first use (``MIGRATE_2``)."""
 _SCRIPTS = {"reserve": redis_scripts.RESERVE, "settle": redis_scripts.SETTLE,
             "release": redis_scripts.RELEASE, "adjust": redis_scripts.ADJUST,
             "recover": redis_scripts.RECOVER, "import": redis_scripts.IMPORT}
@@ -86,6 +89,7 @@ class RedisSession:
                                      self.prefix) for name in _SCRIPTS}
         self._functions = True
         self._schema_checked = False
+        self._schema_readable = False  # a newer schema: read, never written
         self._rest_until = 0.0
 
     def run(self, name: str, args: Sequence[str]) -> list[Any]:
@@ -100,7 +104,7 @@ class RedisSession:
         """
         try:
             if not self._schema_checked:
-                self._check_schema()
+                self._check_schema(writing=True)
             reply = self._script(name, args)
         except self._redis.RedisError as exc:
             raise self._failure(exc) from exc
@@ -186,8 +190,8 @@ class RedisSession:
     def read(self, operation: Callable[[redis.Redis], T]) -> T:
         """Run ``operation`` on the client, failures mapped to spendguard's errors."""
         try:
-            if not self._schema_checked:
-                self._check_schema()
+            if not self._schema_checked and not self._schema_readable:
+                self._check_schema(writing=False)
             result = self._operate(operation)
         except self._redis.RedisError as exc:
             raise self._failure(exc) from exc
@@ -266,14 +270,25 @@ class RedisSession:
         if self.options.fail_open:
             self._rest_until = time.monotonic() + self.options.retry_s
 
-    def _check_schema(self) -> None:
+    def _check_schema(self, *, writing: bool) -> None:
+        """Stamp a new ledger with :data:`SCHEMA`, migrate an older one, and refuse to write to
+        one a newer spendguard stamped (reading it stays allowed)."""
         key = f"{self.prefix}meta"
         self.client.hsetnx(key, "schema", SCHEMA)
         found: Any = self.client.hget(key, "schema")
+        if found == "1":
+            self.client.eval(redis_scripts.MIGRATE_2, 1, self._route, self.prefix)
+            found = SCHEMA
         if found != SCHEMA:
-            raise LedgerError(f"Redis ledger {self.options.url} (prefix {self.prefix!r}) has "
-                              f"schema {found!r}, written by another spendguard version; this "
-                              f"one reads schema {SCHEMA}")
+            where = f"Redis {self.options.url} (prefix {self.prefix!r})"
+            if not str(found).isdigit() or int(found) < int(SCHEMA):
+                raise LedgerError(f"the ledger {where} has schema {found!r}, which no "
+                                  f"spendguard writes; it is not a spendguard ledger, or was "
+                                  f"damaged: use another key prefix")
+            if writing:
+                raise newer_schema_error(where, int(found), int(SCHEMA))
+            self._schema_readable = True
+            return
         self._schema_checked = True
 
     def _clean(self, exc: BaseException) -> str:
