@@ -58,6 +58,7 @@ _LAZY: dict[str, str] = {
     "cost": "spendguard._costing.cost",
     "price": "spendguard._costing.prices",
     "register_prices": "spendguard._costing.prices",
+    "GenaiPricesCatalog": "spendguard._costing.prices",
     "usage_from": "spendguard._costing.usage",
     # offline token counting
     "TokenCount": "spendguard._costing.tokens",
@@ -192,6 +193,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._costing.cost import Cost as Cost
     from spendguard._costing.cost import cost as cost
     from spendguard._costing.endpoints import Endpoint as Endpoint
+    from spendguard._costing.prices import GenaiPricesCatalog as GenaiPricesCatalog
     from spendguard._costing.prices import ModelPrice as ModelPrice
     from spendguard._costing.prices import PriceTable as PriceTable
     from spendguard._costing.prices import load_price_file as load_price_file
@@ -322,6 +324,7 @@ __all__ = [
     "Degrade",
     "Endpoint",
     "Gemini",
+    "GenaiPricesCatalog",
     "GpuOption",
     "Learning",
     "LedgerError",

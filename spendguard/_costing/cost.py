@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -79,6 +80,8 @@ class Cost:
     tier: LongContextTier | None
     modifiers: tuple[str, ...]
     usage: Usage
+    effective_from: date | None = None
+    """The first day the rates that priced it were in force, when they carry a date."""
 
     @property
     def estimated(self) -> bool:
@@ -95,6 +98,7 @@ class Cost:
             "model": self.model,
             "total_usd": str(self.total),
             "table_version": self.table_version,
+            "effective_from": self.effective_from.isoformat() if self.effective_from else None,
             "tier": str(self.tier) if self.tier else None,
             "modifiers": list(self.modifiers),
             "estimated": self.estimated,
@@ -113,16 +117,19 @@ class Cost:
 
 
 def cost(model: str, usage: Usage | object, *, batch: bool = False,
-         service_tier: str | None = None, table: PriceTable | None = None) -> Cost:
-    """The cost of one request of ``model`` that used ``usage``.
+         service_tier: str | None = None, table: PriceTable | None = None,
+         at: datetime | date | None = None) -> Cost:
+    """The cost of one request of ``model`` that used ``usage``, made at ``at`` (None: now).
 
     ``usage`` is a :class:`Usage`, or a provider response / usage dict / SDK object read with
     the model's provider. ``batch`` prices at Batch API rates (also implied by a reported
-    ``service_tier`` of "batch"); ``service_tier`` applies when the usage reports none.
-    Raises :class:`~spendguard._core.errors.UnknownModelError` when the model, a token kind, a tool
-    or a modifier has no price: never a silent $0.
+    ``service_tier`` of "batch"); ``service_tier`` applies when the usage reports none. The
+    rates are those in force on the call's UTC day (for a rate with dated changes,
+    ``Cost.effective_from`` says which). Raises
+    :class:`~spendguard._core.errors.UnknownModelError` when the model, a token kind, a tool or
+    a modifier has no price: never a silent $0.
     """
-    model_price = (table or default_table()).get(model)
+    model_price = (table or default_table()).get(model, at)
     record = usage if isinstance(usage, Usage) else usage_from(model_price.provider, usage)
     return _priced(model_price, record, batch=batch, service_tier=service_tier)
 
@@ -143,7 +150,7 @@ def _priced(model_price: ModelPrice, record: Usage, *, batch: bool,
                                   count * per_1k / _THOUSAND))
         total = sum((line.usd for line in lines), ZERO)
     return Cost(model_price.model, total, tuple(lines), model_price.table_version, tier,
-                tuple(names), record)
+                tuple(names), record, model_price.effective_from)
 
 
 def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None = None,

@@ -8,13 +8,18 @@ budget reserves.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
 from spendguard._costing.cost import total_usd, worst_case_usd
+from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
+from spendguard._costing.providers.openai import unpriced_audio
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 from spendguard._costing.usage import Usage
 
@@ -32,6 +37,8 @@ class Estimate:
     table_version: str
     price: ModelPrice | None = field(default=None, compare=False, repr=False)
     """The entry that priced it (the guard prices the bill with it too), when known."""
+    at: datetime | None = field(default=None, compare=False)
+    """The call's time the rates in force were looked up for (None: when it was estimated)."""
 
     @property
     def exact_input(self) -> bool:
@@ -43,7 +50,17 @@ def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) ->
     """The most output tokens the call can produce across all its choices."""
     if call.endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED, Endpoint.CACHE):
         return 0
+    if (model_price.price_source == "catalog" and model_price.max_output_tokens is None
+            and call.output_cap is None):
+        raise ConfigError(
+            f"{call.model}: priced by the fallback catalog ({model_price.table_version}), "
+            "which publishes no maximum output for it, so the worst case of a request without "
+            "an output cap is unknown and spendguard refused to send it; set max_tokens "
+            "(or max_completion_tokens / max_output_tokens), or add the model with its "
+            "max_output_tokens to a price file (docs/prices.md)")
     ceiling = model_price.max_output_tokens or model_price.context_window
+    if ceiling is None and call.output_cap is not None and model_price.price_source == "catalog":
+        return call.output_cap * call.choices
     if ceiling is None:
         raise ConfigError(
             f"{call.model}: the price table knows no maximum output for this model and the "
@@ -57,13 +74,13 @@ def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) ->
 
 
 def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
-                   table: PriceTable | None = None) -> Decimal:
-    """The dearest way the provider could bill these tokens.
+                   table: PriceTable | None = None, *, at: datetime | None = None) -> Decimal:
+    """The dearest way the provider could bill these tokens, at the rates in force at ``at``.
 
     Input is priced at the highest rate it could land in: uncached, or written to a cache
     (cache writes cost more than plain input) when the request may write one.
     """
-    return worst_call_usd(call, (table or default_table()).get(call.model), input_tokens,
+    return worst_call_usd(call, (table or default_table()).get(call.model, at), input_tokens,
                           output_tokens)
 
 
@@ -75,10 +92,38 @@ def worst_call_usd(call: Call, model_price: ModelPrice, input_tokens: int,
                           inference_geo=call.inference_geo)
 
 
-def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
-    """The worst case of one call, ready to reserve."""
+def _asks_for_audio(body: Mapping[str, Any]) -> str | None:
+    """Where a request asks for audio tokens (output, or an input part), if it does."""
+    modalities = body.get("modalities")
+    if body.get("audio") is not None or (isinstance(modalities, list) and "audio" in modalities):
+        return "audio output (modalities / audio)"
+    for key in ("messages", "input"):
+        items = body.get(key)
+        for item in items if isinstance(items, list) else ():
+            content = item.get("content") if isinstance(item, Mapping) else None
+            parts = [item, *content] if isinstance(content, list) else [item]
+            if any(isinstance(part, Mapping) and part.get("type") == "input_audio"
+                   for part in parts):
+                return f"audio input (an input_audio part in {key})"
+    return None
+
+
+def _refuse_audio(call: Call) -> None:
+    """No table prices audio tokens: a request for them is refused, never priced as text."""
+    if call.provider is not Provider.OPENAI or call.endpoint is Endpoint.EMBEDDINGS:
+        return
+    asked = _asks_for_audio(call.body)
+    if asked is not None:
+        raise unpriced_audio(f"{call.model}: the request asks for {asked}")
+
+
+def estimate_call(call: Call, table: PriceTable | None = None, *,
+                  at: datetime | None = None) -> Estimate:
+    """The worst case of one call, ready to reserve, at the rates in force at ``at`` (the
+    call's time; None: now)."""
     table = table or default_table()
-    model_price = table.get(call.model)
+    model_price = table.get(call.model, at)
+    _refuse_audio(call)
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}
@@ -94,5 +139,5 @@ def estimate_call(call: Call, table: PriceTable | None = None) -> Estimate:
         storage = Usage(tool_requests={CACHE_STORAGE: int(input_tokens)
                                        * cache_ttl_seconds(call.body)})
         worst += total_usd(model_price, storage)
-    return Estimate(call.model, input_tokens, output_tokens, worst, table.version,
-                    model_price)
+    return Estimate(call.model, input_tokens, output_tokens, worst, model_price.table_version,
+                    model_price, at)

@@ -50,8 +50,11 @@ class Guarded:
     clients, placed before the SDK class).
 
     ``budget``: the :class:`~spendguard.Budget` every call is charged to; ``cap_output``:
-    shrink the output cap to fit what is left instead of refusing; ``allow_unpriced``: let
-    requests the guard cannot price through, uncounted; ``store_prompts``: keep request text
+    shrink the output cap to fit what is left instead of refusing; ``allow_unpriced``: send
+    requests to endpoints spendguard has no price for (image generation, audio transcription,
+    a raw batch upload, ...) without counting them, instead of refusing them. It does not let
+    through a call to a priced endpoint whose model, or whose audio or other token kind, has
+    no price: those are refused either way (add a price); ``store_prompts``: keep request text
     in the ledger (a hash otherwise); ``prices``: a custom price table; ``cache_order``: True
     or a :class:`~spendguard.CacheOrder`, to order each request for the prompt cache.
 

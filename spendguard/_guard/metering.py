@@ -30,7 +30,7 @@ from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.reservations import Reservation, remaining_for_call, reserve_call
 from spendguard._budget.scopes import collect_budgets
 from spendguard._budget.templates import end_user_of
-from spendguard._core.errors import SpendguardError
+from spendguard._core.errors import SpendguardError, UnknownModelError
 from spendguard._costing.calls import Call, Endpoint, Provider, build_call, classify, parse_body
 from spendguard._costing.cost import billable_tier, total_usd
 from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
@@ -55,6 +55,9 @@ from spendguard._guard.stream_meter import Framing, StreamMeter
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter", "response_headers"]
 
 log = logging.getLogger("spendguard")
+
+REFUSED_TAG = "spendguard.refused"
+"""The tag on the record of a call refused before sending for want of a price."""
 _T = TypeVar("_T")
 
 _MIN_CAPPED_OUTPUT = 1
@@ -187,9 +190,9 @@ class Attempt:
             # would build an error with close-match suggestions on every call).
             table = self.guard.table
             if model in table:
-                model_price = table.get(model)
+                model_price = table.get(model, self.estimate.at)
         if model_price is None:
-            model_price = self.guard.table.get(self.call.model)
+            model_price = self.guard.table.get(self.call.model, self.estimate.at)
         tier = usage.service_tier or self.call.service_tier
         return model_price, total_usd(model_price, usage, service_tier=billable_tier(tier))
 
@@ -405,7 +408,12 @@ class Guard:
             if ordered != parsed:
                 request, body = _with_body(request, ordered)
                 parsed = ordered
-        route = route_request(self.provider, self.options.platform, request.url, parsed, table)
+        try:
+            route = route_request(self.provider, self.options.platform, request.url, parsed,
+                                  table)
+        except UnknownModelError as exc:
+            self._record_refused(exc.name, endpoint, exc)
+            raise
         unguarded = route is not None and route.unguarded
         call = build_call(self.provider, endpoint,
                           parsed if route is None else route.priced_body(parsed))
@@ -413,7 +421,13 @@ class Guard:
             estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
                                 Decimal(0), table.version)
         else:
-            estimate = estimate_call(call, table)
+            # The rates in force at the call's time, on the budget's clock when it has one.
+            try:
+                estimate = estimate_call(call, table, at=self.budget.now()
+                                         if self.budget is not None else None)
+            except UnknownModelError as exc:
+                self._record_refused(call.model, call.endpoint, exc)
+                raise
         # Degrading rewrites the model in the body sent: only where the body names the model
         # it is priced as (not a platform route, nor a signed body).
         degraded = (degrade(self.budget, call, estimate, table, budgets=budgets)
@@ -465,6 +479,21 @@ class Guard:
                                 info.attempt, routed=route is not None and not unguarded,
                                 unguarded=unguarded)
 
+    def _record_refused(self, model: str, endpoint: Endpoint, exc: UnknownModelError) -> None:
+        """Leave a trace of a call refused for want of a price, for ``spendguard prices
+        status``: a $0 reservation released at once (not billed, not counted), status
+        ``released``, note ``refused: no price for ...``. Never masks the refusal itself."""
+        if exc.kind not in ("model", "platform model", "host model"):
+            return
+        info = CallInfo(provider=self.provider.value, model=model, endpoint=str(endpoint),
+                        estimated_input_tokens=0, estimated_output_tokens=0)
+        try:
+            reservation = reserve_call(self.budget, Decimal(0), call=info,
+                                       extra_tags={REFUSED_TAG: "unknown_model"})
+            reservation.release(f"refused: no price for {exc.name!r}")
+        except Exception:  # the ledger is down, or a limit on calls: the refusal stands
+            log.debug("spendguard could not record the refusal of %s", model, exc_info=True)
+
     def _fit_output(self, request: httpx2.Request, call: Call, estimate: Estimate,
                     wire_body: dict[str, Any], budgets: tuple[Budget, ...],
                     ) -> tuple[httpx2.Request, Call, Estimate]:
@@ -476,7 +505,8 @@ class Guard:
         low, high = 0, estimate.output_tokens_worst // max(call.choices, 1)
         while low < high:  # the largest per-choice cap whose worst case fits
             mid = (low + high + 1) // 2
-            if worst_cost_usd(call, input_tokens, mid * call.choices, self.table) <= remaining:
+            if worst_cost_usd(call, input_tokens, mid * call.choices, self.table,
+                              at=estimate.at) <= remaining:
                 low = mid
             else:
                 high = mid - 1
@@ -486,8 +516,9 @@ class Guard:
         new_call = build_call(call.provider, call.endpoint, {**call.body, call.cap_field: low})
         new_estimate = Estimate(
             estimate.model, estimate.input_tokens, low * call.choices,
-            worst_cost_usd(new_call, input_tokens, low * call.choices, self.table),
-            estimate.table_version, estimate.price,
+            worst_cost_usd(new_call, input_tokens, low * call.choices, self.table,
+                           at=estimate.at),
+            estimate.table_version, estimate.price, estimate.at,
         )
         new_request, _ = _with_body(request, body)
         log.info("spendguard capped %s output at %d tokens to fit the budget", call.model, low)

@@ -76,7 +76,7 @@ def degrade(budget: Budget | None, call: Call, estimate: Estimate, table: PriceT
     chosen: Degraded | None = None
     for model in alternatives:
         cheaper = build_call(call.provider, call.endpoint, {**call.body, "model": model})
-        cheaper_estimate = estimate_call(cheaper, table)
+        cheaper_estimate = estimate_call(cheaper, table, at=estimate.at)
         chosen = Degraded(cheaper, cheaper_estimate, call.model)
         if remaining is None or cheaper_estimate.worst_usd <= remaining:
             break  # the most preferred alternative that fits

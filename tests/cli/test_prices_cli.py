@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.prices.check import compare_genai_prices, compare_litellm
 from spendguard.cli import main
+from tests.paths import GENAI_PRICES_SNAPSHOT
 
 ON = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -59,10 +60,17 @@ def test_prices_include_environment_overrides(tmp_path: Path,
 
 
 def test_check_agrees_with_genai_prices_and_lists_what_it_lacks() -> None:
-    result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30"])
-    assert result.exit_code == 0, result.output
-    assert "0 disagreement(s)" in result.output
-    assert "not in genai-prices:" in result.output and "gpt-6.2-sol" in result.output
+    # genai-prices' data as stored under tests/ (its version and date are in the file)
+    result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30",
+                                       "--genai-prices", str(GENAI_PRICES_SNAPSHOT)])
+    # the only disagreement: OpenAI prints gpt-5.4's Batch / Flex cached rate rounded to
+    # $0.13, which genai-prices copies; spendguard bills the exact half of $0.25 (its note)
+    assert result.exit_code == 1, result.output
+    assert "2 disagreement(s)" in result.output
+    assert {line.split()[1] for line in result.output.splitlines()
+            if line.startswith("gpt-5.4 ")} == {"cache_read"}
+    lacking = result.output.split("not in genai-prices:")[1].split("\n\n")[0]
+    assert "bedrock-regional/claude-haiku-4-5" in lacking and "gpt-6.2-sol" not in lacking
 
 
 def test_check_reports_a_changed_rate_and_a_changed_long_context_tier() -> None:
@@ -71,12 +79,17 @@ def test_check_reports_a_changed_rate_and_a_changed_long_context_tier() -> None:
         "gpt-5.5": {"tiers": [{"above_input_tokens": 272000, "input_multiplier": 3,
                                "output_multiplier": "1.5"}], "source": "t", "as_of": "2026-11-30"},
     }})
-    found, _ = compare_genai_prices(table, ON)
-    assert {(d.model, d.kind, str(d.ours), str(d.theirs)) for d in found} == {
+    found, _ = compare_genai_prices(table, ON, snapshot_file=GENAI_PRICES_SNAPSHOT)
+    found_set = {(d.model, d.kind, str(d.ours), str(d.theirs)) for d in found}
+    assert {
         ("gpt-5", "input", "1.30", "1.25"),
         ("gpt-5.5", "input >272000", "15", "10"),
         ("gpt-5.5", "cache_read >272000", "1.50", "1"),
-    }
+        # the same rates through genai-prices' request variants (batch, flex, fast...)
+        ("gpt-5.5", "input >272000 (batch)", "7.5", "5"),
+        ("gpt-5", "input (flex)", "0.650", "0.625"),
+    } <= found_set
+    assert not {row for row in found_set if row[0] not in ("gpt-5", "gpt-5.5", "gpt-5.4")}
 
 
 def test_check_compares_a_litellm_file(tmp_path: Path) -> None:
@@ -94,10 +107,12 @@ def test_check_compares_a_litellm_file(tmp_path: Path) -> None:
         ("claude-sonnet-4-5", "output", Decimal(16))]
     assert "gpt-4o" in missing and "gpt-5" not in missing
     result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30", "--json",
-                                       "--litellm", str(path)])
+                                       "--litellm", str(path),
+                                       "--genai-prices", str(GENAI_PRICES_SNAPSHOT)])
     assert result.exit_code == 1
     data = json.loads(result.output)
-    assert data["disagreements"] == [{"model": "claude-sonnet-4-5", "kind": "output",
+    assert [d for d in data["disagreements"] if d["other"].startswith("litellm")] == [
+        {"model": "claude-sonnet-4-5", "kind": "output",
                                       "ours": "15", "theirs": "16",
                                       "other": "litellm (claude-sonnet-4-5-20250929)"}]
 
@@ -105,5 +120,22 @@ def test_check_compares_a_litellm_file(tmp_path: Path) -> None:
 def test_check_refuses_an_unreadable_litellm_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text("{not json")
-    result = CliRunner().invoke(main, ["prices", "check", "--litellm", str(path)])
+    result = CliRunner().invoke(main, ["prices", "check", "--litellm", str(path),
+                                       "--genai-prices", str(GENAI_PRICES_SNAPSHOT)])
     assert result.exit_code != 0 and "cannot read a LiteLLM price file" in result.output
+
+
+def test_prices_show_the_rates_of_a_day_and_the_dated_changes() -> None:
+    before = CliRunner().invoke(main, ["prices", "--json", "--on", "2027-02-28"])
+    after = CliRunner().invoke(main, ["prices", "--json", "--on", "2027-03-01"])
+    assert before.exit_code == 0 and after.exit_code == 0, before.output + after.output
+    sol = {data["on"]: next(m for m in data["models"] if m["model"] == "gpt-6.2-sol")
+           for data in (json.loads(before.output), json.loads(after.output))}
+    assert sol["2027-02-28"]["modifiers"]["ultrafast"]["multiplier"] == "3"
+    assert sol["2027-03-01"]["modifiers"]["ultrafast"]["multiplier"] == "6"
+    assert sol["2027-03-01"]["effective_from"] == "2027-03-01"
+    assert [p["from"] for p in sol["2027-03-01"]["periods"]] == [None, "2027-03-01"]
+    text = CliRunner().invoke(main, ["prices", "--provider", "openai"]).output
+    changes = text.split("dated rates")[1]
+    assert "2027-03-01" in changes and "Ultrafast is 3x Standard" in changes
+    assert "price cut of 2025-06-10" in changes  # o3's earlier rates, kept for old calls

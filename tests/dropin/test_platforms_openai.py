@@ -178,8 +178,8 @@ def test_deepseek_cache_hits_are_read_from_its_own_usage_field(ledger_url: str) 
     b = spendguard.Budget("1", ledger=ledger_url)
     client = spendguard.OpenAI(api_key="k", base_url="https://api.deepseek.com", budget=b)
     client.chat.completions.create(model="deepseek-chat", messages=MESSAGES, max_tokens=600)
-    # 400 miss × $0.27 + 600 hit × $0.07 + 500 output × $1.10, per million
-    assert b.spent == Decimal("0.0007")
+    # 400 miss × $0.28 + 600 hit × $0.028 + 500 output × $0.42, per million
+    assert b.spent == Decimal("0.0003388")
 
 
 @respx.mock

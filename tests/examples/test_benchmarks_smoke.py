@@ -38,7 +38,7 @@ COMPARES_WITH_PEERS = {"overhead_loopback.py", "enforcement.py", "import_time.py
 def run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, SPENDGUARD_HOME=str(tmp_path), SPENDGUARD_BENCH_PEERS_PYTHON="none")
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
-                          cwd=BENCHMARKS.parent, timeout=600, check=False)
+                          cwd=tmp_path, timeout=600, check=False)
 
 
 def harness() -> Any:

@@ -8,18 +8,21 @@ are Decimal USD **per million tokens**; a miss is an
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import date
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from types import MappingProxyType
 
 from spendguard._core.errors import PriceFileError, UnknownModelError
 from spendguard._costing.prices import schema as price_schema
+from spendguard._costing.prices.catalog import CATALOG_ENV, GenaiPricesCatalog, catalog_from_env
+from spendguard._costing.prices.ids import Resolved, _Entries, resolve_id
 from spendguard._costing.prices.schema import (
     CACHE_TTLS,
     EntryModel,
@@ -31,12 +34,15 @@ from spendguard._costing.prices.sections import Host
 
 __all__ = [
     "CACHE_STORAGE",
+    "CATALOG_ENV",
     "PRICES_ENV",
+    "GenaiPricesCatalog",
     "LongContextTier",
     "ModelPrice",
     "PriceModifier",
     "PriceSource",
     "PriceTable",
+    "Resolved",
     "default_table",
     "load_price_file",
     "price",
@@ -143,6 +149,16 @@ class ModelPrice:
     """Explicit context caches: USD per million cached tokens per hour (Gemini)."""
     self_hosted: SelfHostedModel | None = None
     """The GPU deployment a self-hosted entry's rates were derived from."""
+    effective_from: date | None = None
+    """The first UTC day these rates are in force (None: since before any dated change)."""
+    effective_until: date | None = None
+    """The last UTC day these rates are in force (None: until a change not yet announced)."""
+    change: str | None = None
+    """The dated changes in force in this period (their notes); None: the entry's own rates."""
+    dated_snapshots: bool = True
+    """Whether the provider's dated snapshot ids of this model resolve to it (see ``ids``)."""
+    price_source: str = "table"
+    """``table`` (the price files) or ``catalog`` (the genai-prices fallback, opted into)."""
 
     @property
     def tokenizer_model(self) -> str:
@@ -227,15 +243,36 @@ class PriceTable:
     ``version`` ("<latest as_of>.<content hash>") changes whenever any price changes.
     """
 
-    def __init__(self, valid: ValidTable) -> None:
+    def __init__(self, valid: ValidTable, catalog: GenaiPricesCatalog | None = None) -> None:
         self._valid = valid
+        self.catalog = catalog
+        """The fallback catalog for models the table lacks (None: off, the default)."""
+        self._from_catalog: dict[tuple[str, date, str], ModelPrice | None] = {}
         self.version = valid.version
         self._entries = {model: _model_price(model, entry, valid.version)
                          for model, entry in valid.entries.items()}
         self._aliases = {alias: model for model, entry in self._entries.items()
                          for alias in entry.aliases}
+        # Entries with dated changes: the first day of each later period, and each period's
+        # prices (the first period is the entry itself, before any change).
+        self._periods: dict[str, tuple[list[date], tuple[ModelPrice, ...]]] = {}
+        for model, periods in valid.periods.items():
+            prices = tuple(_model_price(model, period.entry, valid.version, period.start,
+                                        period.end, period.change) for period in periods)
+            self._entries[model] = prices[0]
+            self._periods[model] = ([p.start for p in periods[1:] if p.start is not None],
+                                    prices)
         # host_for's answers by URL: a client asks about the same few URLs on every call.
         self._host_of: dict[str, Host | None] = {}
+        # Ids resolved by a declared rule (dated snapshot, Bedrock profile, Vertex version),
+        # by (id, call day): a client sends the same few ids on every call.
+        self._resolved: dict[tuple[str, date], Resolved | None] = {}
+        self._rule_view = _Entries(
+            has=lambda name: name in self._entries,
+            provider=lambda name: self._entries[name].provider if name in self._entries
+            else None,
+            aliases=lambda name: self._entries[name].aliases if name in self._entries else (),
+            snapshots=lambda name: self._entries[name].dated_snapshots)
 
     @classmethod
     def bundled(cls) -> PriceTable:
@@ -243,14 +280,77 @@ class PriceTable:
         files = [price_schema.read_price_file(path) for path in price_schema.bundled_files()]
         return cls(price_schema.build(files))
 
-    def get(self, model: str) -> ModelPrice:
-        """The price of ``model`` (exact id, else declared alias); raises UnknownModelError."""
+    def get(self, model: str, at: datetime | date | None = None) -> ModelPrice:
+        """The price of ``model`` (exact id, else declared alias) in force at ``at``.
+
+        ``at`` is the call's time (an aware datetime, read as its UTC day, or a date); None is
+        now. Raises UnknownModelError.
+        """
         entry = self._entries.get(model)
         if entry is None and model in self._aliases:
             entry = self._entries[self._aliases[model]]
+        day = None
         if entry is None:
-            raise _unknown_model(model, [*self._entries, *self._aliases], self.version)
-        return entry
+            day = _utc_day(at)
+            resolved = self.resolve(model, day)
+            if resolved is None:
+                fallback = self._catalog_price(model, day)
+                if fallback is not None:
+                    return fallback
+                raise _unknown_model(model, [*self._entries, *self._aliases], self.version,
+                                     catalog=self.catalog)
+            entry = self._entries[resolved.model]
+        periods = self._periods.get(entry.model)
+        if periods is None:
+            return entry
+        starts, prices = periods
+        return prices[bisect.bisect_right(starts, day or _utc_day(at))]
+
+    def _catalog_price(self, model: str, day: date) -> ModelPrice | None:
+        """The fallback catalog's price of a model the table lacks (cached per day and
+        catalog version), None when there is no catalog or it has no price either."""
+        catalog = self.catalog
+        if catalog is None:
+            return None
+        key = (model, day, catalog.version)
+        if key not in self._from_catalog:
+            if len(self._from_catalog) >= _MAX_HOST_URLS:
+                self._from_catalog.clear()
+            raw = catalog.price(model, day)
+            found = None
+            if raw is not None:
+                try:
+                    entry = EntryModel.model_validate(raw)
+                except ValueError:  # a catalog price spendguard's schema cannot hold
+                    entry = None
+                if entry is not None:
+                    found = replace(_model_price(model, entry, catalog.version),
+                                    price_source="catalog")
+            self._from_catalog[key] = found
+        return self._from_catalog[key]
+
+    def with_catalog(self, catalog: GenaiPricesCatalog | None) -> PriceTable:
+        """The same prices with ``catalog`` as the fallback for models they lack (None: off)."""
+        return PriceTable(self._valid, catalog)
+
+    def resolve(self, model: str, at: datetime | date | None = None) -> Resolved | None:
+        """The entry an id that is neither an entry nor an alias names under a declared rule
+        (dated snapshot, Bedrock inference profile, Vertex version), with the rule; else None.
+        """
+        day = _utc_day(at)
+        key = (model, day)
+        if key not in self._resolved:
+            if len(self._resolved) >= _MAX_HOST_URLS:
+                self._resolved.clear()
+            self._resolved[key] = resolve_id(model, self._rule_view, day)
+        return self._resolved[key]
+
+    def periods(self, model: str) -> tuple[ModelPrice, ...]:
+        """Every price ``model`` has had or is scheduled to have, oldest first (one when its
+        rates carry no dates)."""
+        entry = self.get(model)
+        periods = self._periods.get(entry.model)
+        return periods[1] if periods is not None else (entry,)
 
     @property
     def hosts(self) -> Mapping[str, Host]:
@@ -269,7 +369,11 @@ class PriceTable:
         return found
 
     def __contains__(self, model: object) -> bool:
-        return model in self._entries or model in self._aliases
+        """Whether ``model`` is priced today: an entry, an alias, or an id a rule resolves."""
+        return (model in self._entries or model in self._aliases
+                or (isinstance(model, str) and (
+                    self.resolve(model) is not None
+                    or self._catalog_price(model, _utc_day(None)) is not None)))
 
     def models(self, provider: str | None = None) -> list[str]:
         """Canonical model ids (no aliases), sorted; only one provider's when given."""
@@ -284,17 +388,28 @@ class PriceTable:
         """
         files = [price_schema.read_price_source(source) for source in sources]
         return PriceTable(price_schema.build(files, base=self._valid.raw,
-                                             base_hosts=self._valid.hosts))
+                                             base_hosts=self._valid.hosts), self.catalog)
 
     def __repr__(self) -> str:
         return f"<PriceTable {self.version}: {len(self._entries)} models>"
 
 
-def _unknown_model(model: str, known: list[str], version: str) -> UnknownModelError:
+def _utc_day(at: datetime | date | None) -> date:
+    """The UTC day of a call's time (now when None); a naive datetime is read as UTC."""
+    if at is None:
+        return datetime.now(UTC).date()
+    if isinstance(at, datetime):
+        return (at.astimezone(UTC) if at.tzinfo is not None else at).date()
+    return at
+
+
+def _unknown_model(model: str, known: list[str], version: str,
+                   catalog: GenaiPricesCatalog | None = None) -> UnknownModelError:
     suggestions = difflib.get_close_matches(model, known, n=3, cutoff=0.6)
     hint = f" Did you mean {', '.join(map(repr, suggestions))}?" if suggestions else ""
+    where = f" nor in the fallback catalog ({catalog.version})" if catalog is not None else ""
     return UnknownModelError(
-        f"No price for model {model!r} in price table {version}.{hint} "
+        f"No price for model {model!r} in price table {version}{where}.{hint} "
         "spendguard never guesses a price from a similar name. " + HOW_TO_ADD.format(model=model),
         name=model,
         suggestions=suggestions,
@@ -327,7 +442,9 @@ def default_table() -> PriceTable:
                         f"set {PRICES_ENV} to the path of a price TOML/JSON file or unset it",
                         path=path,
                     )
-            _Default.table = table.with_overrides(*env_files) if env_files else table
+            table = table.with_overrides(*env_files) if env_files else table
+            catalog = catalog_from_env(os.environ.get(CATALOG_ENV))
+            _Default.table = table.with_catalog(catalog) if catalog is not None else table
         return _Default.table
 
 
@@ -357,8 +474,12 @@ def load_price_file(path: str | os.PathLike[str]) -> PriceTable:
     return PriceTable(price_schema.build([price_schema.read_price_file(Path(path))]))
 
 
-def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
+def _model_price(model: str, entry: EntryModel, version: str, start: date | None = None,
+                 end: date | None = None, change: str | None = None) -> ModelPrice:
     rates = entry.usd_per_million.given()
+    # A dated period's costs name the day its rates took effect: "<table version>@<day>".
+    if start is not None:
+        version = f"{version}@{start.isoformat()}"
     return ModelPrice(
         model=model,
         provider=entry.provider,
@@ -392,4 +513,8 @@ def _model_price(model: str, entry: EntryModel, version: str) -> ModelPrice:
         count_as=entry.count_as,
         cache_storage_usd_per_million_hour=entry.cache_storage_usd_per_million_hour,
         self_hosted=entry.self_hosted,
+        effective_from=start,
+        effective_until=end,
+        change=change,
+        dated_snapshots=entry.dated_snapshots,
     )

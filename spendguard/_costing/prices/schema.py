@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 from types import MappingProxyType
@@ -27,7 +27,8 @@ from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
 from spendguard._costing.prices.sections import SECTION_KEYS, Host, expand_sections, resolve_derived
 
-__all__ = ["BUNDLED_FILES", "CACHE_TTLS", "EntryModel", "PriceFile", "PriceSource", "ValidTable",
+__all__ = ["BUNDLED_FILES", "CACHE_TTLS", "EntryModel", "Period", "PriceFile", "PriceSource",
+           "ValidTable",
            "build", "bundled_files", "read_price_file", "read_price_source"]
 
 PriceSource = str | os.PathLike[str] | Mapping[str, Any]
@@ -44,6 +45,8 @@ BUNDLED_FILES = ("openai.toml", "anthropic.toml", "gemini.toml", "platforms.toml
 _FILE_KEYS = {"schema", "provider", "defaults", "models", *SECTION_KEYS}
 # Tables merged key by key (defaults into entries, overrides into the entry they override).
 _MERGED_TABLES = {"usd_per_million", "usd_per_1k_requests", "modifiers"}
+# Lists added to (a default's dated changes and an entry's own all apply).
+_JOINED_LISTS = {"changes"}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -112,6 +115,28 @@ class SelfHostedModel(_Strict):
     throughput: Literal["measured", "estimated"]
 
 
+class ChangeModel(_Strict):
+    """One dated change of an entry's rates (``changes = [{ from = ..., ... }]``).
+
+    While it is in force (UTC dates ``from`` through ``until``, both included; no ``from``:
+    since before any record, for a price that has since changed; no ``until``: from then on)
+    its rate tables are merged over the entry's, key by key (``usd_per_million``,
+    ``usd_per_1k_requests``, ``modifiers``; ``tiers`` whole).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    from_: date | None = Field(default=None, alias="from")
+    until: date | None = None
+    usd_per_million: RatesModel | None = None
+    usd_per_1k_requests: dict[str, Usd] | None = None
+    modifiers: dict[str, Annotated[ModifierModel, BeforeValidator(_modifier_shorthand)]] | None = (
+        None)
+    tiers: tuple[TierModel, ...] | None = None
+    source: Annotated[str, Field(min_length=1)]
+    note: str | None = None
+
+
 class EntryModel(_Strict):
     """One ``[models."<id>"]`` entry after ``[defaults]`` are merged in."""
 
@@ -133,9 +158,25 @@ class EntryModel(_Strict):
     count_as: str | None = None
     """The model whose tokenizer counts this entry's text (derived and platform entries)."""
     self_hosted: SelfHostedModel | None = None
+    changes: tuple[ChangeModel, ...] = ()
+    """Dated changes of the rates (announced price changes, scheduled multipliers)."""
+    dated_snapshots: bool = True
+    """False: the provider's dated snapshot ids of this model bill differently and are not
+    resolved to it (declare each as its own entry)."""
     source: Annotated[str, Field(min_length=1)]
     as_of: date
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class Period:
+    """An entry as priced on the UTC days ``start`` through ``end`` (None: unbounded)."""
+
+    start: date | None
+    end: date | None
+    entry: EntryModel
+    change: str | None = None
+    """What the dated changes in force make different (their notes), None for none."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +261,9 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
         old = merged.get(key)
         if key in _MERGED_TABLES and isinstance(value, Mapping) and isinstance(old, Mapping):
             merged[key] = {**old, **value}
+        elif key in _JOINED_LISTS and isinstance(value, list | tuple) and isinstance(
+                old, list | tuple):
+            merged[key] = [*old, *(item for item in value if item not in old)]
         else:
             merged[key] = value
     return merged
@@ -234,6 +278,8 @@ class ValidTable:
     raw: Mapping[str, Mapping[str, Any]]
     version: str
     hosts: Mapping[str, Host] = dataclass_field(default_factory=dict)
+    periods: Mapping[str, tuple[Period, ...]] = dataclass_field(default_factory=dict)
+    """Each entry with dated changes, as priced in each stretch of days (in order)."""
 
 
 def build(files: Sequence[PriceFile], base: Mapping[str, Mapping[str, Any]] | None = None,
@@ -264,11 +310,55 @@ def build(files: Sequence[PriceFile], base: Mapping[str, Mapping[str, Any]] | No
     resolved = resolve_derived(raw, origin)
     entries = {model: _validate(model, entry, origin[model]) for model, entry in resolved.items()}
     _check_aliases(entries, origin)
+    periods = {model: _periods(model, resolved[model], entry, origin[model])
+               for model, entry in entries.items() if entry.changes}
     digest = hashlib.sha256(json.dumps([raw, sorted(hosts.items())], sort_keys=True,
                                        default=str).encode()).hexdigest()
     latest = max((entry.as_of for entry in entries.values()), default=date.min)
     return ValidTable(entries, raw, f"{latest.isoformat()}.{digest[:8]}",
-                      MappingProxyType(hosts))
+                      MappingProxyType(hosts), MappingProxyType(periods))
+
+
+_CHANGED_TABLES = ("usd_per_million", "usd_per_1k_requests", "modifiers")
+
+
+def _periods(model: str, raw: Mapping[str, Any], entry: EntryModel, path: str,
+             ) -> tuple[Period, ...]:
+    """The entry as priced between each pair of dates its changes start or end on."""
+    for change in entry.changes:
+        if change.from_ is None and change.until is None:
+            raise PriceFileError(
+                f"{path}: model {model!r}: changes: each change needs `from` (its first day), "
+                "`until` (its last day) or both", path=path, entry=model, field="changes")
+        if change.until is not None and change.from_ is not None and change.until < change.from_:
+            raise PriceFileError(
+                f"{path}: model {model!r}: changes: a change from {change.from_} cannot end "
+                f"before it starts (until = {change.until}); `until` is its last day in force",
+                path=path, entry=model, field="changes")
+    bounds = sorted({change.from_ for change in entry.changes if change.from_ is not None}
+                    | {change.until + timedelta(days=1) for change in entry.changes
+                       if change.until is not None})
+    starts: list[date | None] = [None, *bounds]
+    periods = []
+    for index, start in enumerate(starts):
+        end = bounds[index] - timedelta(days=1) if index < len(bounds) else None
+        merged = {key: value for key, value in raw.items() if key != "changes"}
+        active = [change for change in sorted(entry.changes, key=lambda c: c.from_ or date.min)
+                  if (change.from_ is None or (start is not None and change.from_ <= start))
+                  and (change.until is None or start is None or change.until >= start)]
+        for change in active:
+            own = change.model_dump(by_alias=True, exclude_none=True)
+            for key in _CHANGED_TABLES:
+                if key in own:
+                    merged[key] = {**dict(merged.get(key, {})), **own[key]}
+            if "tiers" in own:
+                merged["tiers"] = own["tiers"]
+            merged["source"] = change.source
+        notes = [change.note or (f"rates in force from {change.from_}" if change.from_ else
+                                 f"rates in force until {change.until}") for change in active]
+        periods.append(Period(start, end, _validate(model, merged, path), "; ".join(notes)
+                              or None))
+    return tuple(periods)
 
 
 def _release_alias(raw: dict[str, dict[str, Any]], origin: Mapping[str, str], model: str,

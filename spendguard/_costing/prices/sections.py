@@ -27,6 +27,7 @@ from typing import Any
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
+from spendguard._costing.prices.ids import undated
 
 __all__ = ["AZURE_DEPLOYMENT_TYPES", "Host", "azure_entry", "expand_sections",
            "resolve_derived"]
@@ -165,6 +166,11 @@ def resolve_derived(raw: Mapping[str, Mapping[str, Any]], origin: Mapping[str, s
             resolved[model] = dict(entry)
             continue
         base_id = base_name if base_name in raw else owner.get(str(base_name))
+        if base_id is None:  # an Azure snapshot name: the dated-snapshot rule (prices/ids.py)
+            undated_name = undated(str(base_name), str(entry.get("provider", "openai")))
+            if undated_name is not None and undated_name in raw and raw[undated_name].get(
+                    "dated_snapshots", True):
+                base_id = undated_name
         if base_id is None or raw[base_id].get("derived_from") is not None:
             raise PriceFileError(
                 f"{origin[model]}: model {model!r}: derived_from: {base_name!r} is not a priced "
@@ -182,6 +188,13 @@ def resolve_derived(raw: Mapping[str, Mapping[str, Any]], origin: Mapping[str, s
             else:
                 modifiers[name] = modifier
         merged["modifiers"] = modifiers
+        # The base's dated changes apply to the derived entry too, at its multiplier.
+        merged["changes"] = [
+            {**change, "usd_per_million": _scaled(change["usd_per_million"], multiplier)}
+            if isinstance(change, Mapping) and isinstance(change.get("usd_per_million"), Mapping)
+            else change for change in base.get("changes", ()) or ()]
+        if not merged["changes"]:
+            del merged["changes"]
         own = {k: v for k, v in entry.items() if k not in ("derived_from", "rate_multiplier")}
         merged.update(own)
         merged.setdefault("count_as", base_id)

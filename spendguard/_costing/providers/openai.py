@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from spendguard._core.errors import ProviderResponseError
+from spendguard._core.errors import ProviderResponseError, UnknownModelError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.providers import (
     endpoint_kind,
@@ -80,9 +80,24 @@ def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
     writes = {"30m": written} if written else {}  # Usage drops zero buckets anyway
     uncached, writes = split_inclusive_input(prompt, cached, writes, provider=PROVIDER, path=path)
     out_details = read_table(usage, "completion_tokens_details", provider=PROVIDER, path="usage")
+    for container, where in ((details, path), (out_details, "usage.completion_tokens_details")):
+        audio = read_count(container, "audio_tokens", provider=PROVIDER, path=where)
+        if audio:
+            raise unpriced_audio(f"{where}.audio_tokens = {audio}")
     reasoning = read_count(out_details, "reasoning_tokens", provider=PROVIDER,
                            path="usage.completion_tokens_details")
     return reply_usage(uncached, cached, writes, completion, reasoning, tier)
+
+
+def unpriced_audio(what: str) -> UnknownModelError:
+    """Audio tokens, which the price table has no rate for: refused, never billed as text."""
+    return UnknownModelError(
+        f"openai: {what}: spendguard's price table has no rate for audio tokens (they cost "
+        "several times text tokens), so it does not bill them as text. Audio input and output "
+        "are refused before sending; a reply that reports audio tokens anyway is recorded at "
+        "the call's worst case (status usage_unreadable). Use a text model, or send audio "
+        "requests through a client without spendguard.",
+        name="audio_tokens", kind="token kind")
 
 
 def _responses_usage(usage: Mapping[str, Any], response: Mapping[str, Any],
