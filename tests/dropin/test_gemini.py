@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -105,7 +106,7 @@ def test_a_grounded_reply_bills_its_search_and_the_tool_prompt_tokens() -> None:
     assert record.actual_usd == _flash_usd(meta) + Decimal("0.035")
 
 
-def test_prices_above_200k_prompt_tokens_and_search_queries_follow_the_model() -> None:
+def test_tiers_search_queries_batch_and_dated_prices_follow_the_model() -> None:
     usage = {"usageMetadata": {"promptTokenCount": 300_000, "candidatesTokenCount": 1_000,
                                "thoughtsTokenCount": 500, "cachedContentTokenCount": 100_000}}
     # gemini-2.5-pro above 200k: input $2.50, cache read $0.25, output $15 per million.
@@ -120,6 +121,12 @@ def test_prices_above_200k_prompt_tokens_and_search_queries_follow_the_model() -
     assert line is not None and line.usd == Decimal("0.042")
     assert spendguard.cost("gemini-2.5-flash", usage, batch=True).total == (
         spendguard.cost("gemini-2.5-flash", usage).total / 2)
+    # gemini-3.6-flash doubles on 2027-01-01.
+    plain = {"usageMetadata": {"promptTokenCount": 1_000_000, "candidatesTokenCount": 0}}
+    assert spendguard.cost("gemini-3.6-flash", plain, at=date(2026, 12, 31)).total == (
+        Decimal("0.75"))
+    assert spendguard.cost("gemini-3.6-flash", plain, at=date(2027, 1, 1)).total == (
+        Decimal("1.50"))
 
 
 def test_a_stream_is_billed_from_its_last_chunk() -> None:
