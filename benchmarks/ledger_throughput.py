@@ -1,9 +1,11 @@
-"""Ledger throughput: reservations per second (reserve + settle) on memory, SQLite and Redis.
+"""Ledger throughput: reservations per second (reserve + settle) on memory, SQLite, Redis and
+PostgreSQL.
 
 Usage::
 
     .venv/bin/python benchmarks/ledger_throughput.py [--calls 2000] [--processes 1 8]
-        [--redis redis://127.0.0.1:6379/0] [--backends memory sqlite redis] [--quick]
+        [--redis redis://127.0.0.1:6379/0] [--postgres postgresql://root@127.0.0.1:5432/test]
+        [--backends memory sqlite redis postgres] [--quick]
 
 Every process opens the ledger itself, waits at a barrier so all start together, then makes
 ``--calls`` reservations on one shared scope (a limit far above what they spend, so none is
@@ -11,7 +13,9 @@ refused), settling each at once — the ledger's whole work for one guarded call
 the calls of all processes divided by the wall time from the barrier to the last finish; the
 per-call time is its inverse, next to SQLite's. A memory ledger is private to each process
 (nothing is shared), so its 8-process row is 8 independent ledgers. Redis keys go under a
-fresh prefix, deleted afterwards.
+fresh prefix, deleted afterwards; a PostgreSQL ledger goes in a fresh schema, dropped
+afterwards. PostgreSQL's server CPU is not measured (one server process per connection), so
+its "Redis CPU" column stays empty.
 
 On a shared machine the wall-clock rate says as much about the other jobs as about the
 ledger, so two CPU figures per call come with it: the workers' own CPU time (from the barrier
@@ -150,7 +154,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000, help="calls per process")
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--backends", nargs="+", default=["memory", "sqlite", "redis"])
+    parser.add_argument("--postgres", default="postgresql://root@127.0.0.1:5432/test")
+    parser.add_argument("--backends", nargs="+",
+                        default=["memory", "sqlite", "redis", "postgres"])
     parser.add_argument("--quick", action="store_true", help="500 calls per process")
     options = parser.parse_args()
     calls = 500 if options.quick else options.calls
@@ -158,24 +164,32 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         for backend in options.backends:
             for processes in options.processes:
-                rows.append(_row(backend, processes, calls, options.redis, Path(directory)))
+                rows.append(_row(backend, processes, calls, options, Path(directory)))
         work = (sqlite_work(Path(directory) / "counted.db") if "sqlite" in options.backends
                 else None)
     print_rows(rows)
     print(f"({calls} calls per process; each call = reserve + settle; 'vs SQLite' is "
           f"time per call relative to SQLite with as many processes; memory is per-process; "
-          f"CPU is µs per call, the workers' and the Redis server's)")
+          f"CPU is µs per call, the workers' and the Redis server's; PostgreSQL's server "
+          f"CPU is not measured)")
     if work is not None:
         statements, pages, page_size = work
         print(f"SQLite, per reserve + settle pair (counts, the same on any machine): "
               f"{statements:.1f} statements, {pages:.1f} WAL pages of {page_size:,} bytes")
 
 
-def _row(backend: str, processes: int, calls: int, redis_url: str, directory: Path) -> Row:
+def _row(backend: str, processes: int, calls: int, options: argparse.Namespace,
+         directory: Path) -> Row:
+    redis_url, postgres_url = options.redis, options.postgres
     prefix = f"sgbench:{uuid.uuid4().hex[:8]}:"
+    schema = f"sgbench_{uuid.uuid4().hex[:12]}"
+    separator = "&" if "?" in postgres_url else "?"
     url = {"memory": "memory://bench",
            "sqlite": f"sqlite:///{directory / f'{uuid.uuid4().hex}.db'}",
-           "redis": f"{redis_url}?prefix={prefix}"}[backend]
+           "redis": f"{redis_url}?prefix={prefix}",
+           "postgres": f"{postgres_url}{separator}schema={schema}"}[backend]
+    if backend == "postgres":
+        open_ledger(url).close()  # the schema made once, before the workers race to it
     server_before = server_cpu_s(redis_url) if backend == "redis" else 0.0
     server_us = None
     try:
@@ -186,7 +200,16 @@ def _row(backend: str, processes: int, calls: int, redis_url: str, directory: Pa
     finally:
         if backend == "redis":
             _drop(redis_url, prefix)
+        if backend == "postgres":
+            _drop_schema(postgres_url, schema)
     return backend, processes, rate, client_us, server_us
+
+
+def _drop_schema(postgres_url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def print_rows(rows: list[Row]) -> None:

@@ -1,12 +1,13 @@
-"""The ledger-backend fixtures: one test definition, run on memory, SQLite and Redis (+ cluster).
+"""The ledger-backend fixtures: one test definition, run on memory, SQLite, Redis (+ cluster) and
+PostgreSQL.
 
 A test that takes ``ledger`` (an open ledger) or ``ledger_backend`` (to open fresh ones, or to
 get their URLs) runs once per backend: memory, a SQLite file in the test's ``tmp_path``, the
 local Redis server and a local 3-primary Redis Cluster (started once per session), each Redis
-one under a key prefix of the test's own, deleted when the test ends. Without a Redis server,
-or without ``redis-server`` / ``redis-cli`` for the cluster, those runs are skipped, saying
-why. ``tests/conftest.py`` makes these
-fixtures visible to every test module.
+one under a key prefix of the test's own, deleted when the test ends, and the local PostgreSQL
+server, each ledger in a schema of its own, dropped when the test ends. Without a Redis or
+PostgreSQL server, or without ``redis-server`` / ``redis-cli`` for the cluster, those runs are
+skipped, saying why. ``tests/conftest.py`` makes these fixtures visible to every test module.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from spendguard._budget.ledger import Ledger, open_ledger
+from tests.postgres_helpers import drop_schema, fresh_schema, postgres_url, requires_postgres
 from tests.redis_cluster_helpers import (
     cluster_url,
     drop_cluster_prefix,
@@ -28,7 +30,8 @@ from tests.redis_helpers import SHARED_PORT, drop_prefix, ledger_url, requires_r
 BACKENDS = ["memory", "sqlite",
             pytest.param("redis", marks=[pytest.mark.redis, requires_redis]),
             pytest.param("redis-cluster", marks=[pytest.mark.redis, requires_redis,
-                                                 requires_redis_cluster_tools])]
+                                                 requires_redis_cluster_tools]),
+            pytest.param("postgres", marks=[pytest.mark.postgres, requires_postgres])]
 
 
 class LedgerBackend:
@@ -39,6 +42,7 @@ class LedgerBackend:
         self._tmp_path = tmp_path
         self._cluster_ports = cluster_ports
         self._prefixes: list[str] = []
+        self._schemas: list[str] = []
         self._opened: list[Ledger] = []
 
     def url(self, **options: str) -> str:
@@ -51,6 +55,10 @@ class LedgerBackend:
             return f"memory://{fresh}"
         if self.name == "sqlite":
             return f"sqlite:///{self._tmp_path / f'ledger-{fresh}.db'}"
+        if self.name == "postgres":
+            schema = fresh_schema()
+            self._schemas.append(schema)
+            return postgres_url(schema)
         prefix = f"sgtest:{fresh}:"
         self._prefixes.append(prefix)
         if self.name == "redis-cluster":
@@ -64,9 +72,11 @@ class LedgerBackend:
         return opened
 
     def close(self) -> None:
-        """Close what was opened and delete the Redis keys written under this test's prefixes."""
+        """Close what was opened; delete the Redis keys under this test's prefixes and drop its
+        PostgreSQL schemas."""
         for opened in self._opened:
             opened.close()
+        drop_schema(*self._schemas)
         for prefix in self._prefixes:
             if self.name == "redis-cluster":
                 drop_cluster_prefix(self._cluster_ports, prefix)

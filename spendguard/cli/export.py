@@ -66,7 +66,7 @@ def filter_options(command: _F) -> _F:
     """Add the record-choosing options to a command."""
     options = [
         click.option("--ledger", "ledger_url", metavar="URL", callback=_ledger_url,
-                     help="Ledger URL (sqlite:///path, redis://...). Default: "
+                     help="Ledger URL (sqlite:///path, redis://..., postgresql://...). Default: "
                           "$SPENDGUARD_LEDGER, else the SQLite file in spendguard's data dir."),
         click.option("--since", callback=_moment(False), metavar="WHEN",
                      help="From this UTC month, day or time: 2026-05, 2026-05-21, "

@@ -11,8 +11,9 @@ from spendguard._core.errors import SpendguardError
 
 __all__ = ["ledger"]
 
-_LEDGER_HELP = ("Ledger URL (sqlite:///..., redis://..., memory://name); default: "
-                "$SPENDGUARD_LEDGER, else the SQLite file in spendguard's data directory.")
+_LEDGER_HELP = ("Ledger URL (sqlite:///..., redis://..., postgresql://..., memory://name); "
+                "default: $SPENDGUARD_LEDGER, else the SQLite file in spendguard's data "
+                "directory.")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 
 

@@ -37,7 +37,8 @@ _MONEY = ("cost_usd", "refused_usd", "would_refuse_usd")
               "and programs using it); default: a new scope for this run.")
 @click.option("--period", metavar="P", help="Budget period: daily or monthly (UTC).")
 @click.option("--ledger", "ledger_url", metavar="URL",
-              help="Ledger URL (sqlite:///..., redis://...); default: $SPENDGUARD_LEDGER, else "
+              help="Ledger URL (sqlite:///..., redis://..., postgresql://...); default: "
+                   "$SPENDGUARD_LEDGER, else "
                    "the SQLite file in spendguard's data directory.")
 @click.option("--observe", is_flag=True, help="Observe mode: record and warn, refuse nothing; "
               "the summary says what enforcing would have refused.")

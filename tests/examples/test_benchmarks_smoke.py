@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.paths import REPO
+from tests.postgres_helpers import requires_postgres
 from tests.redis_cluster_helpers import requires_redis_cluster_tools
 from tests.redis_helpers import requires_redis
 
@@ -74,9 +75,12 @@ def test_the_runner_reports_machine_command_and_each_section(tmp_path: Path) -> 
 
 
 def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path) -> None:
-    """Its smallest run: three calls in one process per backend (Redis when a server answers)."""
+    """Its smallest run: three calls in one process per backend (Redis and PostgreSQL when
+    their servers answer)."""
     no_redis = requires_redis.args[0]  # the skip condition: no server on 127.0.0.1:6379
-    backends = ["memory", "sqlite", *([] if no_redis else ["redis"])]
+    no_postgres = requires_postgres.args[0]  # none on 127.0.0.1:5432
+    backends = ["memory", "sqlite", *([] if no_redis else ["redis"]),
+                *([] if no_postgres else ["postgres"])]
     result = run_script(tmp_path, str(BENCHMARKS / "ledger_throughput.py"), "--calls", "3",
                         "--processes", "1", "--backends", *backends)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -277,7 +277,7 @@ def test_filters_choose_the_records(ledger_url: str) -> None:
     ({"tag": "no spaces"}, "tag"),
     ({"aggregate": "week"}, "aggregate"),
     ({"format": "csv", "aggregate": "day"}, "aggregate"),
-    ({"ledger": "postgres://x"}, "ledger"),
+    ({"ledger": "mysql://x"}, "ledger"),
 ])
 def test_bad_arguments_name_the_field_and_the_fix(options: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=rf"^{field}: .*(use|write|swap|is not)"):

@@ -1,5 +1,6 @@
 """Ledgers, chosen by URL: ``sqlite:///path`` (the default), ``memory://`` (tests), ``redis://``
-(also ``redis+cluster://``, ``redis+sentinel://``, and ``rediss…`` for TLS).
+(also ``redis+cluster://``, ``redis+sentinel://``, and ``rediss…`` for TLS), and
+``postgresql://user@host:5432/db`` (``postgres://`` too).
 
 ``open_ledger()`` with no URL uses ``$SPENDGUARD_LEDGER``, else a SQLite file in spendguard's
 data directory (``$SPENDGUARD_HOME``, else the platform's user data dir). One instance is kept
@@ -49,6 +50,8 @@ _BACKENDS: dict[str, str] = {
     **{scheme: "spendguard._budget.ledger.redis:open_redis" for scheme in (
         "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel",
         "rediss+sentinel")},
+    "postgresql": "spendguard._budget.ledger.postgres:open_postgres",
+    "postgres": "spendguard._budget.ledger.postgres:open_postgres",
 }
 _RECENT_MAX = 8
 
@@ -76,7 +79,8 @@ def resolve_ledger_url(url: str | os.PathLike[str] | None = None) -> str:
             f"ledger: {url!r} is not a ledger URL; use 'sqlite:///path/to/ledger.db' "
             f"(sqlite:////abs/path for an absolute path), 'memory://', 'memory://name', or "
             f"for Redis 'redis://host:6379/0', 'redis+cluster://host:7000,host:7001' or "
-            f"'redis+sentinel://host:26379/service_name/0' ('rediss' for TLS)"
+            f"'redis+sentinel://host:26379/service_name/0' ('rediss' for TLS), or for "
+            f"PostgreSQL 'postgresql://user@host:5432/db' (?schema=name for a schema of its own)"
         )
     if scheme == "sqlite":
         if not rest.startswith("/") or rest == "/":
@@ -92,18 +96,23 @@ def open_ledger(url: str | os.PathLike[str] | None = None, *, read_only: bool = 
     """The ledger at ``url``, opened (and migrated) once per process; None means the default.
 
     ``memory://`` is a new private ledger on every call; ``memory://name`` is shared by name.
-    ``read_only`` is for reports and exports: a SQLite file must exist and is read without
-    writing to it (so a read-only file or folder works), unless this process has it open.
+    ``read_only`` is for reports and exports: a SQLite file (or a PostgreSQL ledger's schema)
+    must exist and is read without writing to it (so a read-only file or folder works), unless
+    this process has it open.
     """
     resolved = _resolve_default() if url is None else resolve_ledger_url(url)
-    if read_only and resolved.startswith("sqlite:///"):
+    if read_only and resolved.startswith(("sqlite:///", "postgresql://", "postgres://")):
         with _lock:
             writable = _live.get((os.getpid(), resolved))
         if writable is not None:
             return writable
-        from spendguard._budget.ledger.sqlite import open_sqlite  # noqa: PLC0415 - as _create does
+        if resolved.startswith("sqlite:///"):
+            from spendguard._budget.ledger.sqlite import open_sqlite  # noqa: PLC0415 - as _create does
 
-        return open_sqlite(resolved, read_only=True)
+            return open_sqlite(resolved, read_only=True)
+        from spendguard._budget.ledger.postgres import open_postgres  # noqa: PLC0415
+
+        return open_postgres(resolved, read_only=True)
     if resolved == "memory://":
         return _create(resolved)
     if resolved.startswith("memory://"):

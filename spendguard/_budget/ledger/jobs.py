@@ -6,7 +6,7 @@ store is dumb on purpose: it keeps records and changes them in one transaction e
 states mean is decided by :mod:`spendguard._strategies.batch`. :meth:`JobStore.claim` is the one
 rule it enforces itself, because it must hold across processes: each result is handed over once.
 
-``job_store(ledger)`` gives the store of a SQLite or in-memory ledger.
+``job_store(ledger)`` gives the store of a SQLite, PostgreSQL or in-memory ledger.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from spendguard._budget.ledger.base import Ledger
 from spendguard._core.errors import ConfigError, LedgerError
+from spendguard._core.terminal import masked_url
 
 __all__ = [
     "HOLD_STATES",
@@ -233,20 +234,25 @@ _stores_lock = threading.Lock()
 
 
 def job_store(ledger: Ledger) -> JobStore:
-    """The batch-job store of ``ledger`` (SQLite or in-memory)."""
+    """The batch-job store of ``ledger`` (SQLite, PostgreSQL or in-memory)."""
     from spendguard._budget.ledger.memory import MemoryLedger  # noqa: PLC0415 - avoid an import cycle
+    from spendguard._budget.ledger.postgres import PostgresLedger  # noqa: PLC0415
     from spendguard._budget.ledger.sqlite import SqliteLedger  # noqa: PLC0415
 
     if isinstance(ledger, SqliteLedger):
         from spendguard._budget.ledger.jobs_sqlite import SqliteJobStore  # noqa: PLC0415
 
         return SqliteJobStore(ledger)
+    if isinstance(ledger, PostgresLedger):
+        from spendguard._budget.ledger.jobs_postgres import PostgresJobStore  # noqa: PLC0415
+
+        return PostgresJobStore(ledger)
     if isinstance(ledger, MemoryLedger):
         with _stores_lock:
             store = _memory_stores.get(ledger)
             if store is None:
                 store = _memory_stores[ledger] = MemoryJobStore()
             return store
-    raise ConfigError(f"ledger: batch jobs are kept in a sqlite:/// or memory:// ledger; "
-                      f"{ledger.url!r} cannot hold them. Pass ledger='sqlite:///batches.db' "
-                      f"to spendguard.batch()")
+    raise ConfigError(f"ledger: batch jobs are kept in a sqlite:///, postgresql:// or "
+                      f"memory:// ledger; {masked_url(ledger.url)!r} cannot hold them. Pass "
+                      f"ledger='sqlite:///batches.db' to spendguard.batch()")

@@ -74,7 +74,7 @@ def test_one_ledger_instance_per_url(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert open_ledger("memory://") is not open_ledger("memory://")
 
 
-@pytest.mark.parametrize("url", ["postgres://db", "ledger.db", "sqlite://", "sqlite:///"])
+@pytest.mark.parametrize("url", ["mysql://db", "ledger.db", "sqlite://", "sqlite:///"])
 def test_a_bad_ledger_url_is_a_config_error_saying_what_to_write(url: str) -> None:
     with pytest.raises(ConfigError, match=r"ledger: .*sqlite:///"):
         open_ledger(url)

@@ -14,8 +14,17 @@ import pytest
 from spendguard._budget.ledger import open_ledger
 from spendguard._budget.ledger.jobs import JobItem, JobRecord, JobStore, job_store
 from spendguard._budget.ledger.memory import MemoryLedger
+from spendguard._budget.ledger.postgres import PostgresLedger
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._core.errors import ConfigError, LedgerError
+from tests.postgres_helpers import (
+    drop_schema,
+    fixture_postgres_ledger_url,  # noqa: F401 - a fixture: pytest finds it here
+    fixture_postgres_schema,  # noqa: F401 - a fixture: pytest finds it here
+    fresh_schema,
+    postgres_url,
+    requires_postgres,
+)
 
 T0 = datetime(2031, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -33,12 +42,20 @@ def items(job_id: str = "sgb_1") -> list[JobItem]:
             for i in range(2)]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory",
+                        pytest.param("postgres", marks=[pytest.mark.postgres,
+                                                        requires_postgres])])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JobStore]:
     if request.param == "sqlite":
         ledger = SqliteLedger(tmp_path / "ledger.db")
         yield job_store(ledger)
         ledger.close()
+    elif request.param == "postgres":
+        schema = fresh_schema()
+        opened = PostgresLedger(postgres_url(schema))
+        yield job_store(opened)
+        opened.close()
+        drop_schema(schema)
     else:
         yield job_store(MemoryLedger())
 
@@ -136,6 +153,22 @@ def test_a_sqlite_job_survives_reopening_the_file(tmp_path: Path) -> None:
     again = job_store(SqliteLedger(path))
     assert again.get("sgb_1") == job()
     assert again.items("sgb_1") == items()
+
+
+@requires_postgres
+@pytest.mark.postgres
+def test_a_postgres_claim_made_by_one_ledger_is_seen_by_another(
+        postgres_ledger_url: str) -> None:
+    first, second = PostgresLedger(postgres_ledger_url), PostgresLedger(postgres_ledger_url)
+    try:
+        one, two = job_store(first), job_store(second)
+        one.add(job(), [replace(i, state="succeeded") for i in items()])
+        assert two.get("sgb_1") == job()
+        assert len(one.claim("sgb_1")) == 2
+        assert two.claim("sgb_1") == []
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_claim_in_one_connection_is_seen_by_another(tmp_path: Path) -> None:
