@@ -64,16 +64,16 @@ def main() -> None:
     run = spendguard.batch([ticket(t) for t in TICKETS * 5], client=openai_client,
                            polling=polling)
     print(f"submitted {len(TICKETS) * 5} requests as {len(run.job_ids)} batch job(s); "
-          f"worst case reserved {format_usd(run.worst_usd, places=4)}")
+          f"worst case reserved {format_usd(run.worst_usd)}")
     results = run.results()
     paid = sum((r.cost_usd for r in results), Decimal(0))
     ordinary = sum((r.standard_usd for r in results), Decimal(0))
     first = results[0].response.choices[0].message.content
     print(f"first summary: {first[:70]}...")
-    print(f"batch cost {format_usd(paid, places=6)}; the same tokens as ordinary calls "
-          f"{format_usd(ordinary, places=6)}; saved {format_usd(ordinary - paid, places=6)} "
+    print(f"batch cost {format_usd(paid)}; the same tokens as ordinary calls "
+          f"{format_usd(ordinary)}; saved {format_usd(ordinary - paid)} "
           f"({(ordinary - paid) / ordinary:.0%}), "
-          f"{format_usd((ordinary - paid) / len(results) * 1000, places=4)} per 1,000 tickets")
+          f"{format_usd((ordinary - paid) / len(results) * 1000)} per 1,000 tickets")
 
     # 2. The ordinary call, marked deferrable: handles now, results when someone waits.
     deferred = anthropic_client.deferred(polling=polling)
@@ -84,8 +84,8 @@ def main() -> None:
     outcomes = [h.outcome() for h in handles]  # the same results, with route and cost
     saved = sum((o.savings_usd for o in outcomes), Decimal(0))
     print(f"{len(replies)} deferred Anthropic replies, e.g. {replies[0].content[0].text[:50]}...;"
-          f" saved {format_usd(saved, places=6)} of "
-          f"{format_usd(sum((o.standard_usd for o in outcomes), Decimal(0)), places=6)}")
+          f" saved {format_usd(saved)} of "
+          f"{format_usd(sum((o.standard_usd for o in outcomes), Decimal(0)))}")
 
     # 3. A deadline the batch would miss: at the deadline minus 10 minutes, what the batch has
     #    not finished is cancelled and sent as ordinary calls (full price, still budgeted).
@@ -93,9 +93,9 @@ def main() -> None:
                               deadline=timedelta(hours=1), fallback=True, polling=polling)
     rescued = urgent.results()
     print(f"deadline in 1 hour: routes {[r.route for r in rescued]}, cost "
-          f"{format_usd(sum((r.cost_usd for r in rescued), Decimal(0)), places=6)} at full price")
-    print(f"budget: {format_usd(budget.spent, places=6)} spent of $1.00, "
-          f"{format_usd(budget.reserved, places=6)} still reserved")
+          f"{format_usd(sum((r.cost_usd for r in rescued), Decimal(0)))} at full price")
+    print(f"budget: {format_usd(budget.spent)} spent of $1.00, "
+          f"{format_usd(budget.reserved)} still reserved")
     print("jobs stay in the ledger: `spendguard batches list --ledger <url>` shows them")
 
 

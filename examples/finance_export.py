@@ -89,6 +89,11 @@ def main() -> None:
     print()
     print(render_report_text(report))
     print(f"report page: {write_report_html(report, OUT / 'spend.html')}")
+    for track in report.on_track:  # "are we on track this month?", per budget
+        runs_out = f"runs out {track.runs_out_at:%Y-%m-%d}" if track.runs_out_at else "lasts"
+        print(f"{track.scope} {track.period_key}: {spendguard.format_usd(track.spent_usd)} so "
+              f"far, {spendguard.format_usd(track.forecast_usd)} forecast, {track.status}, "
+              f"{runs_out}; {track.refused_calls} refused")
 
     # 3. Reconcile with the provider's cost report, then accept the difference.
     costs = stand_in_cost_report(ledger, OUT / "openai-costs.json")

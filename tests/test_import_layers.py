@@ -32,7 +32,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("adoption", frozenset({"_adoption"})),
     ("reporting", frozenset({"_reporting"})),
     ("emulator", frozenset({"testing"})),
-    ("public surface", frozenset({"_dropin", "cli", "sizing", "telemetry", "__init__"})),
+    ("public surface", frozenset({"_dropin", "cli", "sizing", "telemetry", "__init__",
+                                  "__main__"})),
 )
 
 
@@ -86,7 +87,10 @@ def _imports(path: Path, source: str | None = None) -> set[str]:
 
 
 def _is_module(dotted: str) -> bool:
-    """Whether ``spendguard.<dotted>`` is a module or package (not a public name)."""
+    """Whether ``spendguard.<dotted>`` is a module or package (not a public name, nor the
+    bare prefix ``spendguard.`` that tag keys start with)."""
+    if not dotted:
+        return False
     base = PACKAGE.joinpath(*dotted.split("."))
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 

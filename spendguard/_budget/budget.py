@@ -35,7 +35,7 @@ from spendguard._budget.runaway import RunawayRules
 from spendguard._budget.scopes import enter, leave
 from spendguard._budget.thresholds import WarnCallback, check_warn_at, warn_usd
 from spendguard._core.errors import BudgetConfigError, ConfigError
-from spendguard._core.money import MAX_LIMIT_USD, ZERO, parse_usd
+from spendguard._core.money import MAX_LIMIT_USD, ZERO, normalised, parse_usd
 from spendguard._core.periods import (
     Clock,
     Period,
@@ -194,17 +194,17 @@ class Budget:
     @property
     def spent(self) -> Decimal:
         """USD settled in the current period (including recovered and adjusted amounts)."""
-        return self.totals().spent_usd
+        return normalised(self.totals().spent_usd)
 
     @property
     def reserved(self) -> Decimal:
         """USD held by calls in flight in the current period (their worst cases)."""
-        return self.totals().reserved_usd
+        return normalised(self.totals().reserved_usd)
 
     @property
     def remaining(self) -> Decimal:
         """USD a new call may still reserve in the current period (never below zero)."""
-        return max(self.limit_usd - self.totals().committed_usd, ZERO)
+        return normalised(max(self.limit_usd - self.totals().committed_usd, ZERO))
 
     @property
     def calls(self) -> int:

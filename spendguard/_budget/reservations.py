@@ -37,6 +37,13 @@ __all__ = ["DEFAULT_RESERVATION_TTL_S", "Reservation", "remaining_for_call", "re
 
 log = logging.getLogger("spendguard.budget")
 
+EVENT_TAG = "spendguard.event"
+REFUSED_EVENT = "refused"
+"""``spendguard.event`` of the $0 marker a refused call leaves in its budget's ledger."""
+REFUSED_SCOPE_TAG = "spendguard.refused_scope"
+REFUSED_USD_TAG = "spendguard.refused_usd"
+"""The worst case of the refused call: what the refusal kept from being spent (USD)."""
+
 DEFAULT_RESERVATION_TTL_S = 15 * 60.0
 _STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
@@ -173,7 +180,7 @@ class Reservation:
 
     def __repr__(self) -> str:
         state = self._state or "open"
-        return f"<Reservation {self.id} {format_usd(self.worst_usd, places=6)} {state}>"
+        return f"<Reservation {self.id} {format_usd(self.worst_usd)} {state}>"
 
 
 def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
@@ -216,6 +223,7 @@ def reserve_call(client_budget: Budget | None, worst_usd: Decimal, *,
 
 def _refused(call: CallInfo, budgets: tuple[Budget, ...], worst: Decimal,
              exc: BudgetExceeded) -> None:
+    _record_refusal(exc, budgets, call, worst)
     if listening():
         publish(Stage.REFUSED, **_call_fields(call, budgets, worst_usd=worst), scope=exc.scope,
                 message=str(exc))
@@ -251,6 +259,24 @@ def _reserve(client_budget: Budget | None, budgets: tuple[Budget, ...], worst: D
     if listening():
         publish(Stage.RESERVED, **reservation._event_fields())
     return reservation
+
+
+def _record_refusal(exc: BudgetExceeded, budgets: tuple[Budget, ...], call: CallInfo,
+                    worst: Decimal) -> None:
+    """Leave a $0 marker of the refusal in the refusing budget's ledger, so reports across
+    processes count refused calls and what they could have cost. Never changes a total; a
+    ledger that cannot take it leaves the refusal as it is."""
+    refusing = next((budget for budget in budgets if budget.scope == exc.scope), None)
+    if refusing is None:
+        return
+    try:
+        refusing.ledger.adjust([], Decimal(0), time=as_utc(refusing.clock()),
+                               note=f"refused: {exc}",
+                               tags={EVENT_TAG: REFUSED_EVENT, REFUSED_SCOPE_TAG: exc.scope,
+                                     REFUSED_USD_TAG: str(worst)},
+                               provider=call.provider, model=call.model)
+    except LedgerError:
+        log.warning("spendguard: could not record a refusal in %s", exc.scope, exc_info=True)
 
 
 def remaining_for_call(client_budget: Budget | None, *,

@@ -60,11 +60,11 @@ class CallOverrun(ThresholdCrossed):
     actual_usd: Decimal = Decimal(0)
 
     def message(self) -> str:
-        what = (f"more than the {format_usd(self.reserved_usd, places=6)} it reserved"
+        what = (f"more than the {format_usd(self.reserved_usd)} it reserved"
                 if self.actual_usd > self.reserved_usd
                 else "for more tokens than the model's context window plus its maximum output")
         return (f"spendguard: a {self.model} call ({self.call_id}) was charged "
-                f"{format_usd(self.actual_usd, places=6)}, {what}; budget {self.scope!r} "
+                f"{format_usd(self.actual_usd)}, {what}; budget {self.scope!r} "
                 f"(period {self.period_key}) has spent {format_usd(self.spent_usd)} of "
                 f"{format_usd(self.limit_usd)}")
 

@@ -51,10 +51,10 @@ class CacheStats:
     def __str__(self) -> str:
         text = (f"{self.requests} calls: hit rate {self.hit_rate:.1%} ({self.cache_read_tokens} "
                 f"read, {self.cache_write_tokens} written, {self.input_tokens} uncached), cost "
-                f"{format_usd(self.cost_usd, places=6)}, saved "
-                f"{format_usd(self.saved_usd, places=6)} by caching")
+                f"{format_usd(self.cost_usd)}, saved "
+                f"{format_usd(self.saved_usd)} by caching")
         if self.expected_usd is not None:
-            text += f"; planned {format_usd(self.expected_usd, places=6)}"
+            text += f"; planned {format_usd(self.expected_usd)}"
             if self.expected_hit_rate is not None:
                 text += f" at {self.expected_hit_rate:.1%} hits"
         return text

@@ -40,6 +40,7 @@ __all__ = [
     "CascadeFailed",
     "ConfigError",
     "LedgerError",
+    "LedgerNotFound",
     "LedgerUnavailable",
     "PriceFileError",
     "ProviderResponseError",
@@ -118,6 +119,11 @@ class TokenizerError(SpendguardError):
 
 class LedgerError(SpendguardError):
     """The ledger cannot be opened, migrated or written."""
+
+
+class LedgerNotFound(LedgerError):
+    """A ledger was to be read but there is none at that path or URL (nothing recorded
+    there yet); reading never creates one."""
 
 
 class LedgerUnavailable(LedgerError):

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from decimal import Context, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation, localcontext
 
 from spendguard._core.errors import ConfigError
 
-__all__ = ["MAX_LIMIT_USD", "MILLION", "ZERO", "exact_sums", "format_usd", "parse_usd"]
+__all__ = ["MAX_LIMIT_USD", "MILLION", "ZERO", "exact_sums", "format_usd", "normalised",
+           "parse_usd"]
 
 ZERO = Decimal(0)
 MILLION = Decimal(1_000_000)
 # The largest limit a budget takes: far above any real spending, and far inside what every
 # ledger keeps exactly (Redis: 9e15 USD). Larger is a typo or a stand-in for "no limit".
 MAX_LIMIT_USD = Decimal(10) ** 12
-_SIGNIFICANT = 2  # digits shown of an amount too small for the places asked
+_SIGNIFICANT_BELOW_A_DOLLAR = 4  # digits shown of an amount under $1
+_CENT = Decimal("0.01")
 _PLAIN_DIGITS = 18
 # Python's default 28 digits would round a sum such as 10^24 + 0.000001; 100 keep any total a
 # ledger can hold exact (ratios computed inside stay cheap at 100 digits).
@@ -60,7 +62,7 @@ def parse_usd(value: object, *, field: str, allow_zero: bool = True,
         raise ConfigError(f"{field}: must be greater than 0 USD")
     if maximum is not None and amount > maximum:
         raise ConfigError(f"{field}: {value!r} is above the largest amount accepted here "
-                          f"({format_usd(maximum, places=0)}); for no limit at all, make the "
+                          f"({format_usd(maximum)}); for no limit at all, make the "
                           f"calls outside any budget (they are still recorded)")
     return amount
 
@@ -70,11 +72,16 @@ def exact_sums() -> AbstractContextManager[Context]:
     return localcontext(_SUMS)
 
 
-def format_usd(amount: Decimal, *, places: int = 4) -> str:
-    """``$1,234.5678``-style text for people; exports use the exact ``str(Decimal)``.
+def format_usd(amount: Decimal) -> str:
+    """Money for people, by the one rule every surface follows (docs/finance.md, "Money"):
 
-    Never shows a non-zero amount as zero: one too small for ``places`` gets two significant
-    digits (``$0.0000012``). Any finite amount works (beyond 10^18 USD: ``$1.234567E+21``).
+    - $1 or more (either sign): to the cent, with thousands separators: ``$250,000.00``;
+    - under $1: four significant digits, trailing zeros dropped down to cents:
+      ``$0.1575``, ``$0.50``, ``$0.04618``, ``$0.00033``, ``$0.000007``;
+    - zero: ``$0.00``; beyond 10^18 USD: ``$1.000000E+24``.
+
+    A non-zero amount is never shown as zero. Exports, ``--json`` and the Python API keep the
+    exact amount (:func:`normalised`).
     """
     if not amount.is_finite():
         return f"${amount}"
@@ -83,9 +90,27 @@ def format_usd(amount: Decimal, *, places: int = 4) -> str:
     if size and size.adjusted() >= _PLAIN_DIGITS:
         return f"{sign}${size:.6E}"
     with localcontext() as context:
-        context.prec = _PLAIN_DIGITS + max(places, _SIGNIFICANT - size.adjusted()) + 2
-        rounded = size.quantize(Decimal(1).scaleb(-places))
-        if size and not rounded:
-            places = _SIGNIFICANT - 1 - size.adjusted()
-            rounded = size.quantize(Decimal(1).scaleb(-places))
-        return f"{sign if rounded else ''}${rounded:,.{places}f}"
+        context.prec = _PLAIN_DIGITS + _SIGNIFICANT_BELOW_A_DOLLAR - min(size.adjusted(), 0) + 4
+        if size >= 1 or not size:
+            rounded = size.quantize(_CENT, ROUND_HALF_EVEN)
+            if rounded >= 1 or not size:
+                return f"{sign if rounded else ''}${rounded:,.2f}"
+        places = _SIGNIFICANT_BELOW_A_DOLLAR - 1 - size.adjusted()
+        rounded = size.quantize(Decimal(1).scaleb(-places), ROUND_HALF_EVEN)
+        if rounded >= 1:  # 0.99996 rounds up to a dollar: shown by the dollar rule
+            return f"{sign}${rounded.quantize(_CENT):,.2f}"
+        text = f"{rounded:.{places}f}".rstrip("0")
+        whole, _, decimals = text.partition(".")
+        return f"{sign}${whole}.{decimals.ljust(2, '0')}"
+
+
+def normalised(amount: Decimal) -> Decimal:
+    """``amount`` without exponent or trailing zeros, for the Python API: ``Decimal("0.0000001")``
+    rather than ``Decimal("0E-7")`` or ``Decimal("1E-7")``, ``Decimal("0")`` for any zero."""
+    if not amount:
+        return ZERO
+    with exact_sums():
+        reduced = amount.normalize()
+    if reduced.as_tuple().exponent > 0:  # type: ignore[operator]
+        return reduced.quantize(Decimal(1))
+    return reduced

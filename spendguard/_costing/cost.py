@@ -112,7 +112,7 @@ class Cost:
         extras = [str(self.tier)] if self.tier else []
         extras += list(self.modifiers)
         suffix = f", {', '.join(extras)}" if extras else ""
-        usd = format_usd(self.total, places=6)
+        usd = format_usd(self.total)
         return f"{usd} ({self.model}{suffix}; prices {self.table_version})"
 
 

@@ -103,12 +103,12 @@ class SelfHostedComparison:
         lines = [
             f"Self-hosted {self.price_id}: {self.calls:,} calls, {self.input_tokens:,} input + "
             f"{self.output_tokens:,} output tokens in {self.hours:g} rented hours",
-            f"  rent {format_usd(self.rent_usd, places=2)} at "
-            f"{format_usd(self.usd_per_hour, places=2)}/h, busy {self.utilisation:.2%} of it "
-            f"(allocated {format_usd(self.allocated_usd, places=2)})",
-            f"  = {format_usd(per_m_self, places=2)} per million tokens at that utilisation",
-            f"Same tokens on {self.api_model}: {format_usd(self.api_usd, places=2)}"
-            f" = {format_usd(per_m_api, places=2)} per million tokens",
+            f"  rent {format_usd(self.rent_usd)} at "
+            f"{format_usd(self.usd_per_hour)}/h, busy {self.utilisation:.2%} of it "
+            f"(allocated {format_usd(self.allocated_usd)})",
+            f"  = {format_usd(per_m_self)} per million tokens at that utilisation",
+            f"Same tokens on {self.api_model}: {format_usd(self.api_usd)}"
+            f" = {format_usd(per_m_api)} per million tokens",
         ]
         if crossover is None:
             lines.append("The API prices these tokens at $0: no crossover.")

@@ -173,10 +173,10 @@ class SelfHostComparison:
                          f" {_percent(self.prefill_busy)})")
             else:
                 busy += " (decode only: give a prefill rate to count the input tokens)"
-        return (f"The last {s.days:g} days on {s.model} cost {format_usd(s.actual_usd, places=2)}"
+        return (f"The last {s.days:g} days on {s.model} cost {format_usd(s.actual_usd)}"
                 f" for {s.input_tokens:,} input and {s.output_tokens:,} output tokens;"
                 f" self-hosting {who}{rent.gpus} × {gpu} would cost"
-                f" {format_usd(self.self_host_usd, places=2)}{busy}.")
+                f" {format_usd(self.self_host_usd)}{busy}.")
 
 
 def _percent(share: float) -> str:

@@ -167,10 +167,10 @@ def _speed_lines(result: SizingResult) -> list[str]:
     ]
     if result.costs:
         first, last = result.costs[0], result.costs[-1]
-        usd = format_usd(first.usd_per_million_output, places=2)
+        usd = format_usd(first.usd_per_million_output)
         rate = f"${first.usd_per_gpu_hour}"
         if last is not first:
-            usd += f"-{format_usd(last.usd_per_million_output, places=2)}"
+            usd += f"-{format_usd(last.usd_per_million_output)}"
             rate += f"-{last.usd_per_gpu_hour}"
         lines.append(
             f"Cost per 1M output tokens (estimate): {usd} = {first.gpus} × {rate}/GPU-h ÷"
@@ -225,8 +225,8 @@ def render_breakeven(result: BreakEven) -> str:
     lines = [
         f"Rent: {rent.gpus}{gpu} × {rent.hours_per_day:g} h/day × {rent.days} days"
         f" = {rent.gpu_hours:,} GPU-h × ${rent.usd_per_gpu_hour}/GPU-h"
-        f" = {format_usd(result.monthly_cost_usd, places=2)} a month (idle hours included)",
-        f"API: {format_usd(result.api_output_usd_per_million, places=2)} per 1M output tokens"
+        f" = {format_usd(result.monthly_cost_usd)} a month (idle hours included)",
+        f"API: {format_usd(result.api_output_usd_per_million)} per 1M output tokens"
         f" → the rent buys {result.breakeven_output_tokens_per_month:,} output tokens"
         f" ({result.breakeven_output_tokens_per_day:,} a day)",
         f"Self-hosting pays above {result.breakeven_output_tokens_per_month:,} output tokens"

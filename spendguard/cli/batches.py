@@ -15,6 +15,8 @@ from typing import IO, Any
 
 import click
 
+from spendguard._budget.ledger import open_ledger
+from spendguard._budget.ledger.base import Ledger
 from spendguard._core.errors import SpendguardError
 from spendguard._core.money import format_usd
 from spendguard._core.private_files import open_private
@@ -28,6 +30,7 @@ from spendguard._strategies.batch import (
     reopen_batches,
 )
 from spendguard._strategies.batch.polling import Polling
+from spendguard.cli.conventions import SuggestingGroup, emit_json
 
 __all__ = ["batches"]
 
@@ -79,11 +82,11 @@ def _summary(job: BatchJob) -> str:
     done = ", ".join(f"{n} {state}" for state, n in sorted(job.outcomes.items()))
     return (f"{job.id:<{_ID_WIDTH}}  {job.provider:<9} {job.state:<9} "
             f"{job.provider_status or '-':<11} {job.request_count:>6}  "
-            f"{format_usd(job.cost_usd, places=6):>11} of "
-            f"{format_usd(job.worst_usd, places=6):>11}  {done}")
+            f"{format_usd(job.cost_usd):>11} of "
+            f"{format_usd(job.worst_usd):>11}  {done}")
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def batches() -> None:
     """Batch jobs submitted by spendguard.batch() or client.deferred, kept in the ledger."""
 
@@ -91,19 +94,20 @@ def batches() -> None:
 @batches.command("list")
 @_LEDGER
 @click.option("--active", is_flag=True, help="Only jobs still running or not yet collected.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per job.")
+@click.option("--json", "as_json", is_flag=True, help="The jobs as a JSON list.")
 def list_jobs(ledger: str | None, active: bool, as_json: bool) -> None:
     """List batch jobs, newest first: state, requests, cost so far of the worst case held."""
-    jobs = batch_jobs(ledger=ledger, active=active)
-    if not jobs and not as_json:
+    jobs = batch_jobs(ledger=_read_only(ledger), active=active)
+    if as_json:
+        emit_json([{k: v for k, v in job.as_dict().items() if k != "requests"}
+                   for job in jobs])
+        return
+    if not jobs:
         click.echo("spendguard: no batch jobs" + (" still active" if active else ""), err=True)
-    if jobs and not as_json:
+    if jobs:
         click.echo(_HEADER)
     for job in jobs:
-        if as_json:
-            click.echo(json.dumps({k: v for k, v in job.as_dict().items() if k != "requests"}))
-        else:
-            click.echo(_summary(job))
+        click.echo(_summary(job))
 
 
 @batches.command()
@@ -112,9 +116,9 @@ def list_jobs(ledger: str | None, active: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="The job and its requests as JSON.")
 def show(job_id: str, ledger: str | None, as_json: bool) -> None:
     """Show one job and each of its requests (state, route, cost; never prompts)."""
-    job = _load(job_id, ledger)
+    job = _load(job_id, _read_only(ledger))
     if as_json:
-        click.echo(json.dumps(job.as_dict(), indent=2))
+        emit_json(job.as_dict())
         return
     click.echo(_summary(job))
     click.echo(f"  endpoint {job.endpoint}, provider batch {job.provider_batch_id or '-'}, "
@@ -127,10 +131,15 @@ def show(job_id: str, ledger: str | None, as_json: bool) -> None:
         mark = "" if request.collected or request.state == "pending" else "  (not collected)"
         click.echo(f"  {printable(request.custom_id):<24} {printable(request.model):<22} "
                    f"{request.state:<10} "
-                   f"{request.route:<8} {format_usd(request.cost_usd, places=6):>11}{mark}")
+                   f"{request.route:<8} {format_usd(request.cost_usd):>11}{mark}")
 
 
-def _load(job_id: str, ledger: str | None) -> BatchJob:
+def _read_only(ledger: str | None) -> Ledger:
+    """The ledger opened for reading: a missing one is an error, nothing is written."""
+    return open_ledger(ledger, read_only=True)
+
+
+def _load(job_id: str, ledger: str | Ledger | None) -> BatchJob:
     try:
         return BatchJob.load(job_id, ledger=ledger)
     except SpendguardError as exc:
@@ -181,7 +190,7 @@ def resume(job_id: str | None, ledger: str | None, base_url: str | None, wait: b
         except SpendguardError as exc:
             raise click.ClickException(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps({"collected": written, "providers": providers}), err=True)
+        emit_json({"collected": written, "providers": providers}, err=True)
         return
     click.echo(f"spendguard: {written} result(s) collected", err=True)
     if not providers:
@@ -213,7 +222,7 @@ def results(job_id: str, ledger: str | None, base_url: str | None, output: IO[st
         output.write(_line(result) + "\n")
     output.flush()
     if as_json:
-        click.echo(json.dumps({"job_id": job_id, "results": len(found)}), err=True)
+        emit_json({"job_id": job_id, "results": len(found)}, err=True)
         return
     click.echo(f"spendguard: {len(found)} result(s) of {job_id}", err=True)
 
@@ -231,8 +240,7 @@ def cancel(job_id: str, ledger: str | None, base_url: str | None, as_json: bool)
     except SpendguardError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps({k: v for k, v in job.as_dict().items() if k != "requests"},
-                              indent=2))
+        emit_json({k: v for k, v in job.as_dict().items() if k != "requests"})
     else:
         click.echo(_summary(job))
     if job.state == "submitted":

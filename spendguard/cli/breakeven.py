@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import click
 
 from spendguard._core.errors import ConfigError, UnknownModelError
+from spendguard.cli.conventions import emit_json
 from spendguard.cli.size import Count, raise_as_click
 
 __all__ = ["breakeven"]
+
+# A million dollars an hour per GPU (or per million tokens) is no real price: a typo.
+_MAX_RATE_USD = Decimal(1_000_000)
 
 
 @click.command()
@@ -75,6 +79,8 @@ def breakeven(*, gpu: str | None, count: int | None, usd_per_gpu_hour: str | Non
     if capacity_tok_s is not None and candidate is not None:
         raise click.BadParameter("give --capacity-tok-s or --candidate, not both",
                                  param_hint="'--candidate'")
+    _check_rate(usd_per_gpu_hour, "--usd-per-gpu-hour")
+    _check_rate(api_output_usd_per_million, "--api-output-usd-per-million")
     data: dict[str, Any] = {}
     try:
         if candidate is not None:
@@ -100,7 +106,23 @@ def breakeven(*, gpu: str | None, count: int | None, usd_per_gpu_hour: str | Non
             text = render_breakeven(result)
     except (ConfigError, UnknownModelError) as exc:
         raise_as_click(exc)
-    click.echo(json.dumps(data, indent=2) if as_json else text)
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(text)
+
+
+def _check_rate(value: str | None, option: str) -> None:
+    """A rate must be an amount of USD no larger than :data:`_MAX_RATE_USD`."""
+    from spendguard._core.money import parse_usd  # noqa: PLC0415
+
+    if value is None:
+        return
+    try:
+        parse_usd(value, field=option, maximum=_MAX_RATE_USD)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).partition(": ")[2] or str(exc),
+                                 param_hint=f"'{option}'") from None
 
 
 def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **rent: Any) -> str:
@@ -111,7 +133,8 @@ def _from_ledger(data: dict[str, Any], ledger_url: str | None, model: str, **ren
     )
     from spendguard._sizing.report import render_breakeven  # noqa: PLC0415
 
-    spend = spend_from_ledger(open_ledger(ledger_url), model=model, now=datetime.now(UTC))
+    spend = spend_from_ledger(open_ledger(ledger_url, read_only=True), model=model,
+                              now=datetime.now(UTC))
     comparison = compare_with_ledger(spend, **rent)
     data.update(comparison.to_dict())
     return f"{comparison.sentence()}\n{render_breakeven(comparison.breakeven)}"
@@ -131,7 +154,7 @@ def _self_hosted(name: str, api_model: str | None, *, from_ledger: bool, ledger_
                                  "--api-model moonshot/kimi-k3", param_hint="'--api-model'")
     try:
         comparison = self_hosted_from_ledger(
-            open_ledger(ledger_url), deployment=name, table=default_table(),
+            open_ledger(ledger_url, read_only=True), deployment=name, table=default_table(),
             api_model=api_model, now=datetime.now(UTC), hours_per_day=hours_per_day)
         data = comparison.to_dict()
         text = comparison.render()
@@ -139,4 +162,7 @@ def _self_hosted(name: str, api_model: str | None, *, from_ledger: bool, ledger_
         raise click.BadParameter(str(exc), param_hint="'--api-model'") from exc
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
-    click.echo(json.dumps(data, indent=2) if as_json else text)
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(text)

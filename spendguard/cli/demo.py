@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from spendguard.cli.conventions import emit_json
 
 
 def _quiet(_line: str = "") -> None:
@@ -27,4 +28,4 @@ def demo(ledger_url: str | None, out_dir: Path | None, as_json: bool) -> None:
     shown = run_demo(ledger_url=ledger_url, out_dir=out_dir,
                      echo=_quiet if as_json else click.echo)
     if as_json:
-        click.echo(json.dumps(shown, indent=2))
+        emit_json(shown)

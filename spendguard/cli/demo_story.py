@@ -48,7 +48,7 @@ def agent_loop(emulator: Emulator, project: spendguard.Budget, echo: Echo) -> No
                         on_warn=warnings_seen.append)
     client = _guarded_openai(emulator, project)
     echo(f"1. An agent loop ({AGENT_MODEL}) under a per-run budget of "
-         f"{format_usd(RUN_LIMIT_USD, places=2)}; each step may write {STEP_OUTPUT_CAP} tokens")
+         f"{format_usd(RUN_LIMIT_USD)}; each step may write {STEP_OUTPUT_CAP} tokens")
     history: list[dict[str, str]] = [
         {"role": "system", "content": "You are a research agent. Find sources."}]
     step = 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import threading
 
 import click
 
 from spendguard._core.errors import ConfigError
+from spendguard.cli.conventions import emit_json
 from spendguard.testing import Emulator, serve
 
 __all__ = ["emulate"]
@@ -52,9 +52,9 @@ def emulate(*, port: int, host: str, latency_ms: float, seed: int, reply_tokens:
         raise click.UsageError(f"{exc} (on the command line: --allow-remote)") from exc
     try:
         if as_json:
-            click.echo(json.dumps({"emulator": "spendguard", "real_provider": False,
-                                   "openai_base_url": server.openai_base_url,
-                                   "anthropic_base_url": server.anthropic_base_url}))
+            emit_json({"emulator": "spendguard", "real_provider": False,
+                       "openai_base_url": server.openai_base_url,
+                       "anthropic_base_url": server.anthropic_base_url})
         else:
             click.echo(BANNER)
             click.echo(f"  OpenAI SDK:    base_url={server.openai_base_url}")

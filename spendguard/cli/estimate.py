@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from spendguard._core.errors import ConfigError, UnknownModelError
+from spendguard.cli.conventions import emit_json, paint
 
 __all__ = ["OVER_BUDGET_EXIT", "estimate"]
 
@@ -37,11 +36,16 @@ def estimate(*, file: str, budget_usd: str | None, as_json: bool, cache_order: b
     line. Exit status is 0 when the plan fits --budget (or none is given) and 3 when its worst
     case exceeds it.
     """
-    from spendguard._core.money import format_usd, parse_usd  # noqa: PLC0415 - fast --help
+    from spendguard._core.money import (  # noqa: PLC0415 - fast --help
+        MAX_LIMIT_USD,
+        format_usd,
+        parse_usd,
+    )
     from spendguard._strategies.plan import plan  # noqa: PLC0415
 
     try:
-        limit = None if budget_usd is None else parse_usd(budget_usd, field="budget")
+        limit = None if budget_usd is None else parse_usd(budget_usd, field="budget",
+                                                             maximum=MAX_LIMIT_USD)
         result = plan(file, cache_order=cache_order, concurrency=concurrency, task=task,
                       ledger=ledger_url)
     except UnknownModelError as exc:
@@ -55,13 +59,14 @@ def estimate(*, file: str, budget_usd: str | None, as_json: bool, cache_order: b
         if limit is not None:
             data["budget_usd"] = str(limit)
             data["over_budget"] = over
-        click.echo(json.dumps(data, indent=2))
+        emit_json(data)
     else:
         click.echo(result.summary())
     if over:
         assert limit is not None
         which = "expected cost and worst case" if result.expected_usd > limit else "worst case"
-        click.echo(f"OVER BUDGET: the {which} ({format_usd(result.expected_usd, places=4)} "
-                   f"expected, {format_usd(result.worst_usd, places=4)} worst) exceed --budget "
-                   f"{format_usd(limit, places=4)}", err=True)
+        over_text = paint("OVER BUDGET", fg="red", bold=True, err=True)
+        click.echo(f"{over_text}: the {which} ({format_usd(result.expected_usd)} "
+                   f"expected, {format_usd(result.worst_usd)} worst) exceed --budget "
+                   f"{format_usd(limit)}", err=True)
         raise SystemExit(OVER_BUDGET_EXIT)

@@ -6,7 +6,6 @@ shared with ``spendguard report`` and defined here once.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -19,8 +18,10 @@ from spendguard._budget.ledger.filters import parse_tag
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import format_usd
 from spendguard._reporting.export import FORMATS, export_spend, parse_moment, validate_focus
+from spendguard._reporting.export.records import decimal_text
+from spendguard.cli.conventions import SuggestingGroup, emit_json
 
-__all__ = ["export", "filter_options", "option_error"]
+__all__ = ["export", "filter_options", "moment_callback", "option_error"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _SHOWN_PROBLEMS = 200
@@ -32,7 +33,7 @@ def option_error(exc: ConfigError) -> click.BadParameter:
     return click.BadParameter(rest if sep else str(exc))
 
 
-def _moment(end: bool) -> Callable[[click.Context, click.Parameter, str | None],
+def moment_callback(end: bool) -> Callable[[click.Context, click.Parameter, str | None],
                                    datetime | None]:
     def parse(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
         if value is None:
@@ -68,10 +69,10 @@ def filter_options(command: _F) -> _F:
         click.option("--ledger", "ledger_url", metavar="URL", callback=_ledger_url,
                      help="Ledger URL (sqlite:///path, redis://..., postgresql://...). Default: "
                           "$SPENDGUARD_LEDGER, else the SQLite file in spendguard's data dir."),
-        click.option("--since", callback=_moment(False), metavar="WHEN",
+        click.option("--since", callback=moment_callback(False), metavar="WHEN",
                      help="From this UTC month, day or time: 2026-05, 2026-05-21, "
                           "2026-05-21T10:00:00Z."),
-        click.option("--until", callback=_moment(True), metavar="WHEN",
+        click.option("--until", callback=moment_callback(True), metavar="WHEN",
                      help="Up to this UTC time (exclusive); a month or day is included whole."),
         click.option("--scope", help="Only calls charged to this budget scope."),
         click.option("--tag", callback=_tag, help="Only calls with this tag: key or key=value."),
@@ -94,7 +95,7 @@ def _accounts(ctx: click.Context, param: click.Parameter,
     return accounts
 
 
-@click.group(invoke_without_command=True)
+@click.group(cls=SuggestingGroup, invoke_without_command=True)
 @click.option("--format", "format_", type=click.Choice(FORMATS), default="csv",
               show_default=True, help="csv / jsonl: one row per call; focus: FinOps FOCUS 1.2 "
                                       "CSV, one row per call and token kind.")
@@ -104,6 +105,9 @@ def _accounts(ctx: click.Context, param: click.Parameter,
 @click.option("--account", "accounts", multiple=True, callback=_accounts,
               metavar="PROVIDER=ID", help="FOCUS BillingAccountId of a provider "
                                           "(repeatable), e.g. openai=org-abc123.")
+@click.option("--internal-tags", is_flag=True,
+              help="FOCUS only: keep spendguard's own bookkeeping tags (spendguard.call_id, "
+                   "...) in Tags, and so in the per-day groups.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="Write to this file instead of standard output.")
 @click.option("--json", "as_json", is_flag=True,
@@ -112,8 +116,8 @@ def _accounts(ctx: click.Context, param: click.Parameter,
 @click.pass_context
 def export(ctx: click.Context, format_: str, ledger_url: str | None, since: datetime | None,
            until: datetime | None, scope: str | None, tag: str | None, model: str | None,
-           aggregate: str, accounts: dict[str, str], output: str | None,
-           as_json: bool) -> None:
+           aggregate: str, accounts: dict[str, str], internal_tags: bool,
+           output: str | None, as_json: bool) -> None:
     """Write the spend ledger for finance: CSV, JSON Lines, or FOCUS (FinOps).
 
     Money is exact decimal USD. CSV cells a spreadsheet would run as a formula are written
@@ -131,17 +135,16 @@ def export(ctx: click.Context, format_: str, ledger_url: str | None, since: date
                               format=format_,  # type: ignore[arg-type]
                               ledger=ledger_url, since=since, until=until, scope=scope,
                               tag=tag, model=model, aggregate=aggregate,  # type: ignore[arg-type]
-                              accounts=accounts)
+                              accounts=accounts, internal_tags=internal_tags)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps({"format": format_, "rows": result.rows,
-                               "total_usd": str(result.total_usd),
-                               "path": str(result.path) if result.path else None}),
-                   err=output is None)
+        emit_json({"format": format_, "rows": result.rows,
+                   "total_usd": decimal_text(result.total_usd),
+                   "path": str(result.path) if result.path else None}, err=output is None)
         return
     where = f" to {result.path}" if result.path else ""
-    click.echo(f"wrote {result.rows} {format_} rows, {format_usd(result.total_usd, places=6)} "
+    click.echo(f"wrote {result.rows} {format_} rows, {format_usd(result.total_usd)} "
                f"in all{where}", err=True)
 
 
@@ -155,8 +158,8 @@ def validate(file: str, as_json: bool) -> None:
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps([{"row": p.row, "column": p.column, "message": p.message}
-                               for p in problems], indent=2))
+        emit_json([{"row": p.row, "column": p.column, "message": p.message}
+                   for p in problems])
     elif not problems:
         click.echo(f"{file}: conforms to FOCUS 1.2 (the rules spendguard checks)")
     else:

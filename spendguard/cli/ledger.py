@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 
 import click
 
 from spendguard._core.errors import SpendguardError
+from spendguard.cli.conventions import SuggestingGroup, emit_json
+from spendguard.cli.export import moment_callback
 
 __all__ = ["ledger"]
 
@@ -17,7 +18,7 @@ _LEDGER_HELP = ("Ledger URL (sqlite:///..., redis://..., postgresql://..., memor
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def ledger() -> None:
     """Check the ledger's books, recover abandoned calls, copy it for long-term records."""
 
@@ -35,8 +36,7 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
     opened = open_ledger(ledger_url, read_only=True)
     problems = opened.verify()
     if as_json:
-        click.echo(json.dumps({"ledger": opened.url, "ok": not problems,
-                               "problems": problems}, indent=2))
+        emit_json({"ledger": opened.url, "ok": not problems, "problems": problems})
     else:
         for problem in problems:
             click.echo(problem)
@@ -52,17 +52,18 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
 def recover(ledger_url: str | None, as_json: bool) -> None:
     """Charge reservations whose time ran out (their process died) at their worst case.
 
-    spendguard does this by itself on the next reservation; this does it now.
+    spendguard does this by itself on the next reservation; this does it now. A ledger that
+    does not exist is an error: there is nothing to recover, and none is created.
     """
     from spendguard._budget.ledger import open_ledger  # noqa: PLC0415
 
+    open_ledger(ledger_url, read_only=True)  # "no ledger at ..." rather than a new empty one
     opened = open_ledger(ledger_url)
     # Opening a SQLite ledger already recovers what has expired: those count too.
     recovered = [*getattr(opened, "recovered_at_open", ()),
                  *opened.recover_expired(datetime.now(UTC))]
     if as_json:
-        click.echo(json.dumps({"ledger": opened.url, "recovered": len(recovered),
-                               "call_ids": recovered}, indent=2))
+        emit_json({"ledger": opened.url, "recovered": len(recovered), "call_ids": recovered})
         return
     click.echo(f"{opened.url}: {len(recovered)} abandoned call(s) charged at their worst case")
     for call_id in recovered:
@@ -72,8 +73,11 @@ def recover(ledger_url: str | None, as_json: bool) -> None:
 @ledger.command()
 @click.argument("destination", metavar="DEST_URL")
 @click.option("--ledger", "ledger_url", metavar="URL", help=_LEDGER_HELP)
-@click.option("--since", type=click.DateTime(), help="Only calls from this UTC time on.")
-@click.option("--until", type=click.DateTime(), help="Only calls before this UTC time.")
+@click.option("--since", callback=moment_callback(False), metavar="WHEN",
+              help="Only calls from this UTC month, day or time on: 2026-05, 2026-05-21, "
+                   "2026-05-21T10:00:00Z.")
+@click.option("--until", callback=moment_callback(True), metavar="WHEN",
+              help="Only calls before this UTC time; a month or day is included whole.")
 @_JSON
 def drain(destination: str, ledger_url: str | None, since: datetime | None,
           until: datetime | None, as_json: bool) -> None:
@@ -86,11 +90,10 @@ def drain(destination: str, ledger_url: str | None, since: datetime | None,
 
     try:
         result = drain_ledger(resolve_ledger_url(ledger_url), destination,
-                              since=since.replace(tzinfo=UTC) if since else None,
-                              until=until.replace(tzinfo=UTC) if until else None)
+                              since=since, until=until)
     except SpendguardError as exc:
         raise click.UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps({"read": result.read, "written": result.written}))
+        emit_json({"read": result.read, "written": result.written})
         return
     click.echo(f"read {result.read} record(s), wrote {result.written} new")

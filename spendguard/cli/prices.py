@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -12,7 +11,9 @@ from typing import Any
 import click
 
 from spendguard._core.errors import ConfigError
+from spendguard._core.tables import aligned
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
+from spendguard.cli.conventions import SuggestingGroup, emit_json, output_width
 
 __all__ = ["prices"]
 
@@ -99,14 +100,13 @@ def _kinds(entry: ModelPrice) -> list[str]:
 
 
 def _print_table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> None:
-    rows = [header, *rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-                   .rstrip())
+    """Left-aligned columns fitted to the terminal (long sources wrap onto more lines)."""
+    for line in aligned(header, list(rows), left=len(header), width=output_width(),
+                        wrap=(len(header) - 1, 0, *range(1, len(header) - 1))):
+        click.echo(line)
 
 
-@click.group(invoke_without_command=True)
+@click.group(cls=SuggestingGroup, invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @click.option("--provider", type=_PROVIDERS, help="Only this provider's models.")
 @click.option("--on", "on_date", type=click.DateTime(["%Y-%m-%d"]),
@@ -128,13 +128,13 @@ def prices(ctx: click.Context, as_json: bool, provider: str | None,
     models = table.models(provider)
     entries = [table.get(model, day) for model in models]
     if as_json:
-        click.echo(json.dumps({
+        emit_json({
             "table_version": table.version, "on": day.isoformat(),
             "models": [{**_as_json(entry), "periods": [
                 {"from": _day(p.effective_from), "until": _day(p.effective_until),
                  "table_version": p.table_version, "source": p.source, "change": p.change}
                 for p in table.periods(entry.model)] if entry.effective_from
-                or entry.effective_until else []} for entry in entries]}, indent=2))
+                or entry.effective_until else []} for entry in entries]})
         return
     click.echo(f"price table {table.version}, rates in force on {day} "
                "(USD per million tokens)\n")
@@ -179,12 +179,12 @@ def check(litellm_file: Path | None, genai_file: Path | None, as_json: bool,
         raise click.UsageError(str(exc)) from None
     found = result.disagreements
     if as_json:
-        click.echo(json.dumps({
+        emit_json({
             "table_version": table.version, "ok": result.ok,
             "disagreements": [{"model": d.model, "kind": d.kind, "ours": _num(d.ours),
                                "theirs": _num(d.theirs), "other": d.other} for d in found],
             "missing": result.missing, "lacking": result.lacking,
-            "skipped": result.skipped}, indent=2))
+            "skipped": result.skipped})
     else:
         click.echo(f"price table {table.version}: {len(found)} disagreement(s)\n")
         if found:
@@ -243,7 +243,7 @@ def status(ledger_url: str | None, days: int, as_json: bool) -> None:
             row["last"] = max(row["last"], record.time)
     catalog = table.catalog.version if table.catalog is not None else None
     if as_json:
-        click.echo(json.dumps({
+        emit_json({
             "bundled_table": bundled.version, "bundled_as_of": bundled.version.split(".")[0],
             "table_in_use": table.version, "newest_models": newest, "fallback_catalog": catalog,
             "ledger": opened.url, "days": days,
@@ -253,7 +253,7 @@ def status(ledger_url: str | None, days: int, as_json: bool) -> None:
             "refused_unknown": [{"model": model, "calls": row["calls"],
                                  "last": row["last"].isoformat()}
                                 for model, row in sorted(refused.items())],
-        }, indent=2))
+        })
         return
     click.echo(f"bundled price table {bundled.version} (prices as of "
                f"{bundled.version.split('.')[0]})")

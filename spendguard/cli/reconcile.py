@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
@@ -14,11 +13,11 @@ from spendguard._core.money import format_usd
 from spendguard._core.periods import PERIODS
 from spendguard._core.terminal import printable
 from spendguard._reporting.reconcile import PROVIDERS, Difference, Reconciliation, reconcile_spend
+from spendguard.cli.conventions import emit_json
 from spendguard.cli.export import option_error
 
 __all__ = ["reconcile"]
 
-_PLACES = 6
 
 
 def _tolerance(ctx: click.Context, param: click.Parameter, value: str) -> Decimal:
@@ -78,7 +77,7 @@ def reconcile(files: tuple[str, ...], provider: str, ledger_url: str | None,
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(result.as_dict(), indent=2))
+        emit_json(result.as_dict())
     else:
         click.echo(_render(result))
     if result.unresolved:
@@ -119,12 +118,12 @@ def _row(d: Difference, result: Reconciliation) -> tuple[str, ...]:
 def _usd(amount: Decimal | None, *, signed: bool = False) -> str:
     if amount is None:
         return "-"
-    text = format_usd(amount, places=_PLACES)
+    text = format_usd(amount)
     return "+" + text if signed and amount > 0 else text
 
 
 def _verdict(result: Reconciliation) -> str:
-    tolerance = format_usd(result.tolerance_usd, places=2)
+    tolerance = format_usd(result.tolerance_usd)
     if result.accepted:
         moved = sum((d.usd_difference or Decimal(0) for d in result.to_accept), Decimal(0))
         return (f"Recorded {len(result.accepted)} adjustment(s), {_usd(moved, signed=True)} in "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from datetime import datetime
 
 import click
@@ -11,6 +11,7 @@ from spendguard._core.errors import ConfigError
 from spendguard._reporting.report import render_text, report_spend, write_html
 from spendguard._reporting.report.folding import DEFAULT_TOP
 from spendguard._reporting.report.summary import check_by
+from spendguard.cli.conventions import colour_enabled, emit_json, output_width
 from spendguard.cli.export import filter_options, option_error
 
 __all__ = ["report"]
@@ -34,10 +35,12 @@ def _by(ctx: click.Context, param: click.Parameter, value: str) -> str:
               help="Child scopes of one parent (per-user budgets) shown before the rest are "
                    "folded into one row.")
 @click.option("--all-scopes", is_flag=True, help="Show every scope; fold nothing.")
+@click.option("--internal-tags", is_flag=True,
+              help="With --by tag: also group by spendguard's own tags (spendguard.*).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (exact money) for machines.")
 def report(by: str, ledger_url: str | None, since: datetime | None, until: datetime | None,
            scope: str | None, tag: str | None, model: str | None, html_path: str | None,
-           top: int, all_scopes: bool, as_json: bool) -> None:
+           top: int, all_scopes: bool, internal_tags: bool, as_json: bool) -> None:
     """Show what was spent: a table by model (or scope, tag, day), budgets against their
     limits, cache hit rate, batch share, and how estimates compared with actual usage.
 
@@ -46,12 +49,16 @@ def report(by: str, ledger_url: str | None, since: datetime | None, until: datet
     """
     try:
         result = report_spend(ledger_url, by=by, since=since, until=until, scope=scope,
-                              tag=tag, model=model, top=None if all_scopes else top)
+                              tag=tag, model=model, top=None if all_scopes else top,
+                              internal_tags=internal_tags)
         if html_path:
             write_html(result, html_path)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(json.dumps(result.as_dict(), indent=2) if as_json else render_text(result),
-               nl=as_json)
+    if as_json:
+        emit_json(result.as_dict())
+    else:
+        click.echo(render_text(result, width=output_width(),
+                               colour=colour_enabled(sys.stdout)), nl=False)
     if html_path:
         click.echo(f"wrote the report page to {html_path}", err=True)

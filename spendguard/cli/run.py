@@ -137,18 +137,18 @@ def _render(summary: dict[str, Any]) -> str:
     cost = Decimal(summary["cost_usd"])
     lines = [f"spendguard run: {summary['calls']:,} call{'' if summary['calls'] == 1 else 's'}, "
              f"{summary['input_tokens']:,} input + {summary['output_tokens']:,} output tokens, "
-             f"{format_usd(cost, places=4)}; {summary['refusals']:,} refused; "
+             f"{format_usd(cost)}; {summary['refusals']:,} refused; "
              f"{summary['warnings']:,} warning{'' if summary['warnings'] == 1 else 's'}"]
     if summary.get("scope") is not None:
         spent = summary.get("spent_usd")
-        spent_text = "?" if spent is None else format_usd(Decimal(spent), places=4)
+        spent_text = "?" if spent is None else format_usd(Decimal(spent))
         period = f" ({summary['period']})" if summary.get("period") else ""
         limit = Decimal(summary["limit_usd"])
         lines.append(f"  budget {summary['scope']!r}{period}: {spent_text} spent of "
-                     f"{format_usd(limit, places=2 if limit >= 10 else 4)}")
+                     f"{format_usd(limit)}")
     if summary.get("observe"):
         lines.append(f"  observe mode: would have refused {summary['would_refuse']:,} calls, "
-                     f"{format_usd(Decimal(summary['would_refuse_usd']), places=4)}")
+                     f"{format_usd(Decimal(summary['would_refuse_usd']))}")
     if summary["processes"] == 0:
         lines.append("  (no Python process of the program reported: it was not Python, or "
                      "it exited without running its exit handlers, e.g. os._exit)")

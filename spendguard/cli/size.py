@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import click
 
 from spendguard._core.errors import ConfigError, UnknownModelError
+from spendguard.cli.conventions import emit_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from spendguard._sizing.memory import Task
@@ -27,6 +27,8 @@ OPTION_OF_FIELD = {
     "api_output_usd_per_million": "--api-output-usd-per-million",
     "capacity_tok_s": "--capacity-tok-s", "prefill_tok_s": "--prefill-tok-s", "ledger": "--ledger",
 }
+# The largest open models have about 2e12 parameters; 1e15 leaves room and stops a typo.
+_MAX_PARAMS = 10**15
 _SUFFIX = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
 
 
@@ -36,9 +38,10 @@ class Count(click.ParamType[int, Any]):
 
     name = "count"
 
-    def __init__(self, *, binary: bool, example: str) -> None:
+    def __init__(self, *, binary: bool, example: str, maximum: int | None = None) -> None:
         self.binary = binary
         self.example = example
+        self.maximum = maximum
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> int:
@@ -58,6 +61,9 @@ class Count(click.ParamType[int, Any]):
                 self.fail(f"{value!r} is not a number", param, ctx)
         if number < 1:
             self.fail(f"{value!r} must be at least 1; write it like {self.example}", param, ctx)
+        if self.maximum is not None and number > self.maximum:
+            self.fail(f"{value!r} is above {self.maximum:.0e}, more than any real model or "
+                      f"workload; write it like {self.example}", param, ctx)
         return number
 
 
@@ -78,6 +84,18 @@ def _list_catalogues(ctx: click.Context, _param: click.Parameter, value: bool) -
         return
     from spendguard._sizing import default_gpus, default_models  # noqa: PLC0415
 
+    if ctx.meta.get("spendguard.json"):
+        emit_json({"gpus": [{"id": gpu.id, "memory_gb": gpu.memory_gb,
+                             "bandwidth_tb_s": gpu.bandwidth_tb_s,
+                             "bf16_tflops": gpu.bf16_tflops, "kind": gpu.kind,
+                             "usd_per_hour_low": gpu.usd_per_hour_low,
+                             "usd_per_hour_high": gpu.usd_per_hour_high,
+                             "price_as_of": gpu.price_as_of} for gpu in default_gpus()],
+                   "models": [{"id": arch.id, "params": arch.params,
+                               "active_params": arch.active_params,
+                               "attention": str(arch.attention.kinds)}
+                              for arch in default_models()]})
+        ctx.exit()
     click.echo("GPUs (datasheet GB = 1e9 B; dense BF16 TFLOP/s; on-demand USD per GPU-hour):")
     for gpu in default_gpus():
         price = (f"${gpu.usd_per_hour_low}-{gpu.usd_per_hour_high} ({gpu.price_as_of})"
@@ -95,9 +113,9 @@ def _list_catalogues(ctx: click.Context, _param: click.Parameter, value: bool) -
 @click.option("--list", "list_catalogues", is_flag=True, is_eager=True, expose_value=False,
               callback=_list_catalogues, help="List the known GPUs and models, then exit.")
 @click.option("--model", help="Catalogue name, Hugging Face id, or path to config.json / folder.")
-@click.option("--params", type=Count(binary=False, example="70B or 7e9"),
+@click.option("--params", type=Count(binary=False, example="70B or 7e9", maximum=_MAX_PARAMS),
               help="Total parameters (70B, 7e9); alone, gives an estimated shape.")
-@click.option("--active-params", type=Count(binary=False, example="37B"),
+@click.option("--active-params", type=Count(binary=False, example="37B", maximum=_MAX_PARAMS),
               help="Parameters one token reads (MoE); defaults to the model's share.")
 @click.option("--precision", required=True,
               help="Weights: bf16, fp8, int8, int4, mxfp4, nvfp4, int2, fp32, native, or "
@@ -146,6 +164,6 @@ def size(*, model: str | None, params: int | None, active_params: int | None, pr
     except (ConfigError, UnknownModelError) as exc:
         raise_as_click(exc)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        emit_json(result.to_dict())
     else:
         click.echo(render_size(result))

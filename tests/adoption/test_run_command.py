@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from spendguard._budget.ledger import open_ledger
+from spendguard._core.money import format_usd
 from spendguard.testing import Emulator, serve
 from spendguard.testing.server import EmulatorServer
 from tests.paths import TESTS
@@ -48,8 +49,8 @@ def test_a_plain_program_is_guarded_refused_calls_are_budget_exceeded_and_it_kee
     cost = sum((r.actual_usd for r in records), Decimal(0))
     summary = done.stderr.strip().splitlines()
     assert summary[0] == (f"spendguard run: 2 calls, 22 input + 74 output tokens, "
-                          f"${cost:.4f}; 1 refused; 0 warnings")
-    assert summary[1] == f"  budget 'team:cli': ${cost:.4f} spent of $0.0035"
+                          f"{format_usd(cost)}; 1 refused; 0 warnings")
+    assert summary[1] == f"  budget 'team:cli': {format_usd(cost)} spent of $0.0035"
     assert summary[-1] == "  exit status 7"
 
 

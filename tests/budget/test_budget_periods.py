@@ -67,7 +67,7 @@ def test_reaching_warn_at_warns_once_per_period() -> None:
     clock = FakeClock()
     budget = Budget("10", scope="team", period="daily", clock=clock, ledger="memory://")
     spend(budget, "7", "7")
-    with pytest.warns(BudgetWarning, match=r"'team'.*\$8\.0000 of \$10\.0000 \(80%\)"):
+    with pytest.warns(BudgetWarning, match=r"'team'.*\$8\.00 of \$10\.00 \(80%\)"):
         spend(budget, "1", "1")
     spend(budget, "1", "1")  # no second warning: pytest's warnings-as-errors would raise
     clock.advance(days=1)

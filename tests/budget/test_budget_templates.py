@@ -31,7 +31,9 @@ def app_budget(ledger: str = "memory://", limit: str = "10") -> Budget:
 
 
 def scopes_of_records(budget: Budget) -> list[tuple[str, ...]]:
-    return [record.scopes for record in budget.ledger.records()]
+    """The scopes of each call's record (a refusal's $0 marker is no call)."""
+    return [record.scopes for record in budget.ledger.records()
+            if record.status != "adjustment"]
 
 
 @respx.mock

@@ -42,8 +42,7 @@ def test_list_shows_each_job_and_json_gives_its_fields(world: World) -> None:
     run = spendguard.batch([chat("a"), chat("b")], client=world.openai(), polling=world.polling)
     out, _ = run_cli("batches", "list", "--ledger", ledger_url(world))
     assert run.job_ids[0] in out and "submitted" in out and "2 pending" in out
-    (line,) = run_cli("batches", "list", "--ledger", ledger_url(world), "--json")[0].splitlines()
-    fields = json.loads(line)
+    (fields,) = json.loads(run_cli("batches", "list", "--ledger", ledger_url(world), "--json")[0])
     assert (fields["id"], fields["request_count"], fields["active"]) == (run.job_ids[0], 2, True)
     run.results()
     assert run_cli("batches", "list", "--ledger", ledger_url(world), "--active")[0] == ""

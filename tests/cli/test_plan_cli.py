@@ -68,7 +68,7 @@ def test_over_budget_exits_non_zero_and_says_so(openai_batch: Path) -> None:
     code, out, err = _run("estimate", str(openai_batch), "--budget", "0.001", "--json")
     assert code == 3
     assert json.loads(out)["over_budget"] is True
-    assert "OVER BUDGET" in err and "exceed --budget $0.0010" in err
+    assert "OVER BUDGET" in err and "exceed --budget $0.001" in err
 
 
 def test_within_budget_exits_zero(openai_batch: Path) -> None:

@@ -26,7 +26,7 @@ def test_the_table_shows_each_day_and_model_and_what_to_do(url: str, tmp_path: P
                                        "--ledger", url])
     assert result.exit_code == 1, result.output  # a difference waits to be accepted
     out = result.output
-    assert "2031-01-10  gpt-4o " in out and "+$0.025000 !" in out and "input +10,000" in out
+    assert "2031-01-10  gpt-4o " in out and "+$0.025 !" in out and "input +10,000" in out
     assert "Credit (not a model)" in out
     assert "match" in out
     assert "Run again with --accept to record the 1 dollar difference(s)" in out
@@ -38,7 +38,7 @@ def test_accept_records_the_adjustments(url: str, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["reconcile", *files, "--provider", "openai",
                                        "--ledger", url, "--accept"])
     assert result.exit_code == 0, result.output
-    assert "Recorded 1 adjustment(s), +$0.025000 in all" in result.output
+    assert "Recorded 1 adjustment(s), +$0.025 in all" in result.output
     (adjustment,) = [r for r in open_ledger(url).records() if r.status == "adjustment"]
     assert adjustment.model == "gpt-4o"
     again = CliRunner().invoke(main, ["reconcile", *files, "--provider", "openai",

@@ -18,7 +18,7 @@ from spendguard._budget.budget import reserve_call
 from spendguard._budget.ledger.base import ScopeClaim, Settlement
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._core.errors import BudgetConfigError
-from spendguard._core.money import MAX_LIMIT_USD, format_usd
+from spendguard._core.money import MAX_LIMIT_USD, format_usd, normalised
 from spendguard._core.terminal import printable
 from spendguard.cli import main
 from tests.ledger_helpers import START, call_info
@@ -26,26 +26,34 @@ from tests.ledger_helpers import START, call_info
 D = Decimal
 
 
-@pytest.mark.parametrize(("amount", "places", "shown"), [
-    ("1234.56789", 4, "$1,234.5679"),
-    ("0", 4, "$0.0000"),
-    ("0.00000123", 4, "$0.0000012"),
-    ("0.00000123", 6, "$0.000001"),
-    ("-0.00004", 4, "-$0.000040"),
-    ("0.1", 0, "$0.10"),
-    ("-5", 2, "-$5.00"),
-    ("999000000000000000", 2, "$999,000,000,000,000,000.00"),
-    ("1e25", 4, "$1.000000E+25"),
+@pytest.mark.parametrize(("amount", "shown"), [
+    ("1234.56789", "$1,234.57"),                # $1 or more: to the cent
+    ("250000", "$250,000.00"),
+    ("0", "$0.00"),
+    ("0.157508", "$0.1575"),                    # under $1: four significant digits
+    ("0.5", "$0.50"),                           # ... trailing zeros dropped down to cents
+    ("0.046180", "$0.04618"),
+    ("0.00000123", "$0.00000123"),
+    ("0.000007", "$0.000007"),
+    ("-0.00004", "-$0.00004"),
+    ("0.99996", "$1.00"),                       # rounds up to a dollar: the dollar rule
+    ("-5", "-$5.00"),
+    ("999000000000000000", "$999,000,000,000,000,000.00"),
+    ("1e25", "$1.000000E+25"),
 ])
-def test_format_usd_shows_significant_digits_and_any_size(amount: str, places: int,
-                                                          shown: str) -> None:
-    assert format_usd(D(amount), places=places) == shown
+def test_format_usd_follows_the_one_money_rule(amount: str, shown: str) -> None:
+    assert format_usd(D(amount)) == shown
+
+
+def test_the_python_api_returns_normalised_decimals() -> None:
+    assert [str(normalised(D(text))) for text in ("0E-7", "0.1000000", "1E+2", "-0.00")] == [
+        "0", "0.1", "100", "0"]
 
 
 @given(st.decimals(allow_nan=False, allow_infinity=False, min_value=D("-1e40"),
-                   max_value=D("1e40")), st.integers(min_value=0, max_value=6))
-def test_a_non_zero_amount_is_never_shown_as_zero(amount: Decimal, places: int) -> None:
-    shown = format_usd(amount, places=places)
+                   max_value=D("1e40")))
+def test_a_non_zero_amount_is_never_shown_as_zero(amount: Decimal) -> None:
+    shown = format_usd(amount)
     digits = shown.split("E")[0]
     assert (amount != 0) == any(ch in "123456789" for ch in digits)
     assert shown.startswith("-$") == (amount < 0 and digits.strip("-$0.,") != "")
@@ -113,4 +121,4 @@ def test_a_refusal_of_a_tiny_call_shows_its_amounts_not_zero() -> None:
     with pytest.raises(spendguard.BudgetExceeded) as caught:
         reserve_call(budget, D("0.0000123"), call=call_info())
     message = str(caught.value)
-    assert "$0.000012" in message and "$0.0000010" in message
+    assert "$0.0000123" in message and "$0.000001 " in message

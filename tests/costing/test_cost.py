@@ -110,7 +110,7 @@ def test_cost_says_which_tier_modifiers_and_table_priced_it() -> None:
     assert result.tier is not None and result.tier.above_input_tokens == 272_000
     assert result.modifiers == ("batch", "priority")
     assert result.table_version == PriceTable.bundled().version
-    assert str(result).startswith("$1.200000 (gpt-6.2-sol, >272000 input tokens, batch")
+    assert str(result).startswith("$1.20 (gpt-6.2-sol, >272000 input tokens, batch")
 
 
 def test_the_reported_service_tier_wins_over_the_argument() -> None:

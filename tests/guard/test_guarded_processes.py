@@ -55,7 +55,9 @@ def test_four_processes_on_one_budget_never_exceed_it(tmp_path: Path) -> None:
     assert shared.spent <= Decimal(limit)
     assert shared.reserved == 0
     assert 0 < sum(sent) < 40
-    assert len(list(spendguard.open_ledger(url).records())) == sum(sent)
+    calls = [record for record in spendguard.open_ledger(url).records()
+             if record.status != "adjustment"]  # refusals leave $0 markers, not calls
+    assert len(calls) == sum(sent)
 
 
 KILLED_MID_CALL = textwrap.dedent("""

@@ -52,7 +52,7 @@ def test_an_empty_ledger_still_renders(url: str) -> None:
     spendguard.open_ledger(url)  # made, with nothing in it yet
     page = render_html(report_spend(url))
     assert "No spend recorded in this period." in page
-    assert "$0.0000" in page
+    assert "$0.00" in page
 
 
 def test_write_html_reports_an_unwritable_path(url: str, tmp_path: Path) -> None:

@@ -53,6 +53,8 @@ _BACKENDS: dict[str, str] = {
     "postgresql": "spendguard._budget.ledger.postgres:open_postgres",
     "postgres": "spendguard._budget.ledger.postgres:open_postgres",
 }
+_REDIS_SCHEMES = frozenset(scheme for scheme, target in _BACKENDS.items()
+                           if target.startswith("spendguard._budget.ledger.redis:"))
 _RECENT_MAX = 8
 
 _lock = threading.Lock()
@@ -98,7 +100,8 @@ def open_ledger(url: str | os.PathLike[str] | None = None, *, read_only: bool = 
     ``memory://`` is a new private ledger on every call; ``memory://name`` is shared by name.
     ``read_only`` is for reports and exports: a SQLite file (or a PostgreSQL ledger's schema)
     must exist and is read without writing to it (so a read-only file or folder works), unless
-    this process has it open.
+    this process has it open; a Redis prefix must hold a ledger (``LedgerError`` naming the URL
+    otherwise, nothing written).
     """
     resolved = _resolve_default() if url is None else resolve_ledger_url(url)
     if read_only and resolved.startswith(("sqlite:///", "postgresql://", "postgres://")):
@@ -113,6 +116,10 @@ def open_ledger(url: str | os.PathLike[str] | None = None, *, read_only: bool = 
         from spendguard._budget.ledger.postgres import open_postgres  # noqa: PLC0415
 
         return open_postgres(resolved, read_only=True)
+    if read_only and resolved.partition("://")[0] in _REDIS_SCHEMES:
+        redis_ledger = open_ledger(resolved)
+        redis_ledger.require_existing()  # type: ignore[attr-defined]
+        return redis_ledger
     if resolved == "memory://":
         return _create(resolved)
     if resolved.startswith("memory://"):

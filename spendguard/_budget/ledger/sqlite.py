@@ -73,10 +73,11 @@ from spendguard._budget.ledger.migrations import migrate
 from spendguard._budget.ledger.sqlite_files import (
     check_existing,
     create_atomically,
+    file_state,
     ledger_error,
     read_only_uris,
 )
-from spendguard._core.errors import LedgerError
+from spendguard._core.errors import LedgerError, LedgerNotFound
 from spendguard._core.periods import as_utc, utc_now
 
 __all__ = ["SqliteLedger", "open_sqlite"]
@@ -134,6 +135,7 @@ class SqliteLedger(TransactionalLedger):
         self._open_rows: dict[str, tuple[int, Call]] = {}
         self._all_lock = threading.Lock()
         self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
+        self._state_at_open: tuple[int, int] | None = None
         if read_only:
             self._open_to_read()
             return
@@ -154,9 +156,10 @@ class SqliteLedger(TransactionalLedger):
 
     def _open_to_read(self) -> None:
         if not check_existing(self.path):
-            raise LedgerError(f"no ledger at {self.path}: the file does not exist (nothing has "
+            raise LedgerNotFound(f"no ledger at {self.path}: the file does not exist (nothing has "
                               f"been recorded there); check --ledger or SPENDGUARD_LEDGER")
         failure: sqlite3.Error | None = None
+        self._state_at_open = file_state(self.path)
         for uri in read_only_uris(self.path):
             self._target = uri
             try:
@@ -274,6 +277,15 @@ class SqliteLedger(TransactionalLedger):
             raise ledger_error(self.path, "read", exc) from exc
         finally:
             db.close()
+        self._check_unchanged()
+
+    def _check_unchanged(self) -> None:
+        """An idle ledger is read as immutable (see ``read_only_uris``): a writer that came
+        and rewrote the file meanwhile makes what was read unreliable, and says so."""
+        if (self.read_only and isinstance(self._target, str) and "immutable=1" in self._target
+                and file_state(self.path) != self._state_at_open):
+            raise LedgerError(f"ledger {self.path} was written while it was being read; run "
+                              f"the command again")
 
     def close(self) -> None:
         """Close every connection this ledger made; a later call opens new ones."""

@@ -19,7 +19,8 @@ from urllib.parse import quote
 from spendguard._core.errors import LedgerError
 from spendguard._core.private_files import PRIVATE_FILE_MODE, make_private_dir
 
-__all__ = ["check_existing", "create_atomically", "ledger_error", "read_only_uris"]
+__all__ = ["check_existing", "create_atomically", "file_state", "ledger_error",
+           "read_only_uris"]
 
 # SQLite's message fragment -> (what happened, what to do). First match wins.
 _CAUSES: tuple[tuple[str, str, str], ...] = (
@@ -97,11 +98,27 @@ def create_atomically(path: Path, prepare: Callable[[sqlite3.Connection], None])
 
 
 def read_only_uris(path: Path) -> tuple[str, str]:
-    """URIs that open ``path`` only to read: shared (``mode=ro``), then ``immutable=1``.
+    """URIs that open ``path`` only to read, the first one to try first.
 
-    A WAL ledger opened ``mode=ro`` still needs its ``-shm`` file, which SQLite cannot make in
-    a read-only folder; ``immutable`` needs nothing, and is right for a ledger nobody can
-    write to anyway.
+    While a writer has the ledger open its ``-wal`` file exists, and a shared reader
+    (``mode=ro``) reads it consistently alongside. A ledger nobody has open (no ``-wal``) is
+    read ``immutable=1``: a shared reader would have to create the ``-wal`` and ``-shm`` files
+    (and, being read-only, would leave them behind), so reading would write. The immutable
+    reader needs nothing; if a writer opens the file meanwhile and rewrites it, the reader
+    notices (:func:`file_state` changes) and says so. A ledger in a read-only folder is read
+    ``immutable=1`` too, after ``mode=ro`` fails.
     """
     base = f"file:{quote(str(path.resolve()))}"
-    return f"{base}?mode=ro", f"{base}?immutable=1"
+    shared, immutable = f"{base}?mode=ro", f"{base}?immutable=1"
+    if not path.with_name(path.name + "-wal").exists():
+        return immutable, shared
+    return shared, immutable
+
+
+def file_state(path: Path) -> tuple[int, int] | None:
+    """The file's size and modification time (None when gone): what a rewrite changes."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns

@@ -16,7 +16,7 @@ from spendguard._budget.ledger.base import SpendRecord
 from spendguard._core.money import MILLION
 from spendguard._costing.prices import PriceTable
 from spendguard._reporting.export.lines import REQUEST, ChargeLine, charge_lines
-from spendguard._reporting.export.records import ADJUSTMENT, RECOVERED, utc_text
+from spendguard._reporting.export.records import ADJUSTMENT, RECOVERED, shown_tags, utc_text
 
 __all__ = ["PROVIDER_NAMES", "aggregate_by_day", "focus_rows"]
 
@@ -35,21 +35,34 @@ _PER_CALL = ("x_CallId", "x_CallTime", "x_RequestId", "x_Note")
 
 
 def focus_rows(records: Iterable[SpendRecord], *, table: PriceTable,
-               accounts: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:
+               accounts: Mapping[str, str] | None = None,
+               internal_tags: bool = False) -> Iterator[dict[str, Any]]:
     """One row per call and billed token kind (one per correction); ``accounts`` maps a
-    provider (``"openai"``) to its billing account id."""
+    provider (``"openai"``) to its billing account id. ``Tags`` leave out spendguard's own
+    bookkeeping tags (``spendguard.call_id``, ...) unless ``internal_tags``."""
     for record in records:
         for line in charge_lines(record, table):
-            yield _row(record, line, accounts or {})
+            yield _row(record, line, accounts or {}, internal_tags)
 
 
-def aggregate_by_day(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows summed per UTC day and everything else that tells them apart; per-call columns
-    emptied. Costs and quantities add up exactly."""
+def aggregate_by_day(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Rows summed per UTC day and everything else that tells them apart (account, model,
+    price point, scope, tags, charge kind, status); per-call columns emptied. Costs and
+    quantities add up exactly.
+
+    ``rows`` come oldest first (as every ledger gives its records), so a day's rows are
+    written as soon as the next day begins: memory holds one day's groups, not the export.
+    """
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    current: str | None = None
     for row in rows:
         day = _parse_utc(row["ChargePeriodStart"]).replace(hour=0)
-        daily = {**row, "ChargePeriodStart": utc_text(day),
+        start = utc_text(day)
+        if current is not None and start != current:
+            yield from _sorted_day(groups)
+            groups = {}
+        current = start
+        daily = {**row, "ChargePeriodStart": start,
                  "ChargePeriodEnd": utc_text(day + timedelta(days=1)),
                  **dict.fromkeys(_PER_CALL)}
         key = tuple(_key_part(value) for name, value in daily.items() if name not in _SUMMED)
@@ -60,12 +73,17 @@ def aggregate_by_day(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         for name in _SUMMED:
             if total[name] is not None and daily[name] is not None:
                 total[name] += daily[name]
-    return sorted(groups.values(), key=lambda row: (row["ChargePeriodStart"],
-                                                    row["ProviderName"], row["SkuId"] or "",
-                                                    row["SkuPriceId"] or ""))
+    yield from _sorted_day(groups)
 
 
-def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str]) -> dict[str, Any]:
+def _sorted_day(groups: dict[tuple[Any, ...], dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(groups.values(), key=lambda row: (row["ProviderName"], row["SkuId"] or "",
+                                                    row["SkuPriceId"] or "",
+                                                    row["ResourceId"] or ""))
+
+
+def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str],
+         internal_tags: bool) -> dict[str, Any]:
     company, service = PROVIDER_NAMES.get(
         record.provider, (record.provider or _UNATTRIBUTED,
                           f"{record.provider} API" if record.provider else _UNATTRIBUTED))
@@ -94,7 +112,7 @@ def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str]) -> 
         "ResourceId": innermost,
         "ResourceName": innermost,
         "ResourceType": None if innermost is None else "Budget Scope",
-        "Tags": _tags(record),
+        "Tags": _tags(record, internal_tags),
         "BilledCost": line.billed_usd,
         "EffectiveCost": line.billed_usd,
         "x_CallCount": Decimal(0 if line.kind == ADJUSTMENT else 1),
@@ -163,9 +181,9 @@ def _write_meter(kind: str) -> str:
     return f"{kind.replace('_', ' ').title()} Tokens"
 
 
-def _tags(record: SpendRecord) -> dict[str, str | bool]:
+def _tags(record: SpendRecord, internal: bool) -> dict[str, str | bool]:
     """User tags as they are; scopes under the ``spendguard/`` prefix FOCUS asks for."""
-    tags: dict[str, str | bool] = dict(record.tags)
+    tags: dict[str, str | bool] = dict(shown_tags(record.tags, internal=internal))
     if record.scopes:
         tags["spendguard/scope"] = record.scopes[-1]
         tags.update({f"spendguard/scope/{scope}": True for scope in record.scopes})

@@ -88,8 +88,9 @@ FOCUS_COLUMNS: tuple[FocusColumn, ...] = (
     _c("SkuPriceDetails", "json", True, "conditional", "token kind, batch, long-context tier"),
     _c("SkuPriceId", "string", True, "conditional", "model:kind[:batch][:above-N] (one price "
        "point)"),
-    _c("Tags", "json", True, "conditional", "the call's tags, plus spendguard/scope (innermost "
-       "scope) and spendguard/scope/<name>: true for every scope charged"),
+    _c("Tags", "json", True, "conditional", "the caller's tags (not spendguard.*), plus "
+       "spendguard/scope (innermost scope) and spendguard/scope/<name>: true for every scope "
+       "charged"),
     _c("ChargeFrequency", "string", True, "recommended", "Usage-Based; One-Time for "
        "adjustments"),
     _c("InvoiceId", "string", True, "recommended", "null (not matched to an invoice)"),

@@ -6,6 +6,7 @@ rules, so they all agree on what a call consumed and what counts as one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
@@ -15,6 +16,7 @@ from spendguard._core.money import exact_sums
 __all__ = [
     "ADJUSTMENT",
     "BILLED_KINDS_ORDER",
+    "INTERNAL_TAG_PREFIX",
     "RECOVERED",
     "RELEASED",
     "billed_tokens",
@@ -23,8 +25,10 @@ __all__ = [
     "input_side_tokens",
     "is_batch",
     "is_billed_call",
+    "is_internal_tag",
     "is_marker",
     "reported_tokens",
+    "shown_tags",
     "utc_day",
     "utc_text",
 ]
@@ -38,6 +42,23 @@ BILLED_KINDS_ORDER = ("input", "cache_read", "cache_write_5m", "cache_write_1h",
                       "cache_write_30m", "cache_write_12h", "output")
 _TRUE_WORDS = frozenset({"true", "1", "yes"})
 BATCH_JOB_TAG = "batch_job"  # set by spendguard._strategies.batch on every batched request's record
+INTERNAL_TAG_PREFIX = "spendguard."
+"""Tags whose key starts with this are spendguard's own bookkeeping (``spendguard.call_id``
+links the attempts of one call, ``spendguard.would_refuse`` keeps an observed limit, ...).
+They stay in the ledger and its CSV / JSON Lines export, but never become report groups, FOCUS
+``Tags`` entries or keys of a per-day aggregation unless asked for."""
+
+
+def is_internal_tag(key: str) -> bool:
+    """A tag spendguard sets for itself (see :data:`INTERNAL_TAG_PREFIX`)."""
+    return key.startswith(INTERNAL_TAG_PREFIX)
+
+
+def shown_tags(tags: Mapping[str, str], *, internal: bool = False) -> dict[str, str]:
+    """``tags`` without spendguard's own (all of them with ``internal``)."""
+    if internal:
+        return dict(tags)
+    return {key: value for key, value in tags.items() if not is_internal_tag(key)}
 
 
 def decimal_text(amount: Decimal) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Literal, TextIO
 
 from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._core.errors import ConfigError
-from spendguard._core.money import ZERO, exact_sums
+from spendguard._core.money import ZERO, exact_sums, normalised
 from spendguard._core.private_files import open_private
 from spendguard._costing.prices import PriceTable, default_table
 from spendguard._reporting.export.csv import write_csv
@@ -47,7 +47,8 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
                  until: datetime | date | str | None = None, scope: str | None = None,
                  tag: str | None = None, model: str | None = None,
                  aggregate: Aggregate = "call", accounts: Mapping[str, str] | None = None,
-                 table: PriceTable | None = None) -> ExportResult:
+                 table: PriceTable | None = None,
+                 internal_tags: bool = False) -> ExportResult:
     """Write the ledger's records to ``out`` (a path or a text stream).
 
     ``format`` is ``"csv"`` or ``"jsonl"`` (one row per call or correction, every ledger
@@ -56,8 +57,9 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
     ``open_ledger()`` picks. ``since``/``until`` bound the time (UTC; an ``until`` day or
     month is included); ``scope``, ``tag`` (``"key"`` or ``"key=value"``) and ``model``
     filter. ``accounts`` maps a provider to its billing account id for FOCUS; ``table``
-    prices FOCUS list prices (default: the process's price table). Raises ``ConfigError``
-    naming the argument on bad input.
+    prices FOCUS list prices (default: the process's price table). FOCUS ``Tags`` (and so
+    the per-day groups) leave out spendguard's own bookkeeping tags (``spendguard.*``)
+    unless ``internal_tags``. Raises ``ConfigError`` naming the argument on bad input.
     """
     if format not in FORMATS:
         raise ConfigError(f"format: {format!r} is not an export format; use one of "
@@ -68,12 +70,15 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
         raise ConfigError("aggregate: rows are summed per day only in FOCUS exports; use "
                           "format='focus' with aggregate='day', or aggregate='call'")
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
+    table = table or default_table()
+    _check_accounts(accounts or {}, table)
     records = _started(chosen.records(ledger_of(ledger)))
     total = _Total()
     with _opened(out) as (stream, path), exact_sums():
         if format == "focus":
             rows: Iterable[dict[str, Any]] = total.of_rows(
-                focus_rows(records, table=table or default_table(), accounts=accounts))
+                focus_rows(records, table=table, accounts=accounts,
+                           internal_tags=internal_tags))
             if aggregate == "day":
                 rows = aggregate_by_day(rows)
             count = write_csv(rows, FOCUS_COLUMN_NAMES, stream)
@@ -81,7 +86,18 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
             writer = write_csv if format == "csv" else write_jsonl
             count = writer((ledger_row(record) for record in total.of_records(records)),
                            LEDGER_COLUMNS, stream)
-    return ExportResult(format, count, total.usd, path)
+    return ExportResult(format, count, normalised(total.usd), path)
+
+
+def _check_accounts(accounts: Mapping[str, str], table: PriceTable) -> None:
+    """Each account names a provider the price table knows (a typo would be silently unused)."""
+    known = sorted({table.get(model).provider for model in table.models()})
+    for provider, account in accounts.items():
+        if provider not in known:
+            raise ConfigError(f"accounts: {provider!r} is not a provider; name one of "
+                              f"{', '.join(known)}, e.g. openai=org-abc123")
+        if not account:
+            raise ConfigError(f"accounts: the account of {provider!r} is empty")
 
 
 def _started(records: Iterator[SpendRecord]) -> Iterator[SpendRecord]:

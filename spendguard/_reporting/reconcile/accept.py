@@ -41,8 +41,8 @@ def accept_differences(reconciliation: Reconciliation, ledger: Ledger, *, now: d
                              tzinfo=UTC)
         claims = [] if scope is None else [ScopeClaim(scope, period_key(period, day_start))]
         note = (f"reconciled with {name}'s cost report for {difference.day.isoformat()} "
-                f"(UTC): provider {format_usd(difference.provider_usd or amount, places=6)}, "
-                f"ledger {format_usd(difference.ledger_usd, places=6)}; accepted "
+                f"(UTC): provider {format_usd(difference.provider_usd or amount)}, "
+                f"ledger {format_usd(difference.ledger_usd)}; accepted "
                 f"{accepted_at}")
         ids.append(ledger.adjust(claims, amount, time=day_start, note=note,
                                  tags={RECONCILED_TAG: reconciliation.provider},

@@ -23,6 +23,7 @@ from spendguard._reporting.report.summary import (
     BudgetUse,
     EstimateCheck,
     Group,
+    OnTrack,
     SpendReport,
     WouldRefuse,
     check_by,
@@ -35,6 +36,7 @@ __all__ = [
     "BudgetUse",
     "EstimateCheck",
     "Group",
+    "OnTrack",
     "SpendReport",
     "WouldRefuse",
     "render_html",
@@ -48,12 +50,19 @@ def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: s
                  since: datetime | date | str | None = None,
                  until: datetime | date | str | None = None, scope: str | None = None,
                  tag: str | None = None, model: str | None = None,
-                 top: int | None = DEFAULT_TOP) -> SpendReport:
+                 top: int | None = DEFAULT_TOP, internal_tags: bool = False,
+                 now: datetime | None = None) -> SpendReport:
     """A report of the ledger's spend, grouped ``by`` model, scope, tag, day or provider
     (``tag:KEY`` groups by one tag's values). Filters as in :func:`spendguard.export_spend`.
     Its ``total_usd`` is the exact sum of the records read. Children of one parent and kind
     (per-user scopes) past the ``top`` that spent most fold into one row; ``top=None`` shows
-    them all."""
+    them all. ``by="tag"`` shows the callers' tags only; ``internal_tags`` adds spendguard's
+    own (``spendguard.call_id``, ...).
+
+    ``report.on_track`` answers "are we on track?" for each budget with a daily or monthly
+    period: spent so far, the forecast at the period's end, when the limit is reached at the
+    current pace, the last period, refused and would-refuse calls — for the period containing
+    ``now`` (an aware datetime; default: the current time)."""
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise ConfigError(f"top: {top!r} is not a number of rows; use a whole number of at "
                           f"least 1, or None to show every scope")
@@ -62,7 +71,8 @@ def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: s
     opened = ledger_of(ledger)
     with exact_sums():
         return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
-                         until=chosen.until, top=top)
+                         until=chosen.until, top=top, internal_tags=internal_tags,
+                         as_of=now)
 
 
 def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:

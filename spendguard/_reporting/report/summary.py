@@ -16,8 +16,8 @@ from typing import Any
 from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._budget.observing import would_refuse_limits
 from spendguard._core.errors import ConfigError
-from spendguard._core.money import ZERO
-from spendguard._core.periods import window_keys
+from spendguard._core.money import ZERO, normalised
+from spendguard._core.periods import as_utc, utc_now, window_keys
 from spendguard._reporting.export.records import (
     ADJUSTMENT,
     RECOVERED,
@@ -27,12 +27,14 @@ from spendguard._reporting.export.records import (
     is_billed_call,
     is_marker,
     reported_tokens,
+    shown_tags,
     utc_day,
 )
 from spendguard._reporting.report.folding import DEFAULT_TOP, fold_names, is_bookkeeping
+from spendguard._reporting.report.forecast import OnTrack, on_track
 
-__all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "SpendReport", "WouldRefuse",
-           "summarise"]
+__all__ = ["GROUPINGS", "BudgetUse", "EstimateCheck", "Group", "OnTrack", "SpendReport",
+           "WouldRefuse", "summarise"]
 
 OVERRUN = "overrun"
 
@@ -147,11 +149,14 @@ class SpendReport:
     overrun_calls: int = 0  # calls that cost more than the worst case they reserved
     overrun_usd: Decimal = ZERO
     overlapping: bool = False  # groups may share records (scopes, tags)
+    on_track: list[OnTrack] = field(default_factory=list)
+    """Each budget with a calendar period: its current period so far, forecast, runs-out date,
+    the last period, refused and would-refuse calls (see :mod:`...report.forecast`)."""
 
     @property
     def total_usd(self) -> Decimal:
         """The exact sum of every record's amount: the ledger's total for this selection."""
-        return self.total.spent_usd
+        return normalised(self.total.spent_usd)
 
     @property
     def batch_share(self) -> float | None:
@@ -192,6 +197,7 @@ class SpendReport:
             "would_refuse": [{"scope": w.scope, "calls": w.calls,
                               "spent_usd": decimal_text(w.spent_usd)}
                              for w in self.would_refuse],
+            "on_track": [track.as_dict() for track in self.on_track],
         }
 
 
@@ -205,11 +211,15 @@ def check_by(by: str) -> str:
 
 def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
               since: datetime | None = None, until: datetime | None = None,
-              top: int | None = DEFAULT_TOP) -> SpendReport:
+              top: int | None = DEFAULT_TOP, internal_tags: bool = False,
+              as_of: datetime | None = None) -> SpendReport:
     """Read ``records`` once into a report grouped ``by`` (see :data:`GROUPINGS`).
 
     Children of one parent and kind past the ``top`` that spent most are folded into one row
     (:mod:`~spendguard._reporting.report.folding`); ``top=None`` shows every scope.
+    ``by="tag"`` leaves out spendguard's own bookkeeping tags (``spendguard.*``) unless
+    ``internal_tags``; ``tag:KEY`` groups by the key asked for, whatever it is. The budgets'
+    forecasts are for the periods containing ``as_of`` (default: now).
     """
     report = SpendReport(check_by(by), ledger.url, since, until,
                          overlapping=by in ("scope", "tag"))
@@ -231,7 +241,7 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
         tokens = reported_tokens(record)
         model = record.model or "(no model)"
         report.total.add(record, tokens)
-        for name in _names(record, by):
+        for name in _names(record, by, internal_tags):
             groups.setdefault(name, Group(name)).add(record, tokens)
         models.setdefault(model, Group(model)).add(record, tokens)
         day = utc_day(record)
@@ -279,6 +289,9 @@ def summarise(records: Iterable[SpendRecord], *, by: str, ledger: Ledger,
                                         limit))
     report.budgets += [BudgetUse(row, "", sum((spent_by_scope[s] for s in scopes), ZERO), ZERO,
                                  None, folded=len(scopes)) for row, scopes in sorted(rows.items())]
+    report.on_track = on_track(ledger, [(b.scope, b.period_key, b.limit_usd)
+                                        for b in report.budgets if not b.folded],
+                               as_utc(as_of) if as_of is not None else utc_now())
     return report
 
 
@@ -302,7 +315,7 @@ def _folded_groups(groups: dict[str, Group], folded: dict[str, str]) -> dict[str
     return out
 
 
-def _names(record: SpendRecord, by: str) -> list[str]:
+def _names(record: SpendRecord, by: str, internal_tags: bool) -> list[str]:
     if by == "model":
         return [record.model or "(no model)"]
     if by == "provider":
@@ -312,7 +325,8 @@ def _names(record: SpendRecord, by: str) -> list[str]:
     if by == "scope":
         return list(record.scopes) or ["(no scope)"]
     if by == "tag":
-        return [f"{key}={value}" for key, value in sorted(record.tags.items())] or ["(untagged)"]
+        tags = shown_tags(record.tags, internal=internal_tags)
+        return [f"{key}={value}" for key, value in sorted(tags.items())] or ["(untagged)"]
     key = by.removeprefix("tag:")
     return [record.tags.get(key, f"(no {key})")]
 

@@ -69,9 +69,9 @@ class BatchResult:
 
     def line(self) -> str:
         """One readable line: ``r0-ab12  batch  succeeded  $0.000120 (saved $0.000120)``."""
-        saved = f" (saved {format_usd(self.savings_usd, places=6)})" if self.savings_usd else ""
+        saved = f" (saved {format_usd(self.savings_usd)})" if self.savings_usd else ""
         return (f"{self.custom_id:<24} {self.route:<8} {self.status:<10} "
-                f"{format_usd(self.cost_usd, places=6)}{saved}")
+                f"{format_usd(self.cost_usd)}{saved}")
 
 
 def standard_usd(model: str, usage: Usage | None, table: PriceTable) -> Decimal:

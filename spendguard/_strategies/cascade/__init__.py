@@ -67,7 +67,7 @@ class CascadeAttempt:
         """One readable line: ``gpt-4o-mini  failed  412+35 tok  $0.0001  why``."""
         tokens = f"{self.input_tokens}+{self.output_tokens} tok"
         return (f"{self.model:<28} {self.outcome.value:<12} {tokens:>16} "
-                f"{format_usd(self.cost_usd, places=6):>11}  {self.reason}").rstrip()
+                f"{format_usd(self.cost_usd):>11}  {self.reason}").rstrip()
 
 
 def _trace(attempts: Sequence[CascadeAttempt]) -> str:
@@ -102,9 +102,9 @@ class CascadeResult:
 
     def report(self) -> str:
         """The trace and totals, for people."""
-        return (f"{_trace(self.attempts)}\n  cost {format_usd(self.cost_usd, places=6)}, "
-                f"always-largest {format_usd(self.baseline_usd, places=6)}, "
-                f"saved {format_usd(self.savings_usd, places=6)}")
+        return (f"{_trace(self.attempts)}\n  cost {format_usd(self.cost_usd)}, "
+                f"always-largest {format_usd(self.baseline_usd)}, "
+                f"saved {format_usd(self.savings_usd)}")
 
 
 def _billed_input(usage: Usage) -> int:
@@ -190,8 +190,8 @@ class _Run:
                 if self._worst > limit:
                     self.attempts.append(CascadeAttempt(
                         model, AttemptOutcome.UNAFFORDABLE,
-                        f"worst case {format_usd(self._worst, places=6)} > "
-                        f"{format_usd(limit, places=6)} left", worst_case_usd=self._worst))
+                        f"worst case {format_usd(self._worst)} > "
+                        f"{format_usd(limit)} left", worst_case_usd=self._worst))
                     self.done = True
                     return None
             return model
@@ -229,8 +229,8 @@ class _Run:
         """The guarded client refused the call (or its judge call): the money ran out."""
         reason = (f"budget {exc.scope!r} refused "
                   f"{'the check' if response is not None else 'the call'}: "
-                  f"{format_usd(exc.estimate_usd, places=6)} worst case, "
-                  f"{format_usd(exc.remaining_usd, places=6)} left")
+                  f"{format_usd(exc.estimate_usd)} worst case, "
+                  f"{format_usd(exc.remaining_usd)} left")
         if response is None:
             self.attempts.append(CascadeAttempt(model, AttemptOutcome.REFUSED, reason,
                                                 worst_case_usd=self._worst))
@@ -249,7 +249,7 @@ class _Run:
             why = "the money ran out" if money else "every tier failed its check"
             raise CascadeFailed(
                 f"cascade failed: {why} after {len(attempts)} attempt(s) costing "
-                f"{format_usd(spent, places=6)}:\n{_trace(attempts)}",
+                f"{format_usd(spent)}:\n{_trace(attempts)}",
                 reason="budget" if money else "all_failed", attempts=attempts, cost_usd=spent,
             ) from cause
         final = self.passing

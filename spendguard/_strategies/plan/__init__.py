@@ -19,7 +19,7 @@ from spendguard._caching.kind import model_price_or_none
 from spendguard._caching.layout import remembered_identities
 from spendguard._caching.order import CacheOrder, as_cache_order
 from spendguard._caching.volatile import VolatileValue
-from spendguard._core.errors import ConfigError
+from spendguard._core.errors import ConfigError, LedgerNotFound
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
 from spendguard._costing.tokens import count_request_tokens
 from spendguard._strategies.plan.estimates import Assumptions, RequestPlan, estimate_request
@@ -87,8 +87,11 @@ def _plan(loaded: list[PlannedRequest], options: CacheOrder | None, *, task: str
     counts = [count_request_tokens(r.provider, r.endpoint, r.body) for r in loaded]
     history = {}
     if task is not None:
-        store = ledger if isinstance(ledger, Ledger) else open_ledger(ledger)
-        history = observed(store, task, models)
+        try:  # read only: estimating never creates a ledger; none means no history yet
+            store = ledger if isinstance(ledger, Ledger) else open_ledger(ledger, read_only=True)
+            history = observed(store, task, models)
+        except LedgerNotFound:
+            history = {}
     caches = expect_cache(loaded, [c.expected for c in counts], prices=prices, count=_count)
     rows = tuple(estimate_request(r, c, cache, observed=history.get(str(r.body.get("model"))),
                                   table=table, assumptions=assumptions)

@@ -57,9 +57,9 @@ def refusal(plan: Plan, budget: Budget, *, asked: bool) -> BudgetExceeded:
     why = "approve() declined it" if asked else "pass approve=callable to decide instead"
     return BudgetExceeded(
         f"plan {plan.id} ({plan.totals.requests} requests): its {over} "
-        f"({format_usd(plan.expected_usd, places=4)} expected, "
-        f"{format_usd(plan.worst_usd, places=4)} worst) exceed what budget {budget.scope!r} "
-        f"has left ({format_usd(left, places=4)}); nothing was sent ({why})",
+        f"({format_usd(plan.expected_usd)} expected, "
+        f"{format_usd(plan.worst_usd)} worst) exceed what budget {budget.scope!r} "
+        f"has left ({format_usd(left)}); nothing was sent ({why})",
         scope=budget.scope, limit_usd=budget.limit_usd, spent_usd=totals.spent_usd,
         reserved_usd=totals.reserved_usd, estimate_usd=plan.worst_usd)
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from spendguard._caching.kind import request_kind
 from spendguard._core.errors import ConfigError
@@ -47,18 +47,27 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Mapping[str,
     except OSError as exc:
         raise ConfigError(f"requests: cannot read {file}: {exc.strerror or exc}") from exc
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except ValueError as exc:
-                raise ConfigError(f"{file}, line {number}: not JSON ({exc}); a batch input "
-                                  "file holds one JSON object per line") from exc
-            if not isinstance(item, dict):
-                raise ConfigError(f"{file}, line {number}: expected a JSON object, got "
-                                  f"{type(item).__name__}")
-            yield number, item
+        try:
+            yield from _objects(file, handle)
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"requests: {file} is not UTF-8 text (byte {exc.start} of a "
+                              f"line cannot be read); a batch input file holds one JSON object "
+                              f"per line") from None
+
+
+def _objects(file: Path, handle: TextIO) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    for number, line in enumerate(handle, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(f"{file}, line {number}: not JSON ({exc}); a batch input "
+                              "file holds one JSON object per line") from exc
+        if not isinstance(item, dict):
+            raise ConfigError(f"{file}, line {number}: expected a JSON object, got "
+                              f"{type(item).__name__}")
+        yield number, item
 
 
 def _entry(item: Mapping[str, Any], index: int, where: str, provider: str | None,

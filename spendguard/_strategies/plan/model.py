@@ -177,20 +177,20 @@ class Plan:
             f"{t.uncached_input_tokens:,} plain",
             f"  output   {t.output_tokens:>12,} tokens expected (worst {t.output_tokens_worst:,})"
             f"; expected output from {_bases(self.output_bases())}",
-            f"  cost     {format_usd(t.expected_usd, places=4)} expected, "
-            f"{format_usd(t.worst_usd, places=4)} worst case",
+            f"  cost     {format_usd(t.expected_usd)} expected, "
+            f"{format_usd(t.worst_usd)} worst case",
             f"  cache    {self.expected_hit_rate:.1%} of input read from cache, saving "
-            f"{format_usd(self.cache_savings_usd, places=4)}"
+            f"{format_usd(self.cache_savings_usd)}"
             + (" (ordered for the cache)" if self.cache_ordered else ""),
         ]
         savings = self.batch_savings_usd
         lines.append("  batch    " + ("no batch price for some model" if savings is None else
-                                      f"{format_usd(savings, places=4)} less if deferred to "
+                                      f"{format_usd(savings)} less if deferred to "
                                       "the batch API (results within 24 h)"))
         lines.append(f"  time     about {_duration(self.duration_s())} at concurrency "
                      f"{self.concurrency}")
         if self.budget_left_usd is not None:
-            lines.append(f"  budget   {format_usd(self.budget_left_usd, places=4)} left")
+            lines.append(f"  budget   {format_usd(self.budget_left_usd)} left")
         lines += [f"  volatile {value}" for value in self.volatile]
         lines += [f"  note     {note}" for note in self.notes]
         return "\n".join(lines)

@@ -47,7 +47,7 @@ class Progress:
         filled = _WIDTH * self.done // self.total if self.total else _WIDTH
         bar = "#" * filled + "." * (_WIDTH - filled)
         text = (f"{self.label} {self.done:>{len(str(self.total))}}/{self.total} [{bar}] "
-                f"{format_usd(self.spent_usd, places=4)}")
+                f"{format_usd(self.spent_usd)}")
         return text + (f"  {self.failed} failed" if self.failed else "")
 
     def _draw(self) -> None:

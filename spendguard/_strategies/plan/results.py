@@ -77,12 +77,12 @@ class PlanResult:
         lines = [
             f"plan {plan.id}: {len(self.outcomes) - len(self.failures)} answered, "
             f"{len(self.failures)} failed",
-            f"  cost      {format_usd(cache.cost_usd, places=4)} measured, "
-            f"{format_usd(plan.expected_usd, places=4)} expected, "
-            f"{format_usd(plan.worst_usd, places=4)} worst case",
+            f"  cost      {format_usd(cache.cost_usd)} measured, "
+            f"{format_usd(plan.expected_usd)} expected, "
+            f"{format_usd(plan.worst_usd)} worst case",
             f"  hit rate  {cache.hit_rate:.1%} measured, {plan.expected_hit_rate:.1%} expected",
-            f"  saved     {format_usd(cache.saved_usd, places=4)} by caching measured, "
-            f"{format_usd(plan.cache_savings_usd, places=4)} expected",
+            f"  saved     {format_usd(cache.saved_usd)} by caching measured, "
+            f"{format_usd(plan.cache_savings_usd)} expected",
         ]
         for failure in self.failures[:5]:
             lines.append(f"  failed    request {failure.index}"

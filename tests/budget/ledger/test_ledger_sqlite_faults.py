@@ -89,7 +89,7 @@ def test_a_read_only_ledger_file_refuses_writes_but_report_export_and_verify_rea
     runner = CliRunner()
     report = runner.invoke(main, ["report", "--ledger", url, "--by", "scope"])
     assert report.exit_code == 0, report.output
-    assert "team" in report.output and "$0.2500" in report.output
+    assert "team" in report.output and "$0.25" in report.output
     export = runner.invoke(main, ["export", "--ledger", url])
     assert export.exit_code == 0 and "0.25" in export.output
     verify = runner.invoke(main, ["ledger", "verify", "--ledger", url])

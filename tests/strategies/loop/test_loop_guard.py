@@ -59,7 +59,7 @@ def test_stops_before_a_step_projected_to_overrun_the_dollar_cap() -> None:
 
     growing = spendguard.loop(max_usd="0.50")
     assert run(growing, ["0.10", "0.20", "0.30"]) == 2  # 0.30 spent, next projected 0.30
-    assert "next step projected at $0.3000" in growing.stop_detail
+    assert "next step projected at $0.30" in growing.stop_detail
 
 
 def test_first_step_estimate_can_stop_the_loop_before_it_starts() -> None:
@@ -139,7 +139,7 @@ def test_budget_spending_is_read_from_the_budget_and_stops_the_loop() -> None:
     assert steps == 3
     assert guard.step_costs_usd == [Decimal("0.30")] * 3
     assert guard.stop_reason is StopReason.BUDGET
-    assert "$0.1000 left" in guard.stop_detail
+    assert "$0.10 left" in guard.stop_detail
 
 
 def test_share_gives_a_sub_agent_a_fraction_of_what_is_left_and_charges_the_parent() -> None:

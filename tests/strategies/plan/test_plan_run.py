@@ -259,7 +259,7 @@ def test_progress_counts_money_and_failures() -> None:
     bar.advance(Decimal("0.5"), failed=False)
     bar.advance(None, failed=True)
     bar.close()
-    assert "2/3" in stream.getvalue() and "$0.5000" in stream.getvalue()
+    assert "2/3" in stream.getvalue() and "$0.50" in stream.getvalue()
     assert "1 failed" in stream.getvalue()
 
 

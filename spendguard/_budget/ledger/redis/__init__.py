@@ -62,7 +62,7 @@ from spendguard._budget.ledger.redis.reads import (
     verify_events,
 )
 from spendguard._budget.ledger.redis.session import RedisSession
-from spendguard._core.errors import LedgerError, LedgerUnavailable
+from spendguard._core.errors import LedgerError, LedgerNotFound, LedgerUnavailable
 from spendguard._core.money import ZERO, format_usd
 
 __all__ = ["LOST_RESERVATION_NOTE", "RedisLedger", "open_redis"]
@@ -212,6 +212,14 @@ class RedisLedger:
     def verify(self) -> list[str]:
         return self._with_redis(partial(verify_events, self._session))
 
+    def require_existing(self) -> None:
+        """``LedgerError`` naming the URL when nothing was ever written under this prefix
+        (a report or export of a mistyped prefix); reads only."""
+        if not self._session.has_ledger():
+            raise LedgerNotFound(f"no ledger at {self.url} (prefix {self.options.key_prefix!r}): "
+                              f"nothing has been recorded there; check --ledger or "
+                              f"SPENDGUARD_LEDGER")
+
     def close(self) -> None:
         """Send what is owed to Redis if it can be reached, then close the connections."""
         self._settle_up_quietly()
@@ -276,7 +284,7 @@ class RedisLedger:
         log.warning("spendguard: Redis ledger %s lost reservation %s while its call was in "
                     "flight (flushed, or restarted without its data); the call (%s) is "
                     "recorded as settled, flagged in its note", self.url, reservation_id,
-                    format_usd(settlement.actual_usd, places=6))
+                    format_usd(settlement.actual_usd))
 
     def _check_open(self, reply: list[str], reservation_id: str) -> None:
         if reply[0] == "missing":

@@ -270,6 +270,13 @@ class RedisSession:
         if self.options.fail_open:
             self._rest_until = time.monotonic() + self.options.retry_s
 
+    def has_ledger(self) -> bool:
+        """Whether a ledger was ever written under this prefix; reads, never writes."""
+        try:
+            return bool(self._operate(lambda client: client.exists(f"{self.prefix}meta")))
+        except self._redis.RedisError as exc:
+            raise self._failure(exc) from exc
+
     def _check_schema(self, *, writing: bool) -> None:
         """Stamp a new ledger with :data:`SCHEMA`, migrate an older one, and refuse to write to
         one a newer spendguard stamped (reading it stays allowed)."""

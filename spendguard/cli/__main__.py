@@ -1,0 +1,5 @@
+"""``python -m spendguard.cli``: the ``spendguard`` command."""
+
+from spendguard.cli import run
+
+run()
