@@ -63,7 +63,10 @@ def peers_python() -> Path | None:
 
 
 def load_litellm() -> Any | None:
-    """The ``litellm`` module when this Python has it, quietened and offline; else None."""
+    """The ``litellm`` module when this Python has it, quietened and offline; else None
+    (also when ``$SPENDGUARD_BENCH_PEERS_PYTHON`` is ``none``: the peers are turned off)."""
+    if os.environ.get(PEERS_PYTHON_ENV, "x").strip().lower() in ("", "none"):
+        return None
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         litellm: Any = importlib.import_module("litellm")

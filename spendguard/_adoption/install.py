@@ -1,54 +1,82 @@
-"""``spendguard.install()``: guard every openai / anthropic client built from now on.
+"""``spendguard.install()``: guard the LLM traffic of the whole process, whoever builds the client.
 
 For code you do not control — frameworks that build their own clients, scripts you cannot
-edit. This is the one place spendguard touches SDK classes, and only their construction: the
-``__init__`` of ``openai.OpenAI``, ``openai.AsyncOpenAI``, ``anthropic.Anthropic``,
-``anthropic.AsyncAnthropic`` and ``google.genai.Client`` (subclasses such as ``AzureOpenAI``
-call it) is wrapped so that,
-once the SDK has built the client, :func:`spendguard.wrap` guards it with the installed
-budget and options. The call path is the transport, as for every guarded client.
+edit. The guard follows the traffic, not the SDK class; this is the one place spendguard
+touches other libraries' classes, and only their construction:
 
-An SDK not imported yet is patched when it is imported (a post-import hook on
+- the ``__init__`` of the SDK clients (``openai.OpenAI`` / ``AsyncOpenAI`` and their Azure
+  subclasses, ``anthropic.Anthropic`` / ``AsyncAnthropic``, ``AnthropicBedrock``,
+  ``AnthropicVertex`` and their async twins, ``google.genai.Client``) is wrapped so that,
+  once the SDK built the client, :func:`spendguard.wrap` guards it with the installed budget
+  and options (Azure clients with the installed deployment mapping);
+- the ``__init__`` of every HTTP client, ``httpx2`` and classic ``httpx``, sync and async,
+  puts the dispatcher on its transport. A request a guarded SDK client tagged is budgeted by
+  that client's guard; an untagged one addressed to a provider spendguard knows
+  (:mod:`spendguard._adoption.hosts`: LiteLLM's own Anthropic requests, a client built
+  before ``install()``) by the installed budget; anything else passes untouched. A request
+  is guarded once, however many layers it crosses (the dispatcher marks it).
+
+Clients built before ``install()`` are found once, when it is called (a scan of the live
+objects), and get the dispatcher too; an http client a framework swaps in later is built
+while installed, and a guarded SDK client re-checks its http client on every request.
+
+A package not imported yet is patched when it is imported (a post-import hook on
 ``sys.meta_path``), so ``install()`` never imports an SDK itself. ``uninstall()`` restores the
-original constructors; clients built while installed stay guarded. A client that is already
-guarded (a ``spendguard.OpenAI``, a wrapped client, a copy from ``with_options``) is left as
-it is.
+original constructors and stops guarding untagged traffic; SDK clients built while installed
+stay guarded.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from spendguard._adoption.hosts import ProviderHosts, declared_base_urls
 from spendguard._budget.budget import Budget
-from spendguard._caching.order import CacheOrder
+from spendguard._caching.order import CacheOrder, as_cache_order
 from spendguard._core.errors import ConfigError
+from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
-from spendguard._guard.clients import Guarded, wrap
+from spendguard._guard.azure import azure_platform, azure_prices
+from spendguard._guard.clients import Guarded, guard_client
 from spendguard._guard.gemini import is_genai_client
-from spendguard._guard.transport import client_guard
+from spendguard._guard.metering import Guard, GuardOptions
+from spendguard._guard.transport import ClientGuard, client_guard, set_traffic_guard
+from spendguard._guard.transport import install as install_dispatcher
 
 __all__ = ["install", "installed", "uninstall"]
 
 SDK_CLASSES: dict[str, tuple[str, ...]] = {
     "openai": ("OpenAI", "AsyncOpenAI"),
-    "anthropic": ("Anthropic", "AsyncAnthropic"),
+    "anthropic": ("Anthropic", "AsyncAnthropic", "AnthropicBedrock", "AsyncAnthropicBedrock",
+                  "AnthropicVertex", "AsyncAnthropicVertex"),
     # google-genai's one client class (its .aio shares the guard).
     "google.genai": ("Client",),
 }
-"""The constructors install() wraps, by SDK package."""
+"""The SDK constructors install() wraps, by package (subclasses such as ``AzureOpenAI`` call
+them)."""
+
+HTTP_CLASSES: dict[str, tuple[str, ...]] = {
+    "httpx2": ("Client", "AsyncClient"),
+    "httpx": ("Client", "AsyncClient"),
+}
+"""The HTTP client constructors install() wraps, by package."""
 
 _ORIGINAL = "__spendguard_original_init__"
+_USER_AGENT_ERRORS = (("OpenAI/", "openai", "OpenAIError"),
+                      ("Anthropic/", "anthropic", "AnthropicError"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Settings:
     budget: Budget | None
     cap_output: bool
@@ -56,6 +84,58 @@ class _Settings:
     store_prompts: bool
     prices: PriceTable | None
     cache_order: bool | CacheOrder
+    hosts: ProviderHosts
+    azure_deployments: Mapping[str, Any] | None
+    unmapped_deployments: str
+    _guards: dict[tuple[Provider, str | None, str | None], ClientGuard] = field(
+        default_factory=dict)
+
+    def azure(self) -> tuple[PriceTable | None, str]:
+        """The price table carrying the deployment mapping, and the Azure platform."""
+        return (azure_prices(self.azure_deployments, self.prices),
+                azure_platform(self.unmapped_deployments))
+
+    def traffic_tag(self, request: Any) -> ClientGuard | None:
+        """The guard of an untagged request: by the provider it is addressed to, else None."""
+        url = request.url
+        host = url.host.lower()
+        path = url.path
+        table = self.prices
+        if table is None:
+            from spendguard._costing.prices import default_table  # noqa: PLC0415
+
+            table = default_table()
+        destination = self.hosts.destination(
+            f"{url.scheme}://{url.netloc.decode('ascii')}{path}", host, path, table)
+        if destination is None:
+            return None
+        sdk_error = _sdk_error_of(request.headers.get("user-agent", ""))
+        key = (destination.provider, destination.platform,
+               None if sdk_error is None else sdk_error.__module__)
+        tag = self._guards.get(key)
+        if tag is None:
+            prices, platform = self.prices, destination.platform
+            if platform is not None:
+                prices, platform = self.azure()
+            options = GuardOptions(cap_output=self.cap_output,
+                                   allow_unpriced=self.allow_unpriced,
+                                   store_prompts=self.store_prompts, prices=prices,
+                                   cache_order=as_cache_order(self.cache_order),
+                                   platform=platform)
+            tag = self._guards.setdefault(
+                key, ClientGuard(Guard(destination.provider, self.budget, options), sdk_error))
+        return tag
+
+
+def _sdk_error_of(user_agent: str) -> type[Exception] | None:
+    """The base error of the SDK that built a request (by its User-Agent), so a refusal of
+    an SDK client built before install() is neither wrapped nor retried by that SDK."""
+    for prefix, package, name in _USER_AGENT_ERRORS:
+        module = sys.modules.get(package)
+        if user_agent.startswith(prefix) and module is not None:
+            error: type[Exception] = getattr(module, name)
+            return error
+    return None
 
 
 _lock = threading.RLock()
@@ -65,36 +145,58 @@ _patched: dict[type, Callable[..., None]] = {}
 
 def install(budget: Budget | None = None, *, cap_output: bool = False,
             allow_unpriced: bool = False, store_prompts: bool = False,
-            prices: PriceTable | None = None, cache_order: bool | CacheOrder = False) -> None:
-    """Guard every openai and anthropic client constructed from now on, in this process.
+            prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
+            base_urls: Mapping[str, str] | None = None,
+            azure_deployments: Mapping[str, Any] | None = None,
+            unmapped_deployments: str = "refuse") -> None:
+    """Guard every LLM request this process sends from now on, whoever built the client.
 
-    Takes :func:`spendguard.wrap`'s options. Calling it again replaces the budget and options
-    for clients built afterwards. Undo with :func:`uninstall`.
+    Takes :func:`spendguard.wrap`'s options, and what the platform clients need:
+    ``azure_deployments`` maps Azure deployment names to models (a model id or a
+    :class:`~spendguard.AzureDeployment` for data-zone / regional deployments), with
+    ``unmapped_deployments`` as on :class:`~spendguard.AzureOpenAI`; Bedrock and Vertex
+    requests name their model and region in the path. ``base_urls`` declares other provider
+    endpoints (a proxy, a local server): ``{"http://localhost:8000/v1": "openai"}``; the
+    SDKs' ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` count as declared. Calling it again
+    replaces the budget and options. Undo with :func:`uninstall`.
     """
     if budget is not None and not isinstance(budget, Budget):
         raise ConfigError(f"budget: expected a spendguard.Budget or None, got "
                           f"{type(budget).__name__}; write "
                           f"spendguard.install(budget=spendguard.Budget(\"10.00\"))")
+    ProviderHosts.declare(base_urls)  # a mistake in it is reported as the caller wrote it
+    hosts = ProviderHosts.declare(declared_base_urls(os.environ, base_urls or {}))
+    if azure_deployments is not None and not isinstance(azure_deployments, Mapping):
+        raise ConfigError('azure_deployments: expected a mapping of deployment name to model, '
+                          'e.g. azure_deployments={"prod-4o": "gpt-4o"}')
+    if unmapped_deployments not in ("refuse", "price_from_response"):
+        raise ConfigError(f"unmapped_deployments: {unmapped_deployments!r} is not 'refuse' "
+                          "(the default) or 'price_from_response'")
     global _settings  # noqa: PLW0603 - install() is process-wide by design
     with _lock:
+        first = _settings is None
         _settings = _Settings(budget, cap_output, allow_unpriced, store_prompts, prices,
-                              cache_order)
-        for package, names in SDK_CLASSES.items():
+                              cache_order, hosts, azure_deployments, unmapped_deployments)
+        set_traffic_guard(_traffic_tag)
+        for package, names in {**SDK_CLASSES, **HTTP_CLASSES}.items():
             module = sys.modules.get(package)
             if module is not None:
                 _patch(module, names)
         if _HOOK not in sys.meta_path:
             sys.meta_path.insert(0, _HOOK)
+        if first:
+            _guard_existing_http_clients()
 
 
 def uninstall() -> None:
-    """Stop guarding new clients: the SDK constructors are the originals again.
+    """Stop guarding: the constructors are the originals again, untagged requests pass.
 
-    Clients built while installed keep their guard. Does nothing when not installed.
+    SDK clients built while installed keep their guard. Does nothing when not installed.
     """
     global _settings  # noqa: PLW0603
     with _lock:
         _settings = None
+        set_traffic_guard(None)
         if _HOOK in sys.meta_path:
             sys.meta_path.remove(_HOOK)
         for cls, original in _patched.items():
@@ -107,16 +209,37 @@ def installed() -> bool:
     return _settings is not None
 
 
+def _traffic_tag(request: Any) -> ClientGuard | None:
+    settings = _settings
+    return None if settings is None else settings.traffic_tag(request)
+
+
+def _guard_existing_http_clients() -> None:
+    """Give the dispatcher to the HTTP clients built before install() (found once, now)."""
+    kinds: set[type] = set()
+    pending = [cls for cls in _patched if cls.__module__.startswith("httpx")]
+    while pending:  # the classes and their subclasses (the SDKs' client wrappers)
+        cls = pending.pop()
+        if cls not in kinds:
+            kinds.add(cls)
+            pending.extend(cls.__subclasses__())
+    # A type look-up per object: the scan stays a few milliseconds in a large process.
+    for candidate in gc.get_objects():
+        if type(candidate) in kinds and not getattr(candidate, "is_closed", True):
+            install_dispatcher(candidate)
+
+
 def _patch(module: ModuleType, names: Sequence[str]) -> None:
+    guarding = _dispatching if module.__name__ in HTTP_CLASSES else _guarding
     for name in names:
         cls = getattr(module, name, None)
         if not isinstance(cls, type) or cls in _patched:
             continue
         original = cls.__dict__.get("__init__")
-        if original is None:  # an SDK whose class no longer defines it: nothing to wrap
+        if original is None:  # a class that no longer defines it: nothing to wrap
             continue
         _patched[cls] = original
-        type.__setattr__(cls, "__init__", _guarding(original))
+        type.__setattr__(cls, "__init__", guarding(original))
 
 
 def _guarding(original: Callable[..., None]) -> Callable[..., None]:
@@ -124,12 +247,38 @@ def _guarding(original: Callable[..., None]) -> Callable[..., None]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         settings = _settings
-        if settings is None or isinstance(self, Guarded) or _is_guarded(self):
-            return
-        gemini = is_genai_client(self)  # neither option applies to Gemini clients yet
-        wrap(self, settings.budget, cap_output=settings.cap_output and not gemini,
-             allow_unpriced=settings.allow_unpriced, store_prompts=settings.store_prompts,
-             prices=settings.prices, cache_order=False if gemini else settings.cache_order)
+        if settings is None or isinstance(self, Guarded) or _is_guarded(self) \
+                or (getattr(self, "_client", None) is None and not is_genai_client(self)):
+            return  # not installed, already guarded, or a subclass still building
+        _guard_sdk_client(self, settings)
+
+    setattr(__init__, _ORIGINAL, original)
+    return __init__
+
+
+def _guard_sdk_client(client: Any, settings: _Settings) -> None:
+    openai: Any = sys.modules.get("openai")  # never imported here for an Anthropic client
+    if openai is not None and isinstance(client, (openai.AzureOpenAI, openai.AsyncAzureOpenAI)):
+        prices, platform = settings.azure()
+        guard_client(client, Provider.OPENAI, openai.OpenAIError, settings.budget,
+                     cap_output=settings.cap_output, allow_unpriced=settings.allow_unpriced,
+                     store_prompts=settings.store_prompts, prices=prices,
+                     cache_order=settings.cache_order, platform=platform)
+        return
+    from spendguard._guard.clients import wrap  # noqa: PLC0415
+
+    gemini = is_genai_client(client)  # neither option applies to Gemini clients yet
+    wrap(client, settings.budget, cap_output=settings.cap_output and not gemini,
+         allow_unpriced=settings.allow_unpriced, store_prompts=settings.store_prompts,
+         prices=settings.prices, cache_order=False if gemini else settings.cache_order)
+
+
+def _dispatching(original: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        if _settings is not None:
+            install_dispatcher(self)
 
     setattr(__init__, _ORIGINAL, original)
     return __init__
@@ -140,11 +289,11 @@ def _is_guarded(client: Any) -> bool:
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when an SDK package is imported, patches it right after it ran."""
+    """Finds nothing itself: when a package is imported, patches it right after it ran."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        names = SDK_CLASSES.get(fullname)
+        names = SDK_CLASSES.get(fullname) or HTTP_CLASSES.get(fullname)
         if names is None:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)

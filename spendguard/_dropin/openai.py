@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import openai
 
-from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
-from spendguard._costing.prices import PriceTable, default_table
-from spendguard._costing.prices.sections import AZURE_PREFIX, azure_entry
-from spendguard._costing.routing import AZURE, AZURE_PRICE_AFTER
+from spendguard._costing.prices import PriceTable
+from spendguard._costing.routing import AZURE
+from spendguard._guard.azure import AzureDeployment, azure_platform, azure_prices
 from spendguard._guard.clients import UNSET, Guarded
 
 if TYPE_CHECKING:
@@ -30,20 +27,6 @@ if TYPE_CHECKING:
     from spendguard._strategies.batch.deferred import DeferredOpenAI
 
 __all__ = ["AsyncAzureOpenAI", "AsyncOpenAI", "AzureDeployment", "AzureOpenAI", "OpenAI"]
-
-
-@dataclass(frozen=True)
-class AzureDeployment:
-    """What an Azure OpenAI deployment runs and how it is billed.
-
-    ``deployment_type``: ``"global"`` (Global Standard: the model's rates), ``"data_zone"``
-    (Data Zone Standard: 10 % above Global) or ``"regional"`` (give ``rate_multiplier``: your
-    regional rate / the Global rate, as Microsoft prices regions per model).
-    """
-
-    model: str
-    deployment_type: str = "global"
-    rate_multiplier: Decimal | str | None = None
 
 
 class OpenAI(Guarded, openai.OpenAI):
@@ -191,32 +174,6 @@ class AsyncOpenAI(Guarded, openai.AsyncOpenAI):
         return openai_deferred(self, is_async=True)
 
 
-def _azure_prices(deployments: Mapping[str, str | AzureDeployment] | None,
-                  prices: PriceTable | None) -> PriceTable | None:
-    """The client's table with its deployment mapping layered on (None: nothing to add)."""
-    if not deployments:
-        return prices
-    if not isinstance(deployments, Mapping):
-        raise ConfigError('deployments: expected a mapping of deployment name to model, e.g. '
-                          'deployments={"my-gpt4o": "gpt-4o"}')
-    entries: dict[str, Any] = {}
-    for name, target in deployments.items():
-        spec = target if isinstance(target, AzureDeployment) else AzureDeployment(str(target))
-        entries[AZURE_PREFIX + name] = azure_entry(
-            name, spec.model, spec.deployment_type, spec.rate_multiplier,
-            path="AzureOpenAI(deployments=...)")
-    return (prices or default_table()).with_overrides({"models": entries})
-
-
-def _azure_platform(unmapped_deployments: str) -> str:
-    if unmapped_deployments == "refuse":
-        return AZURE
-    if unmapped_deployments == "price_from_response":
-        return AZURE_PRICE_AFTER
-    raise ConfigError(f"unmapped_deployments: {unmapped_deployments!r} is not 'refuse' (the "
-                      "default) or 'price_from_response' (send unguarded, price afterwards)")
-
-
 class AzureOpenAI(Guarded, openai.AzureOpenAI):
     """``openai.AzureOpenAI``, budgeted: each request's deployment is priced as its model.
 
@@ -237,8 +194,8 @@ class AzureOpenAI(Guarded, openai.AzureOpenAI):
                  deployments: Mapping[str, str | AzureDeployment] | None = None,
                  unmapped_deployments: str = "refuse", prices: PriceTable | None = None,
                  **kwargs: Any) -> None:
-        self._spendguard_platform = _azure_platform(unmapped_deployments)
-        super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)
+        self._spendguard_platform = azure_platform(unmapped_deployments)
+        super().__init__(*args, prices=azure_prices(deployments, prices), **kwargs)
 
 
 class AsyncAzureOpenAI(Guarded, openai.AsyncAzureOpenAI):
@@ -252,5 +209,5 @@ class AsyncAzureOpenAI(Guarded, openai.AsyncAzureOpenAI):
                  deployments: Mapping[str, str | AzureDeployment] | None = None,
                  unmapped_deployments: str = "refuse", prices: PriceTable | None = None,
                  **kwargs: Any) -> None:
-        self._spendguard_platform = _azure_platform(unmapped_deployments)
-        super().__init__(*args, prices=_azure_prices(deployments, prices), **kwargs)
+        self._spendguard_platform = azure_platform(unmapped_deployments)
+        super().__init__(*args, prices=azure_prices(deployments, prices), **kwargs)

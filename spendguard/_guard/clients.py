@@ -28,7 +28,7 @@ from spendguard._costing.routing import AZURE
 from spendguard._guard.metering import Guard, GuardOptions
 from spendguard._guard.transport import ClientGuard, install, tag_request
 
-__all__ = ["UNSET", "Guarded", "guard_client", "wrap"]
+__all__ = ["UNSET", "Guarded", "guard_client", "is_http_client", "wrap"]
 
 
 class _Unset:
@@ -100,6 +100,9 @@ class Guarded:
     def _prepare_request(self, request: httpx2.Request) -> Any:
         """The SDK's per-attempt request hook: tag the request with this client's guard."""
         tag_request(request, self._spendguard_tag)
+        # The http client may have been replaced since (pydantic-ai does, on a new event
+        # loop): the one about to send gets the dispatcher too.
+        install(cast(Any, self)._client)
         # The async SDKs' hook is a coroutine function: its coroutine is returned, awaited by
         # the SDK as usual.
         return cast(Any, super())._prepare_request(request)
@@ -159,11 +162,11 @@ def guard_client(client: Any, provider: Provider, sdk_error: type[Exception], bu
     ``platform`` is ``"azure"`` (or its price-from-response variant) for Azure OpenAI clients,
     whose requests name deployments; copies keep it."""
     http_client = client._client
-    if not isinstance(http_client, (httpx2.Client, httpx2.AsyncClient)):
+    if not is_http_client(http_client):
         raise ConfigError(
-            f"http_client: spendguard guards httpx2 clients; got {type(http_client).__module__}."
-            f"{type(http_client).__name__}. Pass httpx2.Client(...) (or the SDK's "
-            "DefaultHttpxClient) instead of a legacy httpx client."
+            f"http_client: spendguard guards httpx2 and httpx clients; got "
+            f"{type(http_client).__module__}.{type(http_client).__name__}. Pass "
+            "httpx2.Client(...) (or the SDK's DefaultHttpxClient)."
         )
     if budget is UNSET and isinstance(getattr(client, "_spendguard_tag", None), ClientGuard):
         return  # guarded while it was built (spendguard.install()): keep that guard
@@ -202,6 +205,7 @@ def _hook_instance(client: Any, provider: Provider, sdk_error: type[Exception]) 
     def prepare_request(request: httpx2.Request) -> Any:
         this: Any = owner()  # alive: the hook is called through it
         tag_request(request, this._spendguard_tag)
+        install(this._client)  # replaced since it was wrapped: guard the new one too
         return sdk_prepare(this, request)
 
     def copy(*args: Any, budget: Budget | None = UNSET, cap_output: bool = UNSET,
@@ -261,6 +265,16 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
                  allow_unpriced=allow_unpriced, store_prompts=store_prompts, prices=prices,
                  cache_order=cache_order, platform=platform)
     return client
+
+
+def is_http_client(value: object) -> bool:
+    """Whether ``value`` is an ``httpx2`` client or a classic ``httpx`` one, sync or async."""
+    if isinstance(value, (httpx2.Client, httpx2.AsyncClient)):
+        return True
+    import sys  # noqa: PLC0415
+
+    legacy = sys.modules.get("httpx")  # never imported here: an httpx client means it was
+    return legacy is not None and isinstance(value, (legacy.Client, legacy.AsyncClient))
 
 
 def _is_instance(client: Any, package: str, names: tuple[str, ...]) -> bool:

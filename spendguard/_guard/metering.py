@@ -121,6 +121,8 @@ class Attempt:
     """Priced through a platform / host route: the response's model name must not reprice it."""
     unguarded: bool = False
     """Sent without a price (opted in): priced from the response's model, $0 if unknown."""
+    body_written: bool = False
+    """The connection took the request's last byte: from then on the provider may bill it."""
     _done: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -530,8 +532,10 @@ def _with_body(request: httpx2.Request, body: dict[str, Any]) -> tuple[httpx2.Re
     content = json.dumps(body, separators=(",", ":")).encode()
     headers = [(k, v) for k, v in request.headers.multi_items()
                if k.lower() != "content-length"]
-    return httpx2.Request(request.method, request.url, headers=headers, content=content,
-                          extensions=request.extensions), content
+    # The request's own class: an httpx2 request, or a classic httpx one (same design).
+    rebuilt: httpx2.Request = type(request)(request.method, request.url, headers=headers,
+                                            content=content, extensions=request.extensions)
+    return rebuilt, content
 
 
 def is_refusal(exc: BaseException) -> bool:

@@ -14,7 +14,7 @@ a plain SDK client sharing the httpx client — pass through uncharged.
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,8 @@ from spendguard._costing.eventstream import EVENT_STREAM_TYPE
 from spendguard._guard.metering import Attempt, Guard, StreamMeter, response_headers
 from spendguard._guard.settling import describe
 
-__all__ = ["AsyncGuardTransport", "ClientGuard", "GuardTransport", "client_guard", "install",
+__all__ = ["HTTPX2", "AsyncGuardTransport", "ClientGuard", "GuardTransport", "Wire",
+           "client_guard", "handle", "handle_async", "install", "set_traffic_guard",
            "tag_request"]
 
 GUARD_EXTENSION = "spendguard.guard"
@@ -66,10 +67,24 @@ def _is_event_stream(found: Mapping[str, str]) -> bool:
     return found.get("content-type", "").startswith(("text/event-stream", EVENT_STREAM_TYPE))
 
 
-def _response(inner: httpx2.Response, stream: httpx2.SyncByteStream | httpx2.AsyncByteStream,
-              ) -> httpx2.Response:
-    return httpx2.Response(inner.status_code, headers=inner.headers, stream=stream,
-                           extensions=inner.extensions)
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """The classes of one HTTP library (``httpx2``, or classic ``httpx``) that the guard builds
+    responses and streams of: the library's own, so its client accepts them."""
+
+    response: type[Any]
+    byte_stream: type[Any]
+    sync_stream: type[Any]
+    async_stream: type[Any]
+    metered: type[Any]
+    async_metered: type[Any]
+    write_tracked: type[Any]
+    failed_body: type[Any]
+
+
+def _response(inner: Any, stream: Any, wire: Wire) -> Any:
+    return wire.response(inner.status_code, headers=inner.headers, stream=stream,
+                         extensions=inner.extensions)
 
 
 class _DecodedResponse(httpx2.Response):
@@ -95,16 +110,68 @@ def _hand_on(response: httpx2.Response, body: Any) -> httpx2.Response:
     return response
 
 
+# Errors only raised while waiting for or reading a response: the whole request was written.
+_AFTER_WRITING = frozenset({"ReadTimeout", "ReadError", "RemoteProtocolError"})
+
+
 def _on_transport_error(attempt: Attempt, exc: BaseException) -> None:
-    if isinstance(exc, _NOT_SENT):
+    """Settle an attempt whose sending or response failed: charged its worst case when the
+    request may have left the machine whole, released when it cannot have."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, _NOT_SENT) or names & _NOT_SENT_NAMES:
         attempt.release(type(exc).__name__)
-    else:
-        # Sent, then lost (timeout, reset): the provider may have billed it.
+    elif attempt.body_written or names & _AFTER_WRITING:
+        # Handed to the connection whole, then lost (a timeout, a reset, a call cancelled
+        # while it waited, an event loop closed under it): the provider may have billed it.
         attempt.settle_worst("error", note=f"request failed after sending: {describe(exc)}")
+    else:
+        # Never handed over whole (cancelled before sending, an event loop already closed,
+        # a write cut short): the provider cannot have received the request.
+        attempt.release(f"not sent: {describe(exc)}")
 
 
-def _metered(attempt: Attempt, response: httpx2.Response, found: Mapping[str, str], *,
-             is_async: bool) -> httpx2.Response | None:
+_NOT_SENT_NAMES = frozenset(cls.__name__ for cls in _NOT_SENT)
+"""The same errors of the classic ``httpx`` package, which frameworks still build clients of."""
+
+
+class _WriteTracked(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """A request body that tells its attempt once the connection took its last byte.
+
+    The connection iterates the body to write it, and asks for the next chunk only after
+    writing the one before: the end of the iteration is the moment the request left whole.
+    A transport that never writes (a mock) leaves it unset; its errors are judged by type.
+    """
+
+    def __init__(self, inner: Any, attempt: Attempt) -> None:
+        self._inner = inner
+        self._attempt = attempt
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._inner
+        self._attempt.body_written = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+        self._attempt.body_written = True
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._inner, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _track_writing(request: Any, attempt: Attempt, wire: Wire) -> None:
+    request.stream = wire.write_tracked(request.stream, attempt)
+
+
+def _metered(attempt: Attempt, response: Any, found: Mapping[str, str], wire: Wire, *,
+             is_async: bool) -> Any:
     """The response to hand back when it is a stream or was already read; None when its raw
     body is still to be read (and settled) by the caller of this function. ``found``: the
     response's :func:`response_headers`."""
@@ -112,10 +179,10 @@ def _metered(attempt: Attempt, response: httpx2.Response, found: Mapping[str, st
         meter = attempt.safely(attempt.stream_meter, found)
         if meter is None:
             return response  # settled conservatively; the stream passes untouched
-        if is_async and isinstance(response.stream, httpx2.AsyncByteStream):
-            return _response(response, _AsyncMeteredStream(response, meter))
-        if not is_async and isinstance(response.stream, httpx2.SyncByteStream):
-            return _response(response, _MeteredStream(response, meter))
+        if is_async and isinstance(response.stream, wire.async_stream):
+            return _response(response, wire.async_metered(response, meter), wire)
+        if not is_async and isinstance(response.stream, wire.sync_stream):
+            return _response(response, wire.metered(response, meter), wire)
     if response.is_stream_consumed:  # already read (e.g. a mock): its content is decoded
         # .content itself may raise (iterated, never read): read it inside the safety net.
         return _hand_on(response, attempt.safely(lambda: attempt.settle_body(
@@ -149,11 +216,10 @@ class _FailedBody(httpx2.SyncByteStream, httpx2.AsyncByteStream):
 class _MeteredStream(httpx2.SyncByteStream):
     """Passes every chunk through unchanged while the meter reads usage from it."""
 
-    def __init__(self, response: httpx2.Response, meter: StreamMeter) -> None:
+    def __init__(self, response: Any, meter: StreamMeter) -> None:
         # Closing goes through the wrapped transport's response, so that it is marked closed
         # (and its connection released) exactly as without spendguard.
         self._response = response
-        assert isinstance(response.stream, httpx2.SyncByteStream)
         self._inner = response.stream
         self._meter = meter
         self._iterated = False
@@ -183,9 +249,8 @@ class _MeteredStream(httpx2.SyncByteStream):
 
 
 class _AsyncMeteredStream(httpx2.AsyncByteStream):
-    def __init__(self, response: httpx2.Response, meter: StreamMeter) -> None:
+    def __init__(self, response: Any, meter: StreamMeter) -> None:
         self._response = response
-        assert isinstance(response.stream, httpx2.AsyncByteStream)
         self._inner = response.stream
         self._meter = meter
         self._iterated = False
@@ -233,50 +298,128 @@ def _sdk_subclass(cls: type[SpendguardError], sdk_error: type[Exception]) -> typ
     return _SUBCLASSES[key]
 
 
+HTTPX2 = Wire(httpx2.Response, httpx2.ByteStream, httpx2.SyncByteStream, httpx2.AsyncByteStream,
+              _MeteredStream, _AsyncMeteredStream, _WriteTracked, _FailedBody)
+
+SEEN_EXTENSION = "spendguard.seen"
+"""Set on a request once a dispatcher took charge of it: a dispatcher below it (a client
+layered on another's transport) lets it through, so no request is guarded twice."""
+
+TrafficGuard = Callable[[Any], ClientGuard | None]
+_traffic_guards: list[TrafficGuard] = []
+
+
+def set_traffic_guard(guard: TrafficGuard | None) -> None:
+    """The guard of requests no guarded SDK client tagged (``spendguard.install()``'s: by the
+    host they are addressed to), or None for none: such requests pass untouched."""
+    _traffic_guards[:] = [] if guard is None else [guard]
+
+
+def _take_charge(request: Any) -> ClientGuard | None:
+    """The guard this dispatcher budgets ``request`` by, or None to let it through."""
+    extensions = request.extensions
+    if extensions.get(SEEN_EXTENSION):
+        return None
+    tag = extensions.get(GUARD_EXTENSION)
+    if not isinstance(tag, ClientGuard):
+        tag = _traffic_guards[0](request) if _traffic_guards else None
+        if tag is None:
+            return None
+    request.extensions = {**extensions, SEEN_EXTENSION: True}
+    return tag
+
+
+def handle(inner: Any, request: Any, wire: Wire) -> Any:
+    """Budget, forward and settle one request through the sync transport ``inner``."""
+    tag = _take_charge(request)
+    attempt = None
+    try:
+        # The endpoint is decided from method and path alone: the body of a free request
+        # (a multi-GB upload) streams through unread.
+        admitted = None if tag is None else tag.guard.admit(request)
+        if tag is not None and admitted is not None:
+            request, attempt = tag.guard.begin(request, request.read(), *admitted)
+    except SpendguardError as exc:
+        _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
+        raise
+    if attempt is None:
+        return inner.handle_request(request)
+    _track_writing(request, attempt, wire)
+    # From here on the request may have reached the provider: nothing of spendguard's own
+    # may raise, and every outcome ends in one record (Attempt.safely).
+    try:
+        response = inner.handle_request(request)
+    except BaseException as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        raise
+    found = response_headers(response.headers)
+    ready = _metered(attempt, response, found, wire, is_async=False)
+    if ready is not None:
+        return ready
+    chunks: list[bytes] = []
+    try:
+        chunks.extend(response.iter_raw())
+    except Exception as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        response.close()
+        return _response(response, wire.failed_body(b"".join(chunks), exc), wire)
+    except BaseException as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        raise
+    raw = b"".join(chunks)
+    body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+    return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+
+
+async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
+    """The async twin of :func:`handle`."""
+    tag = _take_charge(request)
+    attempt = None
+    try:
+        admitted = None if tag is None else tag.guard.admit(request)
+        if tag is not None and admitted is not None:
+            request, attempt = tag.guard.begin(request, await request.aread(), *admitted)
+    except SpendguardError as exc:
+        _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
+        raise
+    if attempt is None:
+        return await inner.handle_async_request(request)
+    _track_writing(request, attempt, wire)
+    try:
+        response = await inner.handle_async_request(request)
+    except BaseException as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        raise
+    found = response_headers(response.headers)
+    ready = _metered(attempt, response, found, wire, is_async=True)
+    if ready is not None:
+        return ready
+    chunks: list[bytes] = []
+    try:
+        async for chunk in response.aiter_raw():
+            chunks.append(chunk)
+    except Exception as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        await response.aclose()
+        return _response(response, wire.failed_body(b"".join(chunks), exc), wire)
+    except BaseException as exc:
+        attempt.safely(_on_transport_error, attempt, exc)
+        raise
+    raw = b"".join(chunks)
+    body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+    return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+
+
 class GuardTransport(httpx2.BaseTransport):
-    """A sync transport that budgets each request by the guard of the SDK client that built it."""
+    """A sync transport that budgets each request by the guard of the SDK client that built
+    it (or, under ``spendguard.install()``, by the provider it is addressed to)."""
 
     def __init__(self, inner: httpx2.BaseTransport) -> None:
         self.inner = inner
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        tag = request_tag(request)
-        attempt = None
-        try:
-            # The endpoint is decided from method and path alone: the body of a free request
-            # (a multi-GB upload) streams through unread.
-            admitted = None if tag is None else tag.guard.admit(request)
-            if tag is not None and admitted is not None:
-                request, attempt = tag.guard.begin(request, request.read(), *admitted)
-        except SpendguardError as exc:
-            _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
-            raise
-        if attempt is None:
-            return self.inner.handle_request(request)
-        # From here on the request may have reached the provider: nothing of spendguard's own
-        # may raise, and every outcome ends in one record (Attempt.safely).
-        try:
-            response = self.inner.handle_request(request)
-        except BaseException as exc:
-            attempt.safely(_on_transport_error, attempt, exc)
-            raise
-        found = response_headers(response.headers)
-        ready = _metered(attempt, response, found, is_async=False)
-        if ready is not None:
-            return ready
-        chunks: list[bytes] = []
-        try:
-            chunks.extend(response.iter_raw())
-        except Exception as exc:
-            attempt.safely(_on_transport_error, attempt, exc)
-            response.close()
-            return _response(response, _FailedBody(b"".join(chunks), exc))
-        except BaseException as exc:
-            attempt.safely(_on_transport_error, attempt, exc)
-            raise
-        raw = b"".join(chunks)
-        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-        return _hand_on(_response(response, httpx2.ByteStream(raw)), body)
+        response: httpx2.Response = handle(self.inner, request, HTTPX2)
+        return response
 
     def close(self) -> None:
         self.inner.close()
@@ -289,64 +432,36 @@ class AsyncGuardTransport(httpx2.AsyncBaseTransport):
         self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        tag = request_tag(request)
-        attempt = None
-        try:
-            admitted = None if tag is None else tag.guard.admit(request)
-            if tag is not None and admitted is not None:
-                request, attempt = tag.guard.begin(request, await request.aread(), *admitted)
-        except SpendguardError as exc:
-            _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
-            raise
-        if attempt is None:
-            return await self.inner.handle_async_request(request)
-        try:
-            response = await self.inner.handle_async_request(request)
-        except BaseException as exc:
-            attempt.safely(_on_transport_error, attempt, exc)
-            raise
-        found = response_headers(response.headers)
-        ready = _metered(attempt, response, found, is_async=True)
-        if ready is not None:
-            return ready
-        chunks: list[bytes] = []
-        try:
-            async for chunk in response.aiter_raw():
-                chunks.append(chunk)
-        except Exception as exc:
-            attempt.safely(_on_transport_error, attempt, exc)
-            await response.aclose()
-            return _response(response, _FailedBody(b"".join(chunks), exc))
-        except BaseException as exc:
-            attempt.safely(_on_transport_error, attempt, exc)
-            raise
-        raw = b"".join(chunks)
-        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-        return _hand_on(_response(response, httpx2.ByteStream(raw)), body)
+        response: httpx2.Response = await handle_async(self.inner, request, HTTPX2)
+        return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
-def install(http_client: httpx2.Client | httpx2.AsyncClient) -> None:
+def install(http_client: Any) -> None:
     """Put the dispatcher on the client's transport and every proxy mount (idempotent).
 
-    The dispatcher holds no budget: several SDK clients, each with its own, may share it.
+    ``http_client``: an ``httpx2`` client, or a classic ``httpx`` one (frameworks such as
+    LiteLLM still hand those to the SDKs). The dispatcher holds no budget: several SDK
+    clients, each with its own, may share it.
     """
-    # httpx2 keeps the default transport and proxy mounts on these attributes; the design is
-    # the same as httpx's, and wrapping them keeps the SDK's defaults (keep-alive, proxies).
     if isinstance(http_client, httpx2.AsyncClient):
-        async_mounts = http_client._mounts
-        if not isinstance(http_client._transport, AsyncGuardTransport):
-            http_client._transport = AsyncGuardTransport(http_client._transport)
-        for pattern, async_transport in list(async_mounts.items()):
-            if async_transport is not None and not isinstance(async_transport,
-                                                              AsyncGuardTransport):
-                async_mounts[pattern] = AsyncGuardTransport(async_transport)
+        _mount(http_client, AsyncGuardTransport)
+    elif isinstance(http_client, httpx2.Client):
+        _mount(http_client, GuardTransport)
     else:
-        mounts = http_client._mounts
-        if not isinstance(http_client._transport, GuardTransport):
-            http_client._transport = GuardTransport(http_client._transport)
-        for pattern, transport in list(mounts.items()):
-            if transport is not None and not isinstance(transport, GuardTransport):
-                mounts[pattern] = GuardTransport(transport)
+        from spendguard._guard import legacy  # noqa: PLC0415 - classic httpx, only when used
+
+        legacy.install(http_client)
+
+
+def _mount(http_client: Any, dispatcher: type[Any]) -> None:
+    # httpx2 (and httpx) keep the default transport and proxy mounts on these attributes;
+    # wrapping them keeps the client's defaults (keep-alive, proxies).
+    if not isinstance(http_client._transport, dispatcher):
+        http_client._transport = dispatcher(http_client._transport)
+    mounts = http_client._mounts
+    for pattern, transport in list(mounts.items()):
+        if transport is not None and not isinstance(transport, dispatcher):
+            mounts[pattern] = dispatcher(transport)

@@ -29,8 +29,78 @@ def _int(config: Mapping[str, Any], *keys: str, default: int | None = None) -> i
     return default
 
 
+# Layouts spendguard refuses, by model_type: the config field that shows it, and why.
+_REFUSED = {
+    "zamba": (("attn_layer_period",), "Zamba reuses one shared attention block at every "
+              "attention position, so its parameters are not one set per layer"),
+    "zamba2": (("hybrid_layer_ids", "layers_block_type", "num_mem_blocks"),
+               "Zamba2 shares attention blocks (with per-position LoRA adapters) across its "
+               "Mamba2 layers"),
+    "falcon_h1": (("mamba_d_ssm",), "Falcon-H1 runs attention and a Mamba2 mixer side by side "
+                  "in every layer"),
+    "mamba": (("state_size",), "a pure state-space model: no attention layers to size"),
+    "mamba2": (("state_size",), "a pure state-space model: no attention layers to size"),
+    "falcon_mamba": (("state_size",), "a pure state-space model: no attention layers to size"),
+}
+# Fields that mark a state-space or hybrid layout. A config carrying one that is not read below
+# is refused: sizing it as all-attention would give a wrong shape without a word.
+_HYBRID_FIELDS = ("attn_layer_period", "attn_layer_offset", "hybrid_layer_ids",
+                  "layers_block_type", "hybrid_override_pattern", "block_types")
+_SSM_PREFIXES = ("mamba", "ssm_", "n_mamba")
+_KNOWN_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "linear_attention"})
+
+
+def _refuse(field: str, model_type: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"model: config.json field {field} ({model_type or 'unknown model_type'}): {why}; "
+        "spendguard does not size this layout. Pass --params N (and --active-params N) for an "
+        "estimated shape instead")
+
+
+def _check_understood(cfg: Mapping[str, Any]) -> None:
+    """Refuse a layout spendguard would misread, naming the config field that shows it."""
+    model_type = str(cfg.get("model_type", ""))
+    if model_type in _REFUSED:
+        fields, why = _REFUSED[model_type]
+        field = next((f for f in fields if f in cfg), fields[0])
+        raise _refuse(field, model_type, why)
+    if model_type != "jamba":
+        for key in cfg:
+            if key in _HYBRID_FIELDS or key.startswith(_SSM_PREFIXES):
+                raise _refuse(key, model_type, "a state-space / hybrid layer layout that "
+                              "spendguard does not read")
+    unknown = sorted({str(kind) for kind in cfg.get("layer_types") or ()} - _KNOWN_LAYER_TYPES)
+    if unknown:
+        raise _refuse("layer_types", model_type,
+                      f"layer kind {', '.join(unknown)} is not one spendguard understands")
+
+
+def _mamba(cfg: Mapping[str, Any], hidden: int) -> tuple[dict[str, int], int]:
+    """Jamba's Mamba (v1) mixer: the state one layer keeps, and its parameters.
+
+    State per sequence: the SSM state (d_inner × d_state) and the convolution tail
+    (d_inner × (d_conv - 1)). Parameters: in_proj h → 2·d_inner, the depthwise convolution,
+    x_proj d_inner → dt_rank + 2·d_state, dt_proj dt_rank → d_inner, A and D, out_proj.
+    """
+    inner = _int(cfg, "mamba_expand", default=2) * hidden
+    state = _int(cfg, "mamba_d_state", default=16)
+    kernel = _int(cfg, "mamba_d_conv", default=4)
+    dt_rank = _int(cfg, "mamba_dt_rank", default=-(-hidden // 16))
+    params = (hidden * 2 * inner + inner * kernel + inner * (dt_rank + 2 * state)
+              + dt_rank * inner + inner * state + inner * hidden)
+    layout = {"linear_heads": 1, "linear_key_head_dim": state, "linear_value_head_dim": inner,
+              "linear_conv_dim": inner, "linear_conv_kernel": kernel}
+    return layout, params
+
+
 def _layer_kinds(cfg: Mapping[str, Any], layers: int) -> list[str]:
     """Each layer's attention kind, from ``layer_types`` or the keys that imply a pattern."""
+    if cfg.get("model_type") == "jamba":
+        # Jamba: attention at layer i when i % attn_layer_period == attn_layer_offset, Mamba else.
+        period = _int(cfg, "attn_layer_period", default=8)
+        offset = _int(cfg, "attn_layer_offset", default=4)
+        return ["full_attention" if i % period == offset else "linear_attention"
+                for i in range(layers)]
     linear_cfg = cfg.get("linear_attn_config") or {}
     if linear_cfg.get("kda_layers"):
         # Kimi: the 1-based indices of its Kimi Delta Attention layers.
@@ -84,7 +154,9 @@ def _layout(cfg: Mapping[str, Any], layers: int) -> AttentionLayout:
         sliding_window=int(window) if sliding else 0, mla_layers=mla,
         kv_lora_rank=int(cfg.get("kv_lora_rank") or 0),
         rope_head_dim=int(cfg.get("qk_rope_head_dim") or 0) if mla else 0,
-        linear_layers=linear, **(_linear_state(cfg) if linear else {}),
+        linear_layers=linear,
+        **((_mamba(cfg, _int(cfg, "hidden_size"))[0] if cfg.get("model_type") == "jamba"
+            else _linear_state(cfg)) if linear else {}),
     )
 
 
@@ -102,7 +174,9 @@ def _attention_params(cfg: Mapping[str, Any], layout: AttentionLayout, *, hidden
         mla = (query + hidden * (rank + rope) + rank * heads * (nope + v_dim)
                + heads * v_dim * hidden)
         per_kind += layout.mla_layers * mla
-    if layout.linear_layers:
+    if layout.linear_layers and cfg.get("model_type") == "jamba":
+        per_kind += layout.linear_layers * _mamba(cfg, hidden)[1]
+    elif layout.linear_layers:
         # q, k, v and output gate in, output out: the gates' small projections are not counted.
         width = layout.linear_conv_dim + layout.linear_heads * layout.linear_value_head_dim
         per_kind += layout.linear_layers * (hidden * width
@@ -126,7 +200,14 @@ def _mlp_params(cfg: Mapping[str, Any], layers: int, hidden: int) -> tuple[int, 
     first_dense = _int(cfg, "first_k_dense_replace", default=0)
     step = _int(cfg, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq",
                 default=1)
-    moe_layers = sum(1 for i in range(first_dense, layers) if (i - first_dense + 1) % step == 0)
+    if "expert_layer_period" in cfg:
+        # Jamba: experts at layer i when i % expert_layer_period == expert_layer_offset.
+        period = _int(cfg, "expert_layer_period")
+        offset = _int(cfg, "expert_layer_offset", default=1)
+        moe_layers = sum(1 for i in range(layers) if i % period == offset)
+    else:
+        moe_layers = sum(1 for i in range(first_dense, layers)
+                         if (i - first_dense + 1) % step == 0)
     routed = moe_layers * experts * 3 * expert_in * expert_mid
     latent = 2 * hidden * expert_in if expert_in != hidden else 0
     per_moe_layer = 3 * hidden * shared_mid + hidden * experts + latent
@@ -156,6 +237,7 @@ def arch_from_config(config: Mapping[str, Any], *, name: str,
     merged: Mapping[str, Any] = {**config, **(config.get("text_config") or {})}
     layers = _int(merged, "num_hidden_layers", "n_layer", "num_layers")
     cfg, defaults = with_defaults(merged, layers)
+    _check_understood(cfg)
     hidden = _int(cfg, "hidden_size", "n_embd", "d_model")
     heads = _int(cfg, "num_attention_heads", "n_head")
     kv_heads = _int(cfg, "num_key_value_heads", default=heads)

@@ -56,12 +56,14 @@ def _memory_block(result: SizingResult) -> list[str]:
             kv_math += f" + {m.kv_state_bytes_per_sequence / 1e6:,.0f} MB state each"
         lines.append(_row("KV cache", kv_math, _gb(m.kv_gb))
                      + f"  ({m.kv_gb * GB / GIB:,.2f} GiB)")
-        if i.mode == "spec":
+        if i.mode != "calibrated":
             lines.append(_row("overhead", "F3  0.10 × weights", _gb(m.overhead_gb)))
         else:
             lines.append(_row("activations", "engine's profiled peak, every GPU",
                               _gb(m.activations_gb)))
             lines.append(_row("overhead", "CUDA context and NCCL, every GPU", _gb(m.overhead_gb)))
+    elif i.mode == "measured" and i.task in ("lora", "qlora"):
+        lines += _measured_training_block(result)
     else:
         formula = "F5" if i.task == "full" else "F4"
         lines.append(_row("weights", f"{formula}  " + _weights_math(result), _gb(m.weights_gb)))
@@ -72,7 +74,25 @@ def _memory_block(result: SizingResult) -> list[str]:
                           "s·b·h·(2L+34) + s·b·vocab·4", _gb(m.activations_gb)))
         lines.append(_row("overhead", f"{formula}  + 10 %", _gb(m.overhead_gb)))
     lines.append(_row("total", "", _gb(m.total_gb)))
+    if i.mode == "measured":
+        # Measured mode says which terms sized the memory; the other modes' headers already do.
+        error = ("" if result.memory_error_pct is None
+                 else f"; expected error ±{result.memory_error_pct:g} % of the measured peak")
+        lines.append(f"  memory by {result.memory_basis}{error}")
     return lines
+
+
+def _measured_training_block(result: SizingResult) -> list[str]:
+    i, m = result.inputs, result.memory
+    extra = ("dequantisation 0.34 × 16-bit weights + CUDA context" if i.task == "qlora"
+             else "CUDA context")
+    return [
+        _row("weights", "F1  " + _weights_math(result), _gb(m.weights_gb)),
+        _row("adapters", "0.005 × params × 16 B (FP32 + grad + AdamW)", _gb(m.training_state_gb)),
+        _row("activations", f"no checkpointing: 34·s·b·h·L + s·b·vocab·10, s={i.context:,}"
+             f" b={i.concurrency}", _gb(m.activations_gb)),
+        _row("overhead", extra, _gb(m.overhead_gb)),
+    ]
 
 
 def _engine_block(result: SizingResult) -> list[str]:
@@ -100,6 +120,11 @@ def _options_block(result: SizingResult) -> list[str]:
                      f"{o.decode_tok_s_ceiling:>9,.0f} t/s{o.single_stream_tok_s:>13,.0f} t/s")
     if len(result.options) > SHOWN_OPTIONS:
         lines.append(f"  … {len(result.options) - SHOWN_OPTIONS} more with --json")
+    best = result.best
+    if best is not None and best.single_stream_low_tok_s is not None:
+        lines.append(f"  1 stream on {best.gpu} (measured, {best.decode_class}): expect"
+                     f" {best.single_stream_low_tok_s:,.0f}-{best.single_stream_high_tok_s:,.0f}"
+                     " tok/s")
     return lines
 
 
@@ -182,8 +207,9 @@ def _speed_lines(result: SizingResult) -> list[str]:
 def render_size(result: SizingResult) -> str:
     """The sizing as a short block of text for a terminal."""
     i = result.inputs
-    mode = ("spec mode: formulas F1-F8, GB = 1e9 B" if i.mode == "spec"
-            else "calibrated mode: what vLLM allocates")
+    mode = {"spec": "spec mode: formulas F1-F8, GB = 1e9 B",
+            "calibrated": "calibrated mode: what vLLM allocates",
+            "measured": "measured mode: fitted to published measurements, GB = 1e9 B"}[i.mode]
     shape = " (shape estimated)" if i.estimated_shape else ""
     head = [
         f"{i.model_name}{shape} · {i.task} · {mode}",
@@ -195,8 +221,8 @@ def render_size(result: SizingResult) -> str:
         head.insert(2, "Defaults (config.json left these out): " + "; ".join(i.defaults))
     body = [*head, *_memory_block(result), ""]
     body += _engine_block(result)
-    rule = ("F7: 90 % of memory" if i.mode == "spec"
-            else f"vLLM's budget at {i.memory_fraction:g} of memory")
+    rule = (f"vLLM's budget at {i.memory_fraction:g} of memory" if i.mode == "calibrated"
+            else "F7: 90 % of memory")
     body += [f"GPUs ({rule}; fewest, then least VRAM, then most bandwidth):"]
     body += _options_block(result)
     body += _figure_notes(result)
@@ -214,7 +240,9 @@ def render_size(result: SizingResult) -> str:
             body.append("  No expert table: each weight counts as routed with probability"
                         " active ÷ total, so one sequence reads its active weights and a batch"
                         " tends to all of them.")
-    body.append("Estimates: the single-stream speed (0.7 × bandwidth), roofline tok/s and costs.")
+    share = ("the card class's measured share of bandwidth" if i.mode == "measured"
+             else "0.7 × bandwidth")
+    body.append(f"Estimates: the single-stream speed ({share}), roofline tok/s and costs.")
     return "\n".join(body)
 
 

@@ -24,7 +24,7 @@ from spendguard._sizing.rent import DEFAULT_UTILISATION
 
 __all__ = ["Mode", "ResolvedRequest", "SizingRequest", "resolve_model", "resolve_request"]
 
-Mode = Literal["spec", "calibrated"]
+Mode = Literal["spec", "calibrated", "measured"]
 _QUANTISED_BASES = frozenset({"int8", "int4", "int2", "mxfp4", "nvfp4"})
 _NATIVE = ("native", "checkpoint")
 
@@ -97,8 +97,8 @@ def _positive(value: int, field: str) -> int:
 def _check_task(task: str, mode: str, precision: Precision) -> None:
     if task not in ("serve", "lora", "qlora", "full"):
         raise ConfigError(f"task: {task!r} is not one of serve, lora, qlora, full")
-    if mode not in ("spec", "calibrated"):
-        raise ConfigError(f"mode: {mode!r} is not one of spec, calibrated")
+    if mode not in ("spec", "calibrated", "measured"):
+        raise ConfigError(f"mode: {mode!r} is not one of spec, calibrated, measured")
     if mode == "calibrated" and task != "serve":
         raise ConfigError("mode: calibrated models a serving engine's allocation; use mode spec "
                           f"for the {task} task")
@@ -123,6 +123,7 @@ def resolve_request(request: SizingRequest,
     rate = None if r.usd_per_gpu_hour is None else parse_usd(
         r.usd_per_gpu_hour, field="usd_per_gpu_hour", allow_zero=False)
     kv_format = (parse_format(r.kv_precision, field="kv_precision") if r.kv_precision
-                 else spec_kv_format(chosen) if r.mode == "spec" else engine_kv_format(chosen))
+                 else engine_kv_format(chosen) if r.mode == "calibrated"
+                 else spec_kv_format(chosen))
     return ResolvedRequest(request=r, arch=arch, precision=chosen, kv_format=kv_format,
                            rate=rate)

@@ -55,6 +55,10 @@ class GpuOption:
     max_concurrency: float | None = None
     figure_note: str | None = None
     count_at_other_memory: int | None = None
+    # Measured mode: the range the card class's measurements give, and that class.
+    single_stream_low_tok_s: float | None = None
+    single_stream_high_tok_s: float | None = None
+    decode_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class SizingResult:
     engine: EngineFit | None
     values_only: ValuesOnly | None = None
     native_weights_gb: float | None = None
+    memory_basis: str = ""
+    memory_error_pct: float | None = None
 
     @property
     def best(self) -> GpuOption | None:
@@ -134,6 +140,8 @@ class SizingResult:
             "training_state_gb": _r(m.training_state_gb),
             "overhead_gb": _r(m.overhead_gb),
             "total_gb": _r(m.total_gb),
+            "memory_basis": self.memory_basis,
+            "memory_expected_error_pct": self.memory_error_pct,
             "active_weights_gb": _r(self.active_weights_gb),
             "download_min_at_1_gb_s": _r(self.download_min()),
             "options": [

@@ -16,6 +16,12 @@ from spendguard._sizing.arch import ModelArch, ModelCatalogue
 from spendguard._sizing.calibrated import DEFAULT_MEMORY_FRACTION, EngineFit, smallest_engine_fit
 from spendguard._sizing.fit import GpuCount, gpus_needed, rank, weights_floor
 from spendguard._sizing.hardware import Gpu, GpuCatalogue, default_gpus
+from spendguard._sizing.measured import (
+    FINE_TUNE_ERROR_PCT,
+    decode_class,
+    embedding_row_bytes,
+    measured_fine_tune_memory,
+)
 from spendguard._sizing.memory import (
     GB,
     GIB,
@@ -94,6 +100,7 @@ class _Weights:
     active: float
     experts: float
     from_checkpoint: bool
+    embedding_row: float = 0.0
 
 
 def _weights(resolved: ResolvedRequest) -> _Weights:
@@ -107,6 +114,7 @@ def _weights(resolved: ResolvedRequest) -> _Weights:
         total=total, active=active_weight_bytes(arch, chosen) * scale,
         experts=arch.expert_params * format_bytes(chosen.expert_format) * scale,
         from_checkpoint=checkpoint is not None,
+        embedding_row=embedding_row_bytes(arch, chosen) if request.mode == "measured" else 0.0,
     )
 
 
@@ -117,16 +125,23 @@ class _Fit:
     ranked: list[GpuCount]
     engines: Mapping[str, EngineFit]
     memory: MemoryEstimate
+    basis: str = ""
+    error_pct: float | None = None
 
 
 def _fit(resolved: ResolvedRequest, weights: _Weights, candidates: Sequence[Gpu]) -> _Fit:
     r, arch = resolved.request, resolved.arch
     spec = spec_memory(arch, resolved.precision, resolved.kv_format, task=r.task,
                        context=r.context, concurrency=r.concurrency, weights=weights.total)
+    basis, error = _FORMULA_BASIS[r.task], None
+    if r.mode == "measured" and r.task in ("lora", "qlora"):
+        spec = measured_fine_tune_memory(arch, r.task, weights.total, sequence=r.context,
+                                         batch=r.concurrency)
+        basis, error = "measured: fitted to published LoRA/QLoRA peaks", FINE_TUNE_ERROR_PCT
     if r.mode != "calibrated":
         counts = [GpuCount(c, n) for c in candidates
                   if (n := gpus_needed(spec.total_gb, c)) is not None]
-        return _Fit(ranked=rank(counts), engines={}, memory=spec)
+        return _Fit(ranked=rank(counts), engines={}, memory=spec, basis=basis, error_pct=error)
     engines: dict[str, EngineFit] = {}
     for candidate in candidates:
         engine = smallest_engine_fit(arch, weights_bytes=weights.total,
@@ -141,25 +156,58 @@ def _fit(resolved: ResolvedRequest, weights: _Weights, candidates: Sequence[Gpu]
         shape = kv_shape(arch, resolved.kv_format)
         memory = _calibrated_memory(engines[ranked[0].gpu.id], weights.total,
                                     shape.bytes_per_token, shape.state_bytes_per_sequence)
-    return _Fit(ranked=ranked, engines=engines, memory=memory)
+    return _Fit(ranked=ranked, engines=engines, memory=memory,
+                basis="calibrated: what vLLM allocates")
 
 
-def _options(fit: _Fit, weights: _Weights, sequence_kv: float) -> tuple[GpuOption, ...]:
-    return tuple(
-        GpuOption(
-            gpu=option.gpu.id, gpu_name=option.gpu.name, kind=option.gpu.kind,
-            count=option.count, total_vram_gb=option.total_vram_gb,
-            bandwidth_tb_s=option.bandwidth_tb_s,
-            decode_tok_s_ceiling=decode_ceiling_tok_s(weights.active, option),
-            single_stream_tok_s=single_stream_tok_s(weights.active, sequence_kv, option),
-            kv_capacity_tokens=(fit.engines[option.gpu.id].kv_capacity_tokens
-                                if fit.engines else None),
-            max_concurrency=fit.engines[option.gpu.id].max_concurrency if fit.engines else None,
-            figure_note=option.gpu.figure_note,
-            count_at_other_memory=_count_at_other_memory(option.gpu, fit.memory.total_gb),
-        )
-        for option in fit.ranked
+# What formula mode (and measured mode where nothing was measured) sizes each task by.
+_FORMULA_BASIS = {"serve": "formula: F1-F3", "lora": "formula: F4 + F6",
+                  "qlora": "formula: F4 + F6", "full": "formula: F5 + F6"}
+
+
+@dataclass(frozen=True)
+class _Speed:
+    ceiling: float
+    single: float
+    low: float | None = None
+    high: float | None = None
+    card: str | None = None
+
+
+def _speeds(weights: _Weights, sequence_kv: float, option: GpuCount, measured: bool) -> _Speed:
+    """Formula mode: the seed's 0.7 (F8's ceiling on the weights alone). Measured mode: the
+    card class's fitted share, with its range, and the embedding row a token gathers."""
+    if not measured:
+        return _Speed(decode_ceiling_tok_s(weights.active, option),
+                      single_stream_tok_s(weights.active, sequence_kv, option))
+    card = decode_class(option.gpu)
+    read = weights.active + weights.embedding_row + sequence_kv
+    bandwidth = option.count * option.gpu.bandwidth_bytes_s
+    return _Speed(decode_ceiling_tok_s(weights.active + weights.embedding_row, option),
+                  bandwidth * card.efficiency / read, bandwidth * card.low / read,
+                  bandwidth * card.high / read, card.name)
+
+
+def _option(fit: _Fit, option: GpuCount, speed: _Speed) -> GpuOption:
+    engine = fit.engines.get(option.gpu.id)
+    return GpuOption(
+        gpu=option.gpu.id, gpu_name=option.gpu.name, kind=option.gpu.kind,
+        count=option.count, total_vram_gb=option.total_vram_gb,
+        bandwidth_tb_s=option.bandwidth_tb_s, decode_tok_s_ceiling=speed.ceiling,
+        single_stream_tok_s=speed.single,
+        kv_capacity_tokens=engine.kv_capacity_tokens if engine else None,
+        max_concurrency=engine.max_concurrency if engine else None,
+        figure_note=option.gpu.figure_note,
+        count_at_other_memory=_count_at_other_memory(option.gpu, fit.memory.total_gb),
+        single_stream_low_tok_s=speed.low, single_stream_high_tok_s=speed.high,
+        decode_class=speed.card,
     )
+
+
+def _options(fit: _Fit, weights: _Weights, sequence_kv: float,
+             measured: bool = False) -> tuple[GpuOption, ...]:
+    return tuple(_option(fit, o, _speeds(weights, sequence_kv, o, measured))
+                 for o in fit.ranked)
 
 
 def _count_at_other_memory(gpu: Gpu, total_gb: float) -> int | None:
@@ -224,12 +272,14 @@ def size(request: SizingRequest, *, gpus: GpuCatalogue | None = None,
                       weights_from_checkpoint=weights.from_checkpoint,
                       native_precision=arch.native_precision, defaults=arch.defaults),
         memory=fit.memory, active_weights_gb=weights.active / GB,
-        sequence_kv_gb=sequence_kv / GB, options=_options(fit, weights, sequence_kv),
+        sequence_kv_gb=sequence_kv / GB,
+        options=_options(fit, weights, sequence_kv, measured=r.mode == "measured"),
         floor={c.id: weights_floor(fit.memory.weights_gb, c) for c in candidates},
         roofline=line, costs=costs, training=trained,
         engine=fit.engines[best.gpu.id] if best is not None and fit.engines else None,
         values_only=_values_only(resolved, candidates),
         native_weights_gb=_native_weights_gb(resolved),
+        memory_basis=fit.basis, memory_error_pct=fit.error_pct,
     )
 
 

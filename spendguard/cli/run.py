@@ -1,4 +1,4 @@
-"""``spendguard run -- CMD ...``: run a Python program with every LLM client it builds guarded."""
+"""``spendguard run -- CMD ...``: run a Python program with every LLM request it sends guarded."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from spendguard._adoption.coverage import unguarded_reason
 from spendguard._adoption.running import ENV_VAR, RunSettings
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import format_usd
@@ -44,14 +45,19 @@ _MONEY = ("cost_usd", "refused_usd", "would_refuse_usd")
               "the summary says what enforcing would have refused.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the summary as one JSON object (on stderr, like the text summary).")
+@click.option("--allow-unguarded", is_flag=True,
+              help="Run COMMAND even when spendguard cannot guard it (not Python, python -I, "
+                   "another sitecustomize first...); the summary says so. Without it such a "
+                   "command is refused before it starts.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url: str | None,
-        observe: bool, as_json: bool, command: tuple[str, ...]) -> None:
+        observe: bool, as_json: bool, allow_unguarded: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND (a Python program) with spendguard.install() active from its first import.
 
-    Every openai and anthropic client the program (or a Python subprocess of it) builds is
-    guarded; its output and exit status are its own. On exit a spend summary (calls, tokens,
-    cost, refusals, warnings) is printed on stderr.
+    Every LLM request the program (or a Python subprocess of it) sends is guarded; its
+    output and exit status are its own. On exit a spend summary (calls, tokens, cost,
+    refusals, warnings) is printed on stderr. A command spendguard cannot guard is refused
+    before it starts, with the reason and the fix (see --allow-unguarded).
 
     \b
     Example:
@@ -74,21 +80,34 @@ def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url
             budget = settings.budget()  # checked here, so a mistake is one line, not N
         except ConfigError as exc:
             raise click.BadParameter(str(exc)) from None
-        code = _run_child(command, settings)
+        env = _child_env(settings)
+        unguarded = unguarded_reason(command, env)
+        if unguarded is not None and not allow_unguarded:
+            raise click.ClickException(f"not started: {unguarded}")
+        if unguarded is not None:
+            click.echo(f"spendguard run: running UNGUARDED (--allow-unguarded): "
+                       f"{unguarded.reason}", err=True)
+        code = _run_child(command, env)
         summary = _summary(folder, code, budget)
+        if unguarded is not None:
+            summary["unguarded"] = unguarded.reason
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     click.echo(json.dumps(summary) if as_json else _render(summary), err=True)
     sys.exit(code)
 
 
-def _run_child(command: tuple[str, ...], settings: RunSettings) -> int:
+def _child_env(settings: RunSettings) -> dict[str, str]:
     env = dict(os.environ)
     env[ENV_VAR] = settings.to_env()
     env["PYTHONPATH"] = os.pathsep.join(
         [str(_BOOT_DIR), *filter(None, [env.get("PYTHONPATH")])])
     if settings.ledger:
         env["SPENDGUARD_LEDGER"] = settings.ledger  # unbudgeted calls are recorded there too
+    return env
+
+
+def _run_child(command: tuple[str, ...], env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen(list(command), env=env)
     except OSError as exc:
@@ -149,8 +168,16 @@ def _render(summary: dict[str, Any]) -> str:
     if summary.get("observe"):
         lines.append(f"  observe mode: would have refused {summary['would_refuse']:,} calls, "
                      f"{format_usd(Decimal(summary['would_refuse_usd']))}")
-    if summary["processes"] == 0:
-        lines.append("  (no Python process of the program reported: it was not Python, or "
-                     "it exited without running its exit handlers, e.g. os._exit)")
+    if summary.get("unguarded") and summary["processes"] == 0:
+        lines.insert(0, f"spendguard run: ran UNGUARDED: {summary['unguarded']}; the calls "
+                        "it made were not seen, and are not counted below")
+    elif summary.get("unguarded"):
+        lines.insert(0, f"spendguard run: could not vouch for the command up front "
+                        f"({summary['unguarded']}); {summary['processes']:,} Python "
+                        "process(es) of it were guarded and are counted below, any other "
+                        "calls were not seen")
+    elif summary["processes"] == 0:
+        lines.append("  (no Python process of the program reported: it exited without "
+                     "running its exit handlers, e.g. os._exit)")
     lines.append(f"  exit status {summary['exit_code']}")
     return "\n".join(lines)

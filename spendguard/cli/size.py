@@ -129,8 +129,10 @@ def _list_catalogues(ctx: click.Context, _param: click.Parameter, value: bool) -
 @click.option("--task", type=click.Choice(["serve", "lora", "qlora", "full"]), default="serve",
               show_default=True)
 @click.option("--gpu", help="Size for this GPU only (e.g. h100, rtx-4090).")
-@click.option("--mode", type=click.Choice(["spec", "calibrated"]), default="spec",
-              show_default=True, help="spec: formulas F1-F8; calibrated: what vLLM allocates.")
+@click.option("--mode", type=click.Choice(["spec", "calibrated", "measured"]), default="spec",
+              show_default=True, help="spec: formulas F1-F8; calibrated: what vLLM allocates; "
+                                      "measured: fine-tuning memory and one-stream speed fitted "
+                                      "to published measurements.")
 @click.option("--memory-fraction", type=click.FloatRange(0, 1, min_open=True), default=0.9,
               show_default=True, help="Calibrated mode: vLLM's gpu_memory_utilization.")
 @click.option("--usd-per-gpu-hour", help="Rental rate for the cost line (default: the GPU's "

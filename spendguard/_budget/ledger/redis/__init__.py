@@ -227,6 +227,7 @@ class RedisLedger:
             log.warning("spendguard: %d settlement(s) could not reach %s before close; their "
                         "reservations will expire and be charged at their worst case",
                         len(self._owed), self.url)
+        self._session.identity.save()
         self._session.close()
 
     def __repr__(self) -> str:
@@ -246,7 +247,9 @@ class RedisLedger:
         if reply[0] == "recovered":
             return self._correct(reply, settlement, nonce, "late settle after recovery")
         self._check_open(reply, reservation_id)
-        return crossings(reply[1], reply[2:]) if len(reply) > 1 else []
+        if len(reply) > 1:  # the settle's event: the ledger's sequence this process has seen
+            self._session.identity.saw(reply[1])
+        return crossings(reply[2], reply[3:]) if len(reply) > 2 else []
 
     def _release(self, reservation_id: str, reason: str, time: datetime, nonce: str) -> bool:
         reply = self._session.run("release", [reservation_id, reason, str(micros(time)), nonce])
