@@ -68,6 +68,7 @@ _LAZY: dict[str, str] = {
     "AsyncAnthropicBedrock": "spendguard._dropin.anthropic",
     "AnthropicVertex": "spendguard._dropin.anthropic",
     "AsyncAnthropicVertex": "spendguard._dropin.anthropic",
+    "Gemini": "spendguard._dropin.gemini",
     "SelfHosted": "spendguard._costing.prices.selfhosted",
     "wrap": "spendguard._guard.clients",
     "install": "spendguard._adoption.install",
@@ -157,6 +158,7 @@ _LAZY: dict[str, str] = {
     "BudgetExceeded": "spendguard._core.errors",
     "ConfigError": "spendguard._core.errors",
     "LedgerError": "spendguard._core.errors",
+    "LedgerReset": "spendguard._core.errors",
     "LedgerUnavailable": "spendguard._core.errors",
     "PriceFileError": "spendguard._core.errors",
     "ProviderResponseError": "spendguard._core.errors",
@@ -196,6 +198,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._core.errors import CascadeFailed as CascadeFailed
     from spendguard._core.errors import ConfigError as ConfigError
     from spendguard._core.errors import LedgerError as LedgerError
+    from spendguard._core.errors import LedgerReset as LedgerReset
     from spendguard._core.errors import LedgerUnavailable as LedgerUnavailable
     from spendguard._core.errors import PriceFileError as PriceFileError
     from spendguard._core.errors import ProviderResponseError as ProviderResponseError
@@ -230,6 +233,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._dropin.anthropic import AsyncAnthropic as AsyncAnthropic
     from spendguard._dropin.anthropic import AsyncAnthropicBedrock as AsyncAnthropicBedrock
     from spendguard._dropin.anthropic import AsyncAnthropicVertex as AsyncAnthropicVertex
+    from spendguard._dropin.gemini import Gemini as Gemini
     from spendguard._dropin.openai import AsyncAzureOpenAI as AsyncAzureOpenAI
     from spendguard._dropin.openai import AsyncOpenAI as AsyncOpenAI
     from spendguard._dropin.openai import AzureDeployment as AzureDeployment
