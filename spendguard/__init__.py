@@ -92,6 +92,11 @@ _LAZY: dict[str, str] = {
     "RunawayRules": "spendguard._budget.runaway",
     "RunawayTrip": "spendguard._budget.runaway",
     "lift_runaway": "spendguard._budget.runaway",
+    # alerts delivered to webhooks
+    "Alert": "spendguard._budget.alerts",
+    "Webhook": "spendguard._budget.alerts",
+    "check_alerts": "spendguard._budget.alerts",
+    "flush_alerts": "spendguard._budget.alerts",
     # cascade and loop guard
     "cascade": "spendguard._strategies.cascade",
     "acascade": "spendguard._strategies.cascade",
@@ -165,6 +170,10 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._adoption.install import install as install
     from spendguard._adoption.install import uninstall as uninstall
+    from spendguard._budget.alerts import Alert as Alert
+    from spendguard._budget.alerts import Webhook as Webhook
+    from spendguard._budget.alerts import check_alerts as check_alerts
+    from spendguard._budget.alerts import flush_alerts as flush_alerts
     from spendguard._budget.budget import Budget as Budget
     from spendguard._budget.degrade import Degrade as Degrade
     from spendguard._budget.events import CallEvent as CallEvent
@@ -285,6 +294,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._strategies.plan import plan as plan
 
 __all__ = [
+    "Alert",
     "Anthropic",
     "AnthropicBedrock",
     "AnthropicVertex",
@@ -353,6 +363,7 @@ __all__ = [
     "UnsupportedEndpointError",
     "Usage",
     "Verdict",
+    "Webhook",
     "__version__",
     "abatch",
     "acancel_batch",
@@ -367,6 +378,7 @@ __all__ = [
     "cache_stats",
     "cancel_batch",
     "cascade",
+    "check_alerts",
     "check_all",
     "check_any",
     "check_judge",
@@ -381,6 +393,7 @@ __all__ = [
     "drain_ledger",
     "exact_finding",
     "export_spend",
+    "flush_alerts",
     "format_usd",
     "install",
     "lift_runaway",
