@@ -1,6 +1,8 @@
 """The ledgers the benchmarks compare (memory, SQLite, Redis), and why one may be missing.
 
-Redis is measured at ``redis://127.0.0.1:6379/15?prefix=bench:``. When the Redis backend is not
+Redis is measured at ``redis://127.0.0.1:6379/15?prefix=bench-<run>:``, a prefix of this run's
+own: two runs at once (or a test suite's smoke run beside a measurement) never delete each
+other's ledger, which spendguard would rightly refuse as reset. When the Redis backend is not
 in this checkout yet, or no server answers, its rows say so ("n/a ...") and the code path
 stays, so the figures appear as soon as both are there.
 """
@@ -8,6 +10,7 @@ stays, so the figures appear as soon as both are there.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +20,8 @@ from spendguard._core.errors import ConfigError, LedgerError
 
 __all__ = ["REDIS_URL", "LedgerChoice", "available_ledgers", "drop_bench_keys"]
 
-REDIS_URL = "redis://127.0.0.1:6379/15?prefix=bench:"
+_PREFIX = f"bench-{uuid.uuid4().hex[:12]}:"
+REDIS_URL = f"redis://127.0.0.1:6379/15?prefix={_PREFIX}"
 KINDS = ("memory", "sqlite", "redis")
 
 
@@ -58,12 +62,12 @@ def available_ledgers(folder: Path, kinds: tuple[str, ...] = KINDS) -> list[Ledg
 
 
 def drop_bench_keys() -> None:
-    """Delete what the benchmarks wrote under ``bench:`` in Redis db 15 (best effort)."""
+    """Delete what this run wrote under its prefix in Redis db 15 (best effort)."""
     with contextlib.suppress(Exception):
         import redis
 
         client = redis.Redis(host="127.0.0.1", port=6379, db=15, socket_timeout=2)
-        keys: Iterator[bytes] = client.scan_iter(match="bench:*", count=1000)
+        keys: Iterator[bytes] = client.scan_iter(match=f"{_PREFIX}*", count=1000)
         batch = list(keys)
         if batch:
             client.delete(*batch)

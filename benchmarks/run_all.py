@@ -49,10 +49,12 @@ SCRIPTS = [
     Script("enforcement", "enforcement.py", peers=True),
     Script("ledger_throughput", "ledger_throughput.py"),
     Script("redis_cluster", "redis_cluster.py"),
+    Script("redis_durable", "redis_durable.py"),
     Script("planning", "planning.py"),
     Script("estimation", "estimation.py"),
     Script("savings", "savings.py"),
     Script("cascade_mmlu", "cascade_mmlu.py"),
+    Script("gateway", "gateway.py"),
 ]
 
 

@@ -1,8 +1,8 @@
 """How the examples get a client: the real provider when its API key is set, else the emulator.
 
 The emulator (``spendguard.testing``) is offline and labelled as such; token counts and prices
-are real, replies are not. Set ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` to run against the
-real APIs (that spends real money, within the example's budget).
+are real, replies are not. Set ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` / ``GEMINI_API_KEY``
+to run against the real APIs (that spends real money, within the example's budget).
 """
 
 from __future__ import annotations
@@ -36,9 +36,18 @@ def anthropic_client(**options: Any) -> Any:
                                 **options)
 
 
+def gemini_client(**options: Any) -> Any:
+    """A guarded Gemini client: real when GEMINI_API_KEY is set, else the emulator."""
+    if os.environ.get("GEMINI_API_KEY"):
+        return spendguard.Gemini(**options)
+    return spendguard.Gemini(api_key="emulated", http_options=_EMULATOR.gemini_http_options(),
+                             **options)
+
+
 def where() -> str:
     """Say where the calls go, for the example's first line."""
-    real = [name for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if os.environ.get(name)]
+    real = [name for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+            if os.environ.get(name)]
     return f"real provider ({', '.join(real)})" if real else "offline emulator (not a provider)"
 
 

@@ -15,6 +15,7 @@ from spendguard._core.errors import (
     BudgetExceeded,
     ConfigError,
     LedgerError,
+    LedgerReset,
     LedgerUnavailable,
     PriceFileError,
     ProviderResponseError,
@@ -76,6 +77,7 @@ _LAZY: dict[str, str] = {
     "AsyncAnthropicBedrock": "spendguard._dropin.anthropic",
     "AnthropicVertex": "spendguard._dropin.anthropic",
     "AsyncAnthropicVertex": "spendguard._dropin.anthropic",
+    "Gemini": "spendguard._dropin.gemini",
     "SelfHosted": "spendguard._costing.prices.selfhosted",
     "wrap": "spendguard._guard.clients",
     "install": "spendguard._adoption.install",
@@ -223,6 +225,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._dropin.anthropic import AsyncAnthropic as AsyncAnthropic
     from spendguard._dropin.anthropic import AsyncAnthropicBedrock as AsyncAnthropicBedrock
     from spendguard._dropin.anthropic import AsyncAnthropicVertex as AsyncAnthropicVertex
+    from spendguard._dropin.gemini import Gemini as Gemini
     from spendguard._dropin.openai import AsyncAzureOpenAI as AsyncAzureOpenAI
     from spendguard._dropin.openai import AsyncOpenAI as AsyncOpenAI
     from spendguard._dropin.openai import AzureDeployment as AzureDeployment
@@ -331,10 +334,12 @@ __all__ = [
     "Deferred",
     "Degrade",
     "Endpoint",
+    "Gemini",
     "GenaiPricesCatalog",
     "GpuOption",
     "Learning",
     "LedgerError",
+    "LedgerReset",
     "LedgerStats",
     "LedgerUnavailable",
     "LoopGuard",

@@ -8,7 +8,9 @@ names the primary), never waited for with a fixed sleep. Without ``redis-server`
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -77,21 +79,41 @@ def _cluster_ok(ports: list[int]) -> bool:
     return all("cluster_state:ok" in _cli(port, "CLUSTER", "INFO") for port in ports)
 
 
-def start_cluster(directory: Path, primaries: int = PRIMARIES) -> list[int]:
-    """Start ``primaries`` cluster nodes, join them as one cluster, and wait until it is ok."""
+def start_cluster(directory: Path, primaries: int = PRIMARIES, *, replicas: int = 0,
+                  node_timeout_ms: int = 5000) -> list[int]:
+    """Start ``primaries`` cluster nodes (and ``replicas`` per primary), join them as one
+    cluster, and wait until it is ok."""
     ports: list[int] = []
-    for _ in range(primaries):
+    for _ in range(primaries * (1 + replicas)):
         port = free_port_pair()
         node = directory / str(port)
         node.mkdir()
         _start_server(node, port, "--cluster-enabled", "yes", "--cluster-config-file",
-                      str(node / "nodes.conf"), "--cluster-node-timeout", "5000")
+                      str(node / "nodes.conf"), "--cluster-node-timeout",
+                      str(node_timeout_ms), "--repl-diskless-sync-delay", "0")
         ports.append(port)
     subprocess.run(["redis-cli", "--cluster", "create", *(f"{HOST}:{p}" for p in ports),
-                    "--cluster-replicas", "0", "--cluster-yes"],
+                    "--cluster-replicas", str(replicas), "--cluster-yes"],
                    capture_output=True, check=True, timeout=60)
     poll(lambda: _cluster_ok(ports), "cluster_state:ok on every node")
+    if replicas:
+        poll(lambda: sum("master_link_status:up" in _cli(port, "INFO", "replication")
+                         for port in ports) == primaries * replicas, "every replica to sync")
     return ports
+
+
+def slot_primary(port: int, key: str) -> int:
+    """The port of the primary that the node on ``port`` names for ``key``'s slot now."""
+    slot = int(_cli(port, "CLUSTER", "KEYSLOT", key).strip())
+    for line in _cli(port, "CLUSTER", "NODES").splitlines():
+        fields = line.split()
+        if "master" not in fields[2] or "fail" in fields[2]:
+            continue
+        for part in fields[8:]:
+            low, _, high = part.partition("-")
+            if low.isdigit() and int(low) <= slot <= int(high or low):
+                return int(fields[1].split("@")[0].rpartition(":")[2])
+    return 0
 
 
 def stop_servers(ports: list[int]) -> None:
@@ -131,12 +153,18 @@ def fixture_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         stop_servers(ports)
 
 
-def start_sentinel(directory: Path, primary_port: int, service: str) -> int:
-    """A Sentinel on a free port watching the primary on ``primary_port`` as ``service``."""
+def start_sentinel(directory: Path, primary_port: int, service: str, *,
+                   down_after_ms: int | None = None) -> int:
+    """A Sentinel on a free port watching the primary on ``primary_port`` as ``service``;
+    with ``down_after_ms``, one that fails over that soon after the primary stops answering
+    (the failover itself bounded to a second)."""
     port = free_port_pair()
     config = directory / f"sentinel-{port}.conf"
+    quick = ("" if down_after_ms is None else
+             f"sentinel down-after-milliseconds {service} {down_after_ms}\n"
+             f"sentinel failover-timeout {service} 1000\n")
     config.write_text(f"port {port}\nbind {HOST}\ndir {directory}\n"
-                      f"sentinel monitor {service} {HOST} {primary_port} 1\n")
+                      f"sentinel monitor {service} {HOST} {primary_port} 1\n{quick}")
     subprocess.run(["redis-server", str(config), "--sentinel", "--daemonize", "yes",
                     "--logfile", str(directory / f"sentinel-{port}.log")],
                    check=True, timeout=30)
@@ -146,10 +174,43 @@ def start_sentinel(directory: Path, primary_port: int, service: str) -> int:
 
 
 def start_primary(directory: Path) -> int:
-    """A plain Redis server on a free port (a Sentinel's primary)."""
+    """A plain Redis server on a free port (a Sentinel's primary), that a replica syncs
+    from at once (no wait for more replicas to join the first sync)."""
     port = free_port_pair()
-    _start_server(directory, port)
+    _start_server(directory, port, "--repl-diskless-sync-delay", "0")
     return port
+
+
+def start_replica(directory: Path, primary_port: int) -> int:
+    """A Redis server on a free port replicating the one on ``primary_port``, once in sync."""
+    port = free_port_pair()
+    folder = directory / f"replica-{port}"
+    folder.mkdir()
+    _start_server(folder, port, "--replicaof", HOST, str(primary_port))
+    poll(lambda: "master_link_status:up" in _cli(port, "INFO", "replication"),
+         f"the replica on port {port} to sync")
+    return port
+
+
+def kill_server(port: int) -> None:
+    """SIGKILL the server on ``port``: no goodbye to its clients, as when a machine dies."""
+    info = _cli(port, "INFO", "server")
+    pid = int(next(line.split(":")[1] for line in info.splitlines()
+                   if line.startswith("process_id:")))
+    os.kill(pid, signal.SIGKILL)
+    poll(lambda: _cli(port, "PING").strip() != "PONG", f"the server on port {port} to die")
+
+
+def sentinel_primary(sentinel_port: int, service: str) -> int:
+    """The port of the primary the Sentinel names for ``service`` to its clients now (its
+    ``SENTINEL MASTER`` entry, switched once the failover has promoted the replica)."""
+    reply = _cli(sentinel_port, "SENTINEL", "MASTER", service).split()
+    fields = dict(zip(reply[::2], reply[1::2], strict=False))
+    return int(fields.get("port", 0))
+
+
+def sentinel_knows_replica(sentinel_port: int, service: str, replica_port: int) -> bool:
+    return str(replica_port) in _cli(sentinel_port, "SENTINEL", "replicas", service)
 
 
 class Deployment:

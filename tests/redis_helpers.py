@@ -53,13 +53,15 @@ requires_redis_server_binary = pytest.mark.skipif(
            "(apt-get install redis-server)")
 
 
-def drop_prefix(prefix: str, port: int = SHARED_PORT) -> None:
-    """Delete every key under ``prefix`` (a test's own namespace)."""
+def drop_prefix(prefix: str, port: int = SHARED_PORT, *, keep_identity: bool = False) -> None:
+    """Delete every key under ``prefix`` (a test's own namespace); with ``keep_identity``,
+    all but its ``meta`` hash, as a failover to a replica that missed the latest calls."""
     import redis
 
     client = redis.Redis(host=SHARED_HOST, port=port, socket_timeout=5)
     try:
-        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        keys = [key for key in client.scan_iter(match=f"{prefix}*", count=1000)
+                if not (keep_identity and key == f"{prefix}meta".encode())]
         if keys:
             client.delete(*keys)
     finally:

@@ -30,6 +30,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     # The opt-in door for code we don't own (install, spendguard run) and the telemetry
     # subscriber it can switch on.
     ("adoption", frozenset({"_adoption"})),
+    # The choke point behind an HTTP server, for programs that are not Python.
+    ("gateway", frozenset({"_gateway"})),
     ("reporting", frozenset({"_reporting"})),
     ("emulator", frozenset({"testing"})),
     ("public surface", frozenset({"_dropin", "cli", "sizing", "telemetry", "__init__",

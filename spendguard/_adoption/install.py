@@ -6,9 +6,9 @@ touches other libraries' classes, and only their construction:
 
 - the ``__init__`` of the SDK clients (``openai.OpenAI`` / ``AsyncOpenAI`` and their Azure
   subclasses, ``anthropic.Anthropic`` / ``AsyncAnthropic``, ``AnthropicBedrock``,
-  ``AnthropicVertex`` and their async twins) is wrapped so that, once the SDK built the
-  client, :func:`spendguard.wrap` guards it with the installed budget and options (Azure
-  clients with the installed deployment mapping);
+  ``AnthropicVertex`` and their async twins, ``google.genai.Client``) is wrapped so that,
+  once the SDK built the client, :func:`spendguard.wrap` guards it with the installed budget
+  and options (Azure clients with the installed deployment mapping);
 - the ``__init__`` of every HTTP client, ``httpx2`` and classic ``httpx``, sync and async,
   puts the dispatcher on its transport. A request a guarded SDK client tagged is budgeted by
   that client's guard; an untagged one addressed to a provider spendguard knows
@@ -48,6 +48,7 @@ from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
 from spendguard._guard.azure import azure_platform, azure_prices
 from spendguard._guard.clients import Guarded, guard_client
+from spendguard._guard.gemini import is_genai_client
 from spendguard._guard.metering import Guard, GuardOptions
 from spendguard._guard.transport import ClientGuard, client_guard, set_traffic_guard
 from spendguard._guard.transport import install as install_dispatcher
@@ -58,6 +59,8 @@ SDK_CLASSES: dict[str, tuple[str, ...]] = {
     "openai": ("OpenAI", "AsyncOpenAI"),
     "anthropic": ("Anthropic", "AsyncAnthropic", "AnthropicBedrock", "AsyncAnthropicBedrock",
                   "AnthropicVertex", "AsyncAnthropicVertex"),
+    # google-genai's one client class (its .aio shares the guard).
+    "google.genai": ("Client",),
 }
 """The SDK constructors install() wraps, by package (subclasses such as ``AzureOpenAI`` call
 them)."""
@@ -245,7 +248,7 @@ def _guarding(original: Callable[..., None]) -> Callable[..., None]:
         original(self, *args, **kwargs)
         settings = _settings
         if settings is None or isinstance(self, Guarded) or _is_guarded(self) \
-                or getattr(self, "_client", None) is None:
+                or (getattr(self, "_client", None) is None and not is_genai_client(self)):
             return  # not installed, already guarded, or a subclass still building
         _guard_sdk_client(self, settings)
 
@@ -264,9 +267,10 @@ def _guard_sdk_client(client: Any, settings: _Settings) -> None:
         return
     from spendguard._guard.clients import wrap  # noqa: PLC0415
 
-    wrap(client, settings.budget, cap_output=settings.cap_output,
+    gemini = is_genai_client(client)  # neither option applies to Gemini clients yet
+    wrap(client, settings.budget, cap_output=settings.cap_output and not gemini,
          allow_unpriced=settings.allow_unpriced, store_prompts=settings.store_prompts,
-         prices=settings.prices, cache_order=settings.cache_order)
+         prices=settings.prices, cache_order=False if gemini else settings.cache_order)
 
 
 def _dispatching(original: Callable[..., None]) -> Callable[..., None]:

@@ -24,9 +24,12 @@ from spendguard._budget.events import CallEvent, Stage, subscribe
 from spendguard._core.money import ZERO
 from spendguard._core.private_files import write_private_text
 
-__all__ = ["ENV_VAR", "RunSettings", "RunTally", "boot"]
+__all__ = ["ENV_VAR", "GUARDED_HEADER", "RunSettings", "RunTally", "boot"]
 
 ENV_VAR = "SPENDGUARD_RUN"
+GUARDED_HEADER = "x-spendguard-guarded"
+"""Marks a request a Python process of the run already guarded, for the run's gateway: with
+the run's secret token it is forwarded without being charged twice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +42,23 @@ class RunSettings:
     period: str | None = None
     ledger: str | None = None
     observe: bool = False
+    gateway_url: str | None = None
+    """The run's gateway (for programs that are not Python), when one runs."""
+    gateway_token: str | None = None
+    """The secret of :data:`GUARDED_HEADER` for this run's gateway."""
 
     def to_env(self) -> str:
         return json.dumps({"summary_dir": self.summary_dir, "limit_usd": self.limit_usd,
                            "scope": self.scope, "period": self.period, "ledger": self.ledger,
-                           "observe": self.observe})
+                           "observe": self.observe, "gateway_url": self.gateway_url,
+                           "gateway_token": self.gateway_token})
 
     @classmethod
     def from_env(cls, text: str) -> RunSettings:
         data = json.loads(text)
         return cls(str(data["summary_dir"]), data.get("limit_usd"), data.get("scope"),
-                   data.get("period"), data.get("ledger"), bool(data.get("observe")))
+                   data.get("period"), data.get("ledger"), bool(data.get("observe")),
+                   data.get("gateway_url"), data.get("gateway_token"))
 
     def budget(self) -> Any:
         """The run's budget (a :class:`~spendguard.Budget`), or None when no limit was given."""
@@ -140,6 +149,11 @@ def boot(environ: dict[str, str] | None = None) -> RunTally | None:
     from spendguard._adoption.install import install  # noqa: PLC0415 - only inside a run
 
     install(budget=settings.budget())
+    if settings.gateway_url and settings.gateway_token:
+        from spendguard._guard.transport import mark_guarded  # noqa: PLC0415
+
+        # This process's clients are guarded here; the run's gateway must not charge them again.
+        mark_guarded(settings.gateway_url, GUARDED_HEADER, settings.gateway_token)
     if (os.environ if environ is None else environ).get("SPENDGUARD_OTEL") == "1":
         from spendguard._adoption.telemetry import enable  # noqa: PLC0415 - the otel extra, on demand
 

@@ -37,7 +37,8 @@ GenAIMetrics = Literal["auto", "always", "never"]
 
 # The OpenTelemetry GenAI semantic conventions' gen_ai.operation.name of each endpoint.
 _OPERATIONS: dict[str, str] = {Endpoint.CHAT: "chat", Endpoint.MESSAGES: "chat",
-                               Endpoint.RESPONSES: "chat", Endpoint.EMBEDDINGS: "embeddings"}
+                               Endpoint.RESPONSES: "chat", Endpoint.EMBEDDINGS: "embeddings",
+                               Endpoint.EMBED: "embeddings"}
 _INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "embeddings", "generate_content"})
 _INPUT_KINDS = ("input", "cache_read")
 # The conventions' advice for the two GenAI client histograms (gen-ai-metrics.md).

@@ -12,6 +12,7 @@
     ├── TokenizerError              the offline tokenizer data is missing or corrupt
     ├── LedgerError                 the ledger cannot be opened, migrated or written
     │   └── LedgerUnavailable       a shared ledger (Redis) cannot be reached; fails closed
+    │       └── LedgerReset         it came back empty or older than seen; fails closed
     ├── BudgetExceeded              a call refused because it could overspend a scope
     │   └── RunawayRefused          refused by a runaway rule (repeats, velocity, attempts)
     ├── BatchRequestFailed          a deferred (batch) request errored, expired or was refused
@@ -41,6 +42,7 @@ __all__ = [
     "ConfigError",
     "LedgerError",
     "LedgerNotFound",
+    "LedgerReset",
     "LedgerUnavailable",
     "PriceFileError",
     "ProviderResponseError",
@@ -132,6 +134,12 @@ class LedgerUnavailable(LedgerError):
     def __init__(self, message: str, *, url: str) -> None:
         super().__init__(message)
         self.url = url
+
+
+class LedgerReset(LedgerUnavailable):
+    """A shared ledger came back empty or older than this process or machine saw it (Redis
+    restarted without its data, was flushed, or failed over to a lagging replica): calls are
+    refused, as while it is unreachable, until it is restored or reseeded."""
 
 
 class BudgetExceeded(SpendguardError):

@@ -133,6 +133,12 @@ def _openai_cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
 
 def build_call(provider: Provider, endpoint: Endpoint, body: dict[str, Any]) -> Call:
     """Read a priced request body into a :class:`Call`."""
+    if provider is Provider.GEMINI:  # the adapter reads its own bodies
+        from spendguard._costing.providers.gemini.requests import (  # noqa: PLC0415
+            build_call as gemini_call,
+        )
+
+        return gemini_call(endpoint, body)
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise ConfigError(f"{endpoint.value} request has no 'model'; spendguard cannot price it")

@@ -24,6 +24,7 @@ class Provider(StrEnum):
 
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
 
 
 BEDROCK_INVOKE = re.compile(r"/model/(?P<id>[^/]+)/(?P<kind>invoke|invoke-with-response-stream)$")
@@ -52,6 +53,12 @@ class Endpoint(StrEnum):
     RESPONSES = "responses"
     EMBEDDINGS = "embeddings"
     MESSAGES = "messages"
+    GENERATE = "generate_content"
+    """Gemini ``generateContent`` / ``streamGenerateContent`` (the model is in the path)."""
+    EMBED = "embed_content"
+    """Gemini ``embedContent`` / ``batchEmbedContents``."""
+    CACHE = "cached_contents"
+    """Gemini ``cachedContents.create``: an explicit context cache (its tokens and storage)."""
     FREE = "free"
 
     @property
@@ -95,6 +102,10 @@ class Endpoint(StrEnum):
     def from_path(cls, provider: Provider | str, path: str) -> Endpoint | None:
         """The endpoint a POST to ``path`` reaches: a priced one, FREE for one that cannot
         spend, None for one spendguard does not know."""
+        if provider == Provider.GEMINI:  # the adapter knows its own paths
+            from spendguard._costing.providers.gemini.paths import endpoint_of  # noqa: PLC0415
+
+            return endpoint_of(path)
         suffix = path.split("?", 1)[0].rstrip("/")
         for member in cls.of(provider):
             facts = _FACTS[member]
@@ -144,6 +155,9 @@ _FACTS = {
                                 True, ("/embeddings",)),
     Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"), True,
                               ("/messages",), (BEDROCK_INVOKE, VERTEX_PREDICT)),
+    Endpoint.GENERATE: _Facts(Provider.GEMINI, None, ("models", "generate_content"), False),
+    Endpoint.EMBED: _Facts(Provider.GEMINI, None, ("models", "embed_content"), False),
+    Endpoint.CACHE: _Facts(Provider.GEMINI, None, ("caches", "create"), False),
     Endpoint.FREE: _Facts(None, None, (), False),
 }
 _SHORT_NAMES = {"chat": Endpoint.CHAT.value}

@@ -16,11 +16,12 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
-from spendguard._costing.cost import worst_case_usd
+from spendguard._costing.cost import total_usd, worst_case_usd
 from spendguard._costing.endpoints import Provider
-from spendguard._costing.prices import ModelPrice, PriceTable, default_table
+from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
 from spendguard._costing.providers.openai import unpriced_audio
 from spendguard._costing.tokens import TokenCount, count_request_tokens
+from spendguard._costing.usage import Usage
 
 __all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_call_usd", "worst_cost_usd"]
 
@@ -47,7 +48,7 @@ class Estimate:
 
 def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) -> int:
     """The most output tokens the call can produce across all its choices."""
-    if call.endpoint is Endpoint.EMBEDDINGS:
+    if call.endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED, Endpoint.CACHE):
         return 0
     if (model_price.price_source == "catalog" and model_price.max_output_tokens is None
             and call.output_cap is None):
@@ -130,5 +131,13 @@ def estimate_call(call: Call, table: PriceTable | None = None, *,
     input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
     worst = worst_call_usd(call, model_price, int(input_tokens), output_tokens)
+    if call.endpoint is Endpoint.CACHE:  # an explicit cache also bills storage for its TTL
+        from spendguard._costing.providers.gemini.requests import (  # noqa: PLC0415
+            cache_ttl_seconds,
+        )
+
+        storage = Usage(tool_requests={CACHE_STORAGE: int(input_tokens)
+                                       * cache_ttl_seconds(call.body)})
+        worst += total_usd(model_price, storage)
     return Estimate(call.model, input_tokens, output_tokens, worst, model_price.table_version,
                     model_price, at)

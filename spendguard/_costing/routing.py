@@ -38,6 +38,10 @@ AZURE = "azure"
 AZURE_PRICE_AFTER = "azure:price_after"
 """Azure, opted into sending unmapped deployments unguarded and pricing them afterwards."""
 
+GEMINI_OPENAI_PATH = "/v1beta/openai/"
+"""Gemini's OpenAI-compatible endpoint (generativelanguage.googleapis.com/v1beta/openai/):
+OpenAI's wire, Gemini's models and prices, billed by Google."""
+
 _AZURE_DEPLOYMENT = re.compile(r"/deployments/(?P<name>[^/]+)/")
 
 
@@ -49,6 +53,12 @@ class Route:
     stream: bool | None = None
     unguarded: bool = False
     """No price before sending (an opted-in unmapped deployment): priced from the response."""
+    provider: str | None = None
+    """The provider that bills the call, when not the one whose API it speaks (the ledger's
+    ``provider``): ``"gemini"`` for Gemini's OpenAI-compatible endpoint."""
+    service: str | None = None
+    """The service's OpenTelemetry provider name when the path tells it apart from its
+    provider's usual one: ``"gcp.vertex_ai"`` for Gemini on Vertex AI."""
 
     def priced_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as the estimator reads it (never sent)."""
@@ -64,9 +74,13 @@ def route_request(provider: Provider, platform: str | None, url: httpx2.URL,
     url_path = url.path  # a property that decodes the path: read once
     if provider is Provider.ANTHROPIC:
         return _anthropic_platform(unquote(url_path.rstrip("/")), table)
+    if provider is Provider.GEMINI:
+        return _gemini(url_path, body, table)
     if platform in (AZURE, AZURE_PRICE_AFTER):
         return _azure(unquote(url_path.rstrip("/")), body, table,
                       price_after=platform == AZURE_PRICE_AFTER)
+    if GEMINI_OPENAI_PATH in url_path:
+        return _gemini_openai(body, table)
     host = table.host_for(f"{url.scheme}://{url.netloc.decode('ascii')}{url_path}")
     if host is None:
         return None
@@ -105,6 +119,36 @@ def _anthropic_platform(path: str, table: PriceTable) -> Route | None:
             f'rate_multiplier = 1, aliases = ["{price_id}"], source, as_of; see docs/prices.md.',
             name=price_id, kind="platform model")
     return Route(price_id, stream)
+
+
+def _gemini(path: str, body: Mapping[str, Any], table: PriceTable) -> Route:
+    from spendguard._costing.providers.gemini.paths import model_of  # noqa: PLC0415
+
+    # A model method names the model in its path; a cache's create request in its body.
+    found = model_of(path) or (str(body.get("model") or "").removeprefix("models/"), False)
+    model, stream = found
+    service = "gcp.vertex_ai" if "/publishers/google/" in path else None
+    if model not in table:
+        raise UnknownModelError(
+            f"No price for Gemini model {model!r} in price table {table.version}; spendguard "
+            "never sends a call it cannot price. Add it to a price file: "
+            f'[models."{model}"] provider = "gemini", usd_per_million = {{ input = ..., '
+            "cache_read = ..., output = ... }, context_window, max_output_tokens, source, "
+            "as_of; and point SPENDGUARD_PRICES at it (docs/prices.md).",
+            name=model, kind="model")
+    return Route(model, stream, service=service)
+
+
+def _gemini_openai(body: Mapping[str, Any], table: PriceTable) -> Route:
+    model = str(body.get("model") or "").removeprefix("models/")
+    if model not in table or table.get(model).provider != "gemini":
+        raise UnknownModelError(
+            f"No Gemini price for model {model!r} (Gemini's OpenAI-compatible endpoint) in "
+            f"price table {table.version}; add it to a price file: [models.\"{model}\"] "
+            'provider = "gemini", usd_per_million = { input = ..., cache_read = ..., '
+            "output = ... }, context_window, max_output_tokens, source, as_of "
+            "(docs/prices.md).", name=model, kind="model")
+    return Route(model, provider="gemini")
 
 
 def _azure(path: str, body: Mapping[str, Any], table: PriceTable, *,

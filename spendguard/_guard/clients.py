@@ -229,11 +229,19 @@ def _hook_instance(client: Any, provider: Provider, sdk_error: type[Exception]) 
 def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
          allow_unpriced: bool = False, store_prompts: bool = False,
          prices: PriceTable | None = None, cache_order: bool | CacheOrder = False) -> Any:
-    """Guard a client you already built (``openai`` or ``anthropic``, sync or async).
+    """Guard a client you already built (``openai``, ``anthropic`` or ``google.genai``, sync
+    or async).
 
     The same object is returned, now charging its calls (and those of its copies) to
     ``budget``. Other clients sharing its ``http_client`` keep their own budgets, or none.
     """
+    from spendguard._guard.gemini import guard_genai_client, is_genai_client  # noqa: PLC0415
+
+    if is_genai_client(client):  # spendguard.Gemini included: wrap() gives it another budget
+        guard_genai_client(client, budget, cap_output=cap_output,
+                           allow_unpriced=allow_unpriced, store_prompts=store_prompts,
+                           prices=prices, cache_order=cache_order)
+        return client
     package = type(client).__module__.partition(".")[0]
     sdk_error: type[Exception]
     platform: str | None = None
@@ -250,7 +258,7 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
         provider, sdk_error = Provider.ANTHROPIC, anthropic.AnthropicError
     else:
         raise ConfigError(
-            f"client: spendguard.wrap() takes an openai or anthropic client, got "
+            f"client: spendguard.wrap() takes an openai, anthropic or google.genai client, got "
             f"{type(client).__name__}"
         )
     guard_client(client, provider, sdk_error, budget, cap_output=cap_output,

@@ -38,6 +38,8 @@ def provider_name(provider: str, platform: str | None, route: Route | None) -> s
     """The conventions' ``gen_ai.provider.name`` of a request's destination."""
     if platform in (AZURE, AZURE_PRICE_AFTER):
         return "azure.ai.openai"
+    if route is not None and route.service:
+        return route.service
     if route is not None:
         for prefix, name in _PLATFORM_PREFIXES:
             if route.model.startswith(prefix):
@@ -78,7 +80,8 @@ def call_facts(provider: str, platform: str | None, url: httpx2.URL,
 
 
 def response_facts(body: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]]:
-    """A response body's id and finish reasons (chat choices, Responses, Messages)."""
+    """A response body's id and finish reasons (chat choices, Responses, Messages, Gemini
+    candidates)."""
     response_id = body.get("id")
     reasons: list[str] = []
     choices = body.get("choices")
@@ -87,6 +90,10 @@ def response_facts(body: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]
                    if isinstance(c, dict) and c.get("finish_reason")]
     elif isinstance(body.get("stop_reason"), str):  # Anthropic Messages
         reasons = [body["stop_reason"]]
+    elif isinstance(body.get("candidates"), list):  # Gemini generateContent
+        response_id = body.get("responseId")
+        reasons = [str(c["finishReason"]) for c in body["candidates"]
+                   if isinstance(c, dict) and c.get("finishReason")]
     elif isinstance(body.get("status"), str) and body.get("object") == "response":
         details = body.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None

@@ -287,6 +287,11 @@ class Attempt:
                 # background=True: billed later, out of our sight; count the worst case now.
                 self.settle_worst("background")
                 return body
+            if (self.call.endpoint is Endpoint.EMBED and isinstance(body, dict)
+                    and "usageMetadata" not in body):
+                # Gemini embeddings report no usage: billed as the input bounded before sending.
+                self.settle(Usage(input_tokens=int(self.estimate.input_tokens), estimated=True))
+                return body
             # The member itself names the endpoint: the reader takes it without parsing a name.
             usage = self.guard.read_usage(body, endpoint=self.call.endpoint)
         except Exception as exc:
@@ -443,7 +448,9 @@ class Guard:
         prompt_hash = hashlib.sha256(body).hexdigest()
         check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
                        estimate_usd=estimate.worst_usd, budgets=budgets)
-        provider = str(call.provider)  # a StrEnum's str() is its value, as .value is
+        # A StrEnum's str() is its value, as .value is; a route may bill another provider
+        # (Gemini's OpenAI-compatible endpoint speaks OpenAI and is billed by Google).
+        provider = route.provider if route is not None and route.provider else str(call.provider)
         info = CallInfo(
             provider=provider,
             model=call.model,

@@ -26,8 +26,8 @@ from spendguard._guard.metering import Attempt, Guard, StreamMeter, response_hea
 from spendguard._guard.settling import describe
 
 __all__ = ["HTTPX2", "AsyncGuardTransport", "ClientGuard", "GuardTransport", "Wire",
-           "client_guard", "handle", "handle_async", "install", "set_traffic_guard",
-           "tag_request"]
+           "client_guard", "handle", "handle_async", "install", "mark_guarded",
+           "set_traffic_guard", "tag_request"]
 
 GUARD_EXTENSION = "spendguard.guard"
 """The ``request.extensions`` key carrying the :class:`ClientGuard` of the client that built it."""
@@ -44,6 +44,24 @@ class ClientGuard:
 def tag_request(request: httpx2.Request, tag: ClientGuard) -> None:
     """Mark a request as built by the client owning ``tag`` (called per attempt)."""
     request.extensions = {**request.extensions, GUARD_EXTENSION: tag}
+
+
+_GUARDED_MARKS: dict[str, tuple[str, str]] = {}
+"""Origin (``http://127.0.0.1:8787``) -> the header marking requests a guard of this process
+handled, for the gateway of ``spendguard run`` (it charges the rest, not these again)."""
+
+
+def mark_guarded(origin: str, header: str, value: str) -> None:
+    """Every request a guarded client of this process sends to ``origin`` carries
+    ``header: value`` (its guard already charged it, or let it through on purpose)."""
+    _GUARDED_MARKS[origin.rstrip("/")] = (header, value)
+
+
+def _mark(request: Any) -> None:
+    url = request.url
+    mark = _GUARDED_MARKS.get(f"{url.scheme}://{url.netloc.decode('ascii')}")
+    if mark is not None:
+        request.headers[mark[0]] = mark[1]
 
 
 def request_tag(request: httpx2.Request) -> ClientGuard | None:
@@ -342,6 +360,8 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
     except SpendguardError as exc:
         _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
         raise
+    if tag is not None and _GUARDED_MARKS:
+        _mark(request)
     if attempt is None:
         return inner.handle_request(request)
     _track_writing(request, attempt, wire)
@@ -382,6 +402,8 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
     except SpendguardError as exc:
         _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
         raise
+    if tag is not None and _GUARDED_MARKS:
+        _mark(request)
     if attempt is None:
         return await inner.handle_async_request(request)
     _track_writing(request, attempt, wire)

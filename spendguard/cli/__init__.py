@@ -34,6 +34,7 @@ _COMMANDS: dict[str, str] = {
     "reconcile": "spendguard.cli.reconcile:reconcile",
     "batches": "spendguard.cli.batches:batches",
     "run": "spendguard.cli.run:run",
+    "gateway": "spendguard.cli.gateway:gateway",
 }
 
 

@@ -97,3 +97,43 @@ def drain(destination: str, ledger_url: str | None, since: datetime | None,
         emit_json({"read": result.read, "written": result.written})
         return
     click.echo(f"read {result.read} record(s), wrote {result.written} new")
+
+
+@ledger.command()
+@click.option("--ledger", "ledger_url", metavar="URL",
+              help="The Redis ledger to rebuild (redis://..., redis+sentinel://..., "
+                   "redis+cluster://...); default: $SPENDGUARD_LEDGER.")
+@click.option("--from", "source", metavar="COPY",
+              help="The durable copy to rebuild it from: a SQLite ledger or backup "
+                   "(sqlite:///...) or the postgresql://... database 'ledger drain' fills.")
+@click.option("--empty", is_flag=True, help="Copy nothing: accept the lost data and start "
+                                            "from $0 on purpose.")
+@_JSON
+def reseed(ledger_url: str | None, source: str | None, empty: bool, as_json: bool) -> None:
+    """Rebuild a Redis ledger that lost its data (restarted empty, flushed, failed over
+    behind) from a durable copy, so the processes that refuse it carry on.
+
+    Each finished call of the copy is written back once (calls already there are kept);
+    the ledger is then stamped as reseeded, which running processes accept at their next
+    connection. Calls finished after the copy's last drain are not in it.
+    """
+    from spendguard._budget.ledger import resolve_ledger_url  # noqa: PLC0415
+    from spendguard._budget.ledger.redis.options import SCHEMES  # noqa: PLC0415
+    from spendguard._budget.ledger.redis.reseed import reseed as reseed_ledger  # noqa: PLC0415
+    from spendguard._core.terminal import masked_url  # noqa: PLC0415
+
+    try:
+        url = resolve_ledger_url(ledger_url)
+        if url.partition("://")[0].lower() not in SCHEMES:
+            raise click.UsageError(f"reseed rebuilds a Redis ledger; {masked_url(url)} is "
+                                   f"not one (write --ledger redis://host:6379/0)")
+        result = reseed_ledger(url, source, empty=empty)
+    except SpendguardError as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        emit_json({"read": result.read, "written": result.written,
+                   "generation": result.generation})
+        return
+    what = "started empty" if empty else (f"read {result.read} record(s) from the copy, "
+                                          f"wrote {result.written} new")
+    click.echo(f"reseeded: {what}; new generation {result.generation[:8]}")

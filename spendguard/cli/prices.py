@@ -17,7 +17,7 @@ from spendguard.cli.conventions import SuggestingGroup, emit_json, output_width
 
 __all__ = ["prices"]
 
-_PROVIDERS = click.Choice(["openai", "anthropic"])
+_PROVIDERS = click.Choice(["openai", "anthropic", "gemini"])
 _COLUMNS = ("MODEL", "PROVIDER", "INPUT", "CACHED", "WRITE", "OUTPUT", "LONG CONTEXT",
             "CONTEXT", "MAX OUT", "AS OF", "SOURCE")
 

@@ -1,4 +1,5 @@
-"""spendguard.testing: an offline OpenAI / Anthropic provider emulator (NOT a real provider).
+"""spendguard.testing: an offline OpenAI / Anthropic / Gemini provider emulator (NOT a real
+provider).
 
 Use it as an ``httpx2`` transport (``Emulator().transport()``, or the ready-made
 ``Emulator().openai_client()`` / ``.anthropic_client()``) or as a loopback HTTP server
@@ -12,6 +13,7 @@ from __future__ import annotations
 from spendguard.testing.clock import ManualClock
 from spendguard.testing.emulator import (
     ANTHROPIC_BASE_URL,
+    GEMINI_BASE_URL,
     OPENAI_BASE_URL,
     Emulator,
     RecordedRequest,
@@ -24,6 +26,7 @@ from spendguard.testing.wire import EmulatedError
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
+    "GEMINI_BASE_URL",
     "OPENAI_BASE_URL",
     "BatchLimits",
     "EmulatedError",

@@ -43,12 +43,16 @@ from spendguard.testing.wire import (
 if TYPE_CHECKING:  # pragma: no cover
     import anthropic
     import openai
+    from google import genai
+    from google.genai import types as genai_types
 
-__all__ = ["ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "Emulator", "RecordedRequest"]
+__all__ = ["ANTHROPIC_BASE_URL", "GEMINI_BASE_URL", "OPENAI_BASE_URL", "Emulator",
+           "RecordedRequest"]
 
 # `.invalid` never resolves (RFC 6761): a client built here cannot reach a real provider.
 OPENAI_BASE_URL = "http://emulator.spendguard.invalid/v1"
 ANTHROPIC_BASE_URL = "http://emulator.spendguard.invalid"
+GEMINI_BASE_URL = "http://emulator.spendguard.invalid/"
 _SECRET_WORDS = ("auth", "key", "token", "secret", "cookie")
 
 
@@ -251,6 +255,24 @@ class Emulator:
         options.setdefault("http_client", httpx2.AsyncClient(transport=self.transport()))
         return anthropic.AsyncAnthropic(**{"api_key": "emulated",
                                            "base_url": ANTHROPIC_BASE_URL, **options})
+
+    def gemini_http_options(self, **options: Any) -> genai_types.HttpOptions:
+        """``google.genai.types.HttpOptions`` that send a Gemini client's requests (sync and
+        async) to this emulator: ``genai.Client(api_key="emulated",
+        http_options=emulator.gemini_http_options())``, or ``spendguard.Gemini(...)``."""
+        from google.genai import types  # noqa: PLC0415 - the SDKs are optional
+
+        return types.HttpOptions(**{
+            "base_url": GEMINI_BASE_URL,
+            "httpx_client": httpx2.Client(transport=self.transport()),
+            "httpx_async_client": httpx2.AsyncClient(transport=self.transport()), **options})
+
+    def gemini_client(self, **options: Any) -> genai.Client:
+        """A plain ``google.genai.Client`` wired to this emulator (``options`` go to it)."""
+        from google import genai  # noqa: PLC0415 - the SDKs are optional
+
+        options.setdefault("http_options", self.gemini_http_options())
+        return genai.Client(**{"api_key": "emulated", **options})
 
 
 def _redact(headers: Mapping[str, str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ from spendguard.testing import (
     anthropic_api,
     anthropic_batches,
     files,
+    gemini_api,
     openai_api,
     openai_batches,
     openai_responses,
@@ -31,6 +32,8 @@ def route(method: str, pattern: str,
 
 
 route("POST", "/v1/chat/completions", openai_api.chat_completions)
+# Gemini's OpenAI-compatible endpoint answers chat completions the OpenAI way.
+route("POST", "/v1beta/openai/chat/completions", openai_api.chat_completions)
 route("POST", "/v1/embeddings", openai_api.embeddings)
 route("POST", "/v1/responses", openai_responses.responses)
 route("POST", "/v1/responses/input_tokens", openai_responses.input_token_count)
@@ -52,6 +55,8 @@ route("GET", "/v1/messages/batches/{id}", anthropic_batches.retrieve_batch)
 route("DELETE", "/v1/messages/batches/{id}", anthropic_batches.delete_batch)
 route("GET", "/v1/messages/batches/{id}/results", anthropic_batches.batch_results)
 route("POST", "/v1/messages/batches/{id}/cancel", anthropic_batches.cancel_batch)
+for _method, _pattern, _handler in gemini_api.GEMINI_ROUTES:  # model in the path
+    route(_method, _pattern, _handler)
 ROUTES.extend(PLATFORM_ROUTES)  # Azure, Bedrock and Vertex paths (model in the path)
 
 
@@ -61,7 +66,7 @@ def dispatch(ctx: Ctx) -> WireResponse:
         match = pattern.fullmatch(request.path)
         if match is not None and method == request.method:
             return handler(ctx, match.groupdict())
-    if ctx.provider == "anthropic":
+    if ctx.provider in ("anthropic", "gemini"):
         raise EmulatedError(404, f"Not found: {request.method} {request.path} "
                                  "(spendguard emulator)")
     raise EmulatedError(404, f"Invalid URL ({request.method} {request.path})")

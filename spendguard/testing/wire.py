@@ -29,7 +29,7 @@ __all__ = [
     "sse_response",
 ]
 
-Provider = Literal["openai", "anthropic"]
+Provider = Literal["openai", "anthropic", "gemini"]
 
 # Every response carries this header: nothing the emulator says can pass for a provider's word.
 EMULATOR_HEADER = ("x-spendguard-emulator", "not a real provider")
@@ -80,6 +80,18 @@ class EmulatedError(Exception):
             self.status, "api_error" if self.status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": error_type, "message": self.message},
                 "request_id": request_id}
+
+    def gemini_body(self) -> dict[str, Any]:
+        """The error as Google's JSON body (``google.rpc.Status``)."""
+        status = self.error_type or _GOOGLE_STATUSES.get(
+            self.status, "INTERNAL" if self.status >= 500 else "INVALID_ARGUMENT")
+        return {"error": {"code": self.status, "message": self.message, "status": status}}
+
+
+_GOOGLE_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                    404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+_GEMINI_PATH = re.compile(r"^/v1beta1?/(?!openai/)|/models/[^/]+:[A-Za-z]+$|^/v1/cachedContents"
+                          r"|^/upload/v1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +147,14 @@ class IdFactory:
 
 
 def normalise_path(path: str) -> str:
-    """The API path from ``/v1/`` on, so base URLs with or without ``/v1`` (or a prefix) work."""
+    """The API path from ``/v1/`` on, so base URLs with or without ``/v1`` (or a prefix) work;
+    Gemini's ``/v1beta/``, ``/v1beta1/`` and ``/upload/`` paths are kept as they are."""
+    if path.startswith("/upload/v1"):
+        return path.rstrip("/")
+    for marker in ("/v1beta/", "/v1beta1/"):
+        index = path.find(marker)
+        if index >= 0:
+            return path[index:].rstrip("/")
     index = path.find("/v1/")
     if index >= 0:
         path = path[index:]
@@ -146,6 +165,8 @@ def normalise_path(path: str) -> str:
 
 def provider_for(path: str, headers: dict[str, str]) -> Provider:
     """Which provider's conventions a request expects (by path, then by Anthropic's headers)."""
+    if _GEMINI_PATH.match(path):
+        return "gemini"
     if path == "/v1/messages" or path.startswith("/v1/messages/"):
         return "anthropic"
     if "anthropic-version" in headers or "x-api-key" in headers:
@@ -175,7 +196,7 @@ def error_response(provider: Provider, request_id: str, error: EmulatedError,
                    *, retry_after_ms: int | None = None) -> WireResponse:
     """The provider's error body and headers for ``error``."""
     payload = (error.anthropic_body(request_id) if provider == "anthropic"
-               else error.openai_body())
+               else error.gemini_body() if provider == "gemini" else error.openai_body())
     response = json_response(provider, request_id, payload, error.status)
     if retry_after_ms is not None:
         response.headers["retry-after-ms"] = str(retry_after_ms)

@@ -16,6 +16,7 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from google.genai import types
 
 pytest.importorskip("opentelemetry.sdk", reason="the OTel SDK comes with the dev extra "
                                                 "(pip install -e '.[dev]')")
@@ -310,3 +311,23 @@ def test_spans_reach_a_real_otlp_http_receiver() -> None:
     assert span.name == "chat gpt-5.5"
     assert attributes["gen_ai.provider.name"].string_value == "openai"
     assert attributes["spendguard.actual_usd"].double_value > 0
+
+
+def test_gemini_calls_are_named_by_their_service(otel: Otel) -> None:
+    emulator = Emulator(reply_tokens=20)
+    config = types.GenerateContentConfig(
+        max_output_tokens=10, thinking_config=types.ThinkingConfig(thinking_budget=0))
+    spendguard.Gemini(api_key="k", budget=_budget(),
+                      http_options=emulator.gemini_http_options()).models.generate_content(
+        model="gemini-2.5-flash", contents="hi", config=config)
+    spendguard.Gemini(vertexai=True, api_key="k", budget=_budget(),
+                      http_options=emulator.gemini_http_options()).models.generate_content(
+        model="gemini-2.5-flash", contents="hi", config=config)
+    spendguard.OpenAI(api_key="k", base_url="http://gemini.invalid/v1beta/openai/",
+                      budget=_budget(), http_client=httpx2.Client(
+                          transport=emulator.transport())).chat.completions.create(
+        model="gemini-2.5-flash", messages=MESSAGES, max_tokens=10)
+    seen = [(_attributes(s)["gen_ai.provider.name"], s.name) for s in otel.finished()]
+    assert seen == [("gcp.gemini", "generate_content gemini-2.5-flash"),
+                    ("gcp.vertex_ai", "generate_content gemini-2.5-flash"),
+                    ("gcp.gemini", "chat gemini-2.5-flash")]

@@ -29,19 +29,17 @@ def _invoke(*args: str) -> click.testing.Result:
     return CliRunner().invoke(main, list(args))
 
 
-def _leaf_commands() -> Iterator[tuple[str, click.Command]]:
-    ctx = click.Context(main)
-    for name in main.list_commands(ctx):
-        command = main.get_command(ctx, name)
+def _leaf_commands(group: click.Group = main, ctx: click.Context | None = None,
+                   prefix: str = "") -> Iterator[tuple[str, click.Command]]:
+    ctx = ctx or click.Context(main)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         assert command is not None
-        if isinstance(command, click.Group):
-            sub = click.Context(command, parent=ctx)
-            for verb in command.list_commands(sub):
-                leaf = command.get_command(sub, verb)
-                assert leaf is not None
-                yield f"{name} {verb}", leaf
+        if isinstance(command, click.Group):  # verbs, and nested groups' verbs
+            yield from _leaf_commands(command, click.Context(command, parent=ctx),
+                                      f"{prefix}{name} ")
         if not isinstance(command, click.Group) or command.invoke_without_command:
-            yield name, command
+            yield f"{prefix}{name}", command
 
 
 @pytest.mark.parametrize(("name", "command"), list(_leaf_commands()),

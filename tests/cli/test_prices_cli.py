@@ -63,12 +63,13 @@ def test_check_agrees_with_genai_prices_and_lists_what_it_lacks() -> None:
     # genai-prices' data as stored under tests/ (its version and date are in the file)
     result = CliRunner().invoke(main, ["prices", "check", "--date", "2026-11-30",
                                        "--genai-prices", str(GENAI_PRICES_SNAPSHOT)])
-    # the only disagreement: OpenAI prints gpt-5.4's Batch / Flex cached rate rounded to
-    # $0.13, which genai-prices copies; spendguard bills the exact half of $0.25 (its note)
+    # the only disagreements: OpenAI prints gpt-5.4's Batch / Flex cached rate rounded to
+    # $0.13, and Google gemini-3.5-flash-lite's Batch cached rate rounded to $0.02, which
+    # genai-prices copies; spendguard bills the exact halves (their notes)
     assert result.exit_code == 1, result.output
-    assert "2 disagreement(s)" in result.output
+    assert "3 disagreement(s)" in result.output
     assert {line.split()[1] for line in result.output.splitlines()
-            if line.startswith("gpt-5.4 ")} == {"cache_read"}
+            if line.startswith(("gpt-5.4 ", "gemini-3.5-flash-lite "))} == {"cache_read"}
     lacking = result.output.split("not in genai-prices:")[1].split("\n\n")[0]
     assert "bedrock-regional/claude-haiku-4-5" in lacking and "gpt-6.2-sol" not in lacking
 
@@ -89,7 +90,8 @@ def test_check_reports_a_changed_rate_and_a_changed_long_context_tier() -> None:
         ("gpt-5.5", "input >272000 (batch)", "7.5", "5"),
         ("gpt-5", "input (flex)", "0.650", "0.625"),
     } <= found_set
-    assert not {row for row in found_set if row[0] not in ("gpt-5", "gpt-5.5", "gpt-5.4")}
+    assert not {row for row in found_set
+                if row[0] not in ("gpt-5", "gpt-5.5", "gpt-5.4", "gemini-3.5-flash-lite")}
 
 
 def test_check_compares_a_litellm_file(tmp_path: Path) -> None:

@@ -58,6 +58,9 @@ def test_each_member_carries_its_provider_path_and_batch_url() -> None:
         (OPENAI, "/v1/responses", "/v1/responses"),
         (OPENAI, "/v1/embeddings", "/v1/embeddings"),
         (ANTHROPIC, "/v1/messages", "/v1/messages"),
+        (Provider.GEMINI, None, None),
+        (Provider.GEMINI, None, None),
+        (Provider.GEMINI, None, None),
         (None, None, None),
     ]
     assert Endpoint.of(OPENAI) == (Endpoint.CHAT, Endpoint.RESPONSES, Endpoint.EMBEDDINGS)

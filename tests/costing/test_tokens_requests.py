@@ -182,7 +182,7 @@ def test_unknown_model_degrades_to_a_loose_bound() -> None:
 
 def test_unknown_provider_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="provider"):
-        count_request_tokens("gemini", "/v1/chat/completions", {})
+        count_request_tokens("mistral", "/v1/chat/completions", {})
 
 
 @pytest.mark.parametrize("body", [

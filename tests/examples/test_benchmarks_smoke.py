@@ -107,6 +107,16 @@ def test_the_redis_cluster_benchmark_prints_its_two_rows(tmp_path: Path) -> None
     assert lines[2].startswith("3 ledgers (1 per primary)")
 
 
+@requires_redis_cluster_tools
+def test_the_durable_settles_benchmark_prints_a_row_with_and_without_waiting(
+        tmp_path: Path) -> None:
+    result = run_script(tmp_path, str(BENCHMARKS / "redis_durable.py"), "--calls", "5")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[0] == "settles"
+    assert lines[1].startswith("no wait") and lines[2].startswith("wait_replicas=1")
+
+
 def test_the_runner_rejects_an_unknown_script_name(tmp_path: Path) -> None:
     result = run_script(tmp_path, str(BENCHMARKS / "run_all.py"), "--only", "nonesuch")
     assert result.returncode == 2

@@ -1,13 +1,14 @@
 """The choke point's guarantee as a property, over arbitrary usage objects and event sequences.
 
-For both providers, bodies and server-sent-event streams: every request that reached the
-(in-process) provider ends in exactly one ledger record, nothing stays reserved, and the caller
-sees exactly what the SDK alone would have shown (the same reply, or the same SDK error):
-nothing is raised from inside spendguard.
+For every provider (OpenAI, Anthropic, Gemini), bodies and server-sent-event streams: every
+request that reached the (in-process) provider ends in exactly one ledger record, nothing stays
+reserved, and the caller sees exactly what the SDK alone would have shown (the same reply, or
+the same SDK error): nothing is raised from inside spendguard.
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import anthropic
 import httpx2
 import openai
+from google import genai
+from google.genai import types as genai_types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,6 +69,14 @@ openai_usages = st.one_of(counts, st.fixed_dictionaries({}, optional={
     "completion_tokens_details": st.one_of(counts, st.fixed_dictionaries({}, optional={
         "reasoning_tokens": counts})),
 }))
+gemini_usages = st.one_of(counts, st.fixed_dictionaries({}, optional={
+    "promptTokenCount": counts, "candidatesTokenCount": counts, "thoughtsTokenCount": counts,
+    "cachedContentTokenCount": counts, "toolUsePromptTokenCount": counts,
+    "totalTokenCount": counts,
+}))
+gemini_grounding = st.one_of(st.none(), counts, st.fixed_dictionaries({}, optional={
+    "webSearchQueries": st.one_of(counts, st.lists(st.one_of(st.text(max_size=4), counts),
+                                                    max_size=3))}))
 models = st.one_of(st.none(), st.integers(0, 9), st.sampled_from(["", "gpt-4o-mini",
                                                                   "claude-haiku-4-5", "x"]))
 texts = st.text(max_size=12)
@@ -103,6 +114,42 @@ def openai_bodies(draw: st.DrawFn) -> tuple[bytes, dict[str, str]]:
         del reply["usage"]
     body, headers = draw(encodings(json.dumps(reply).encode()))
     return body, {"content-type": "application/json", **headers}
+
+
+def _gemini_response(draw: st.DrawFn, *, text: str, finish: Any) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]},
+                                 "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    grounding = draw(gemini_grounding)
+    if grounding is not None:
+        candidate["groundingMetadata"] = grounding
+    reply: dict[str, Any] = {"candidates": [candidate],
+                             "modelVersion": draw(st.one_of(st.just("gemini-2.5-flash"),
+                                                            models))}
+    if draw(st.booleans()):
+        reply["usageMetadata"] = draw(gemini_usages)
+    return reply
+
+
+@st.composite
+def gemini_bodies(draw: st.DrawFn) -> tuple[bytes, dict[str, str]]:
+    reply = _gemini_response(draw, text=draw(texts), finish="STOP")
+    body, headers = draw(encodings(json.dumps(reply).encode()))
+    return body, {"content-type": "application/json", **headers}
+
+
+@st.composite
+def gemini_streams(draw: st.DrawFn) -> tuple[bytes, dict[str, str]]:
+    events: list[tuple[str | None, Any]] = []
+    for kind in draw(st.lists(st.sampled_from(["piece", "garbage"]), max_size=6)):
+        events.append((None, _gemini_response(draw, text=draw(texts), finish=None))
+                      if kind == "piece" else (None, "{oops"))
+    if draw(st.booleans()):
+        events.append((None, _gemini_response(draw, text="", finish=draw(
+            st.sampled_from(["STOP", "MAX_TOKENS", None])))))
+    body, headers = draw(encodings(_cut(draw, sse(events))))
+    return body, {"content-type": "text/event-stream", **headers}
 
 
 def _cut(draw: st.DrawFn, body: bytes) -> bytes:
@@ -185,11 +232,32 @@ def _seen(action: Any) -> str:
     return json.dumps(result, default=str, sort_keys=True)
 
 
+_GEMINI_WIRE = Wire(b"", {})
+
+
+@functools.cache
+def _gemini_clients() -> tuple[Any, Any]:
+    """A plain and a guarded genai client on one httpx2 client pair (the guarded one tags
+    its own requests)."""
+    http = genai_types.HttpOptions(
+        base_url="http://gemini.invalid/", httpx_client=httpx2.Client(transport=_GEMINI_WIRE),
+        httpx_async_client=httpx2.AsyncClient(transport=httpx2.AsyncBaseTransport()))
+    return genai.Client(api_key="k", http_options=http), spendguard.Gemini(
+        api_key="k", http_options=http)
+
+
 def _check(provider: str, stream: bool, response: tuple[bytes, dict[str, str]]) -> None:
     wire = Wire(*response)
     budget = spendguard.Budget("1000000000000", ledger="memory://")
 
     def run(client: Any) -> Any:
+        if provider == "gemini":
+            config = {"max_output_tokens": 100, "thinking_config": {"thinking_budget": 0}}
+            if stream:
+                return [chunk.model_dump() for chunk in client.models.generate_content_stream(
+                    model="gemini-2.5-flash", contents="Say hi", config=config)]
+            return client.models.generate_content(model="gemini-2.5-flash",
+                                                  contents="Say hi", config=config).model_dump()
         if provider == "openai":
             request: dict[str, Any] = {"model": "gpt-4o-mini", "messages": MESSAGES,
                                        "max_tokens": 100}
@@ -205,9 +273,18 @@ def _check(provider: str, stream: bool, response: tuple[bytes, dict[str, str]]) 
         return client.messages.create(**request).model_dump()
 
     options: dict[str, Any] = {"api_key": "k", "max_retries": 0}
-    if provider == "openai":
-        plain: Any = openai.OpenAI(http_client=httpx2.Client(transport=wire), **options)
-        guarded: Any = spendguard.OpenAI(http_client=httpx2.Client(transport=wire),
+    plain: Any
+    guarded: Any
+    if provider == "gemini":
+        # Building a genai client costs more than the calls: two are built once and share
+        # one wire, whose reply each example sets; wrap() gives this example's budget.
+        plain, guarded = _gemini_clients()
+        wire = _GEMINI_WIRE
+        wire.body, wire.headers = response
+        spendguard.wrap(guarded, budget)
+    elif provider == "openai":
+        plain = openai.OpenAI(http_client=httpx2.Client(transport=wire), **options)
+        guarded = spendguard.OpenAI(http_client=httpx2.Client(transport=wire),
                                          budget=budget, **options)
     else:
         plain = anthropic.Anthropic(http_client=httpx2.Client(transport=wire), **options)
@@ -249,3 +326,17 @@ def test_every_openai_body_ends_in_one_record_and_the_sdk_own_outcome(
 def test_every_openai_stream_ends_in_one_record_and_the_sdk_own_outcome(
         response: tuple[bytes, dict[str, str]]) -> None:
     _check("openai", True, response)
+
+
+@PROPERTY
+@given(gemini_bodies())
+def test_every_gemini_body_ends_in_one_record_and_the_sdk_own_outcome(
+        response: tuple[bytes, dict[str, str]]) -> None:
+    _check("gemini", False, response)
+
+
+@PROPERTY
+@given(gemini_streams())
+def test_every_gemini_stream_ends_in_one_record_and_the_sdk_own_outcome(
+        response: tuple[bytes, dict[str, str]]) -> None:
+    _check("gemini", True, response)

@@ -12,7 +12,7 @@ next one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -122,6 +122,20 @@ class PostgresArchive:
         except psycopg.Error as exc:
             raise LedgerError(f"cannot write the PostgreSQL archive {self.url}: {exc}") from exc
 
+    def records(self) -> Iterator[SpendRecord]:
+        """Every record in the table, oldest first (ties by id): what a reseed reads back."""
+        import psycopg  # noqa: PLC0415
+
+        columns = _COLUMNS[:-2]  # not where it came from nor when it was drained
+        try:
+            with self._db.cursor(name="spendguard_reseed") as cursor:
+                cursor.execute(f"SELECT {', '.join(columns)} FROM spendguard_records "
+                               f"ORDER BY time, id")
+                for row in cursor:
+                    yield _record(dict(zip(columns, row, strict=True)))
+        except psycopg.Error as exc:
+            raise LedgerError(f"cannot read the PostgreSQL archive {self.url}: {exc}") from exc
+
     def close(self) -> None:
         self._db.close()
 
@@ -158,3 +172,19 @@ def _row(record: SpendRecord, source: str, now: datetime) -> tuple[Any, ...]:
         record.estimated_output_tokens, record.input_exact, record.note, source, now,
     )
 
+
+
+def _record(row: dict[str, Any]) -> SpendRecord:
+    """A row of ``spendguard_records`` as the record it was drained from."""
+    return SpendRecord(
+        id=row["id"], time=row["time"].astimezone(UTC), scopes=tuple(row["scopes"]),
+        tags=dict(row["tags"]), provider=row["provider"], model=row["model"],
+        endpoint=row["endpoint"], tokens=dict(row["tokens"]),
+        estimated_usd=row["estimated_usd"], actual_usd=row["actual_usd"],
+        usage_estimated=row["usage_estimated"], table_version=row["table_version"],
+        latency_s=row["latency_s"], request_id=row["request_id"], attempt=row["attempt"],
+        status=row["status"], prompt_hash=row["prompt_hash"], prompt_text=row["prompt_text"],
+        estimated_input_tokens=row["estimated_input_tokens"],
+        estimated_output_tokens=row["estimated_output_tokens"], input_exact=row["input_exact"],
+        note=row["note"], period_keys=tuple(row["period_keys"]),
+        limits_usd=tuple(row["limits_usd"]))

@@ -33,6 +33,7 @@ from spendguard._costing.prices.schema import (
 from spendguard._costing.prices.sections import Host
 
 __all__ = [
+    "CACHE_STORAGE",
     "CATALOG_ENV",
     "PRICES_ENV",
     "GenaiPricesCatalog",
@@ -106,6 +107,13 @@ class PriceModifier:
                                       and "cache_write" in self.kinds)
 
 
+CACHE_STORAGE = "cache_storage_token_seconds"
+"""The usage line of an explicit context cache's storage: tokens x seconds of TTL, priced from
+the entry's ``cache_storage_usd_per_million_hour``."""
+# USD per million token-hours -> USD per 1,000 token-seconds: / 1,000,000 x 1,000 / 3,600.
+_TOKEN_SECONDS_PER_1K_RATE = Decimal(3_600_000)
+
+
 @dataclass(frozen=True)
 class ModelPrice:
     """What one model's tokens cost: Decimal USD per million tokens of each kind.
@@ -137,6 +145,8 @@ class ModelPrice:
     table_version: str
     count_as: str | None = None
     """The model whose tokenizer counts this entry's text (platform and host entries)."""
+    cache_storage_usd_per_million_hour: Decimal | None = None
+    """Explicit context caches: USD per million cached tokens per hour (Gemini)."""
     self_hosted: SelfHostedModel | None = None
     """The GPU deployment a self-hosted entry's rates were derived from."""
     effective_from: date | None = None
@@ -184,7 +194,10 @@ class ModelPrice:
         )
 
     def tool_rate_per_1k(self, tool: str) -> Decimal:
-        """USD per 1,000 requests of a server tool (web search, ...)."""
+        """USD per 1,000 requests of a server tool (web search, ...); for
+        :data:`CACHE_STORAGE` (an explicit context cache's storage), per 1,000 token-seconds."""
+        if tool == CACHE_STORAGE and self.cache_storage_usd_per_million_hour is not None:
+            return self.cache_storage_usd_per_million_hour / _TOKEN_SECONDS_PER_1K_RATE
         try:
             return self.tool_usd_per_1k_requests[tool]
         except KeyError:
@@ -498,6 +511,7 @@ def _model_price(model: str, entry: EntryModel, version: str, start: date | None
         note=entry.note,
         table_version=version,
         count_as=entry.count_as,
+        cache_storage_usd_per_million_hour=entry.cache_storage_usd_per_million_hour,
         self_hosted=entry.self_hosted,
         effective_from=start,
         effective_until=end,

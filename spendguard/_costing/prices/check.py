@@ -109,6 +109,10 @@ def _short_write(entry: ModelPrice) -> str:
     return "cache_write_5m" if entry.provider == "anthropic" else "cache_write_30m"
 
 
+_GENAI_PRICES_PROVIDER = {"gemini": "google"}
+"""genai-prices' provider id where it differs from ours."""
+
+
 def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -141,7 +145,8 @@ def compare_genai_prices(table: PriceTable, when: datetime, provider: str | None
     for model in table.models(provider):
         entry = table.get(model, when)  # the rates in force on the day compared
         try:
-            _, info = snapshot.find_provider_model(model, None, entry.provider, None)
+            _, info = snapshot.find_provider_model(
+                model, None, _GENAI_PRICES_PROVIDER.get(entry.provider, entry.provider), None)
         except LookupError:
             missing.append(model)
             continue

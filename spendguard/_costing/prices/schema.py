@@ -34,10 +34,12 @@ __all__ = ["BUNDLED_FILES", "CACHE_TTLS", "EntryModel", "Period", "PriceFile", "
 PriceSource = str | os.PathLike[str] | Mapping[str, Any]
 """A price file path, or a mapping in the same shape as a parsed file."""
 
-CACHE_TTLS: Mapping[str, tuple[str, ...]] = {"openai": ("30m", "12h"), "anthropic": ("5m", "1h")}
-"""Cache-write TTLs each provider bills (the keys of ``cache_write_<ttl>``)."""
+CACHE_TTLS: Mapping[str, tuple[str, ...]] = {"openai": ("30m", "12h"), "anthropic": ("5m", "1h"),
+                                             "gemini": ()}
+"""Cache-write TTLs each provider bills (the keys of ``cache_write_<ttl>``); Gemini bills no
+cache writes (an explicit cache bills storage by the hour instead)."""
 
-BUNDLED_FILES = ("openai.toml", "anthropic.toml", "platforms.toml", "hosts.toml")
+BUNDLED_FILES = ("openai.toml", "anthropic.toml", "gemini.toml", "platforms.toml", "hosts.toml")
 """Token price files in the pricing folder (other data files live beside them)."""
 
 _FILE_KEYS = {"schema", "provider", "defaults", "models", *SECTION_KEYS}
@@ -138,7 +140,7 @@ class ChangeModel(_Strict):
 class EntryModel(_Strict):
     """One ``[models."<id>"]`` entry after ``[defaults]`` are merged in."""
 
-    provider: Literal["openai", "anthropic"]
+    provider: Literal["openai", "anthropic", "gemini"]
     mode: Literal["chat", "embedding"] = "chat"
     aliases: tuple[str, ...] = ()
     usd_per_million: RatesModel
@@ -151,6 +153,8 @@ class EntryModel(_Strict):
     max_output_tokens: PositiveInt | None = None
     max_output_tokens_batch: PositiveInt | None = None
     min_cacheable_tokens: PositiveInt | None = None
+    cache_storage_usd_per_million_hour: Usd | None = None
+    """Explicit context caches (Gemini): USD per million cached tokens per hour of TTL."""
     count_as: str | None = None
     """The model whose tokenizer counts this entry's text (derived and platform entries)."""
     self_hosted: SelfHostedModel | None = None

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["PROVIDERS", "StreamReader", "endpoint_kind", "read_count", "read_table",
            "stream_reader", "to_plain", "usage_reader"]
 
-PROVIDERS = ("openai", "anthropic")
+PROVIDERS = ("openai", "anthropic", "gemini")
 
 UsageReader = Callable[..., "Usage"]
 
@@ -76,7 +76,8 @@ def endpoint_kind(endpoint: str | None) -> Endpoint | None:
     if endpoint is None or (isinstance(endpoint, Endpoint) and endpoint is not Endpoint.FREE):
         return endpoint
     lowered = endpoint.lower()
-    for needle, kind in (("chat", Endpoint.CHAT), ("respons", Endpoint.RESPONSES),
+    for needle, kind in (("generate", Endpoint.GENERATE), ("embed_content", Endpoint.EMBED),
+                         ("chat", Endpoint.CHAT), ("respons", Endpoint.RESPONSES),
                          ("embedding", Endpoint.EMBEDDINGS), ("message", Endpoint.MESSAGES)):
         if needle in lowered:
             return kind

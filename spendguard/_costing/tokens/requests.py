@@ -78,9 +78,15 @@ def count_request_tokens(provider: str, endpoint: Endpoint | str,
     """Input tokens of a request ``body`` sent to ``endpoint`` (an :class:`Endpoint`, or the
     URL path it was sent to: ``"/v1/chat/completions"``…).
 
-    ``provider`` is ``"openai"`` or ``"anthropic"``. Never raises on the body's shape.
+    ``provider`` is ``"openai"``, ``"anthropic"`` or ``"gemini"`` (whose input is a stated
+    upper bound: :mod:`spendguard._costing.providers.gemini.requests`). Never raises on the
+    body's shape.
     """
     lowered = provider.lower() if isinstance(provider, str) else provider
+    if lowered == "gemini":  # no offline tokenizer: the adapter's stated bound
+        from spendguard._costing.providers.gemini.requests import count_input  # noqa: PLC0415
+
+        return count_input(endpoint, body)
     if lowered not in _OTHER_PATHS:
         raise ConfigError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
     key: Literal["openai", "anthropic"] = "openai" if lowered == "openai" else "anthropic"

@@ -23,6 +23,7 @@ __all__ = ["PROVIDER_NAMES", "aggregate_by_day", "focus_rows"]
 PROVIDER_NAMES: dict[str, tuple[str, str]] = {
     "openai": ("OpenAI", "OpenAI API"),
     "anthropic": ("Anthropic", "Claude API"),
+    "gemini": ("Google", "Gemini API"),
 }
 """provider key -> (the company's name, the service's name)."""
 _UNATTRIBUTED = "Unattributed"  # a correction that names no provider

@@ -91,7 +91,8 @@ def _section(title: str, note: str, content: str) -> str:
 
 # How spendguard counts input before sending, per provider (see docs/tokens.md): OpenAI's
 # tokenizer is reproduced exactly; Anthropic's is not public, so its count is an upper bound.
-_INPUT_COUNT = {"openai": ("OpenAI", "exact count"), "anthropic": ("Anthropic", "upper bound")}
+_INPUT_COUNT = {"openai": ("OpenAI", "exact count"), "anthropic": ("Anthropic", "upper bound"),
+                "gemini": ("Gemini", "upper bound")}
 
 
 def _input_estimate_card(report: SpendReport) -> tuple[str, str, str]:

@@ -1,4 +1,5 @@
-"""Draining a Redis ledger into SQLite and PostgreSQL for keeps: complete, exact, idempotent."""
+"""Draining a Redis ledger into SQLite and PostgreSQL for keeps: complete, exact, idempotent;
+and reseeding a Redis ledger from such a copy."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ from spendguard._budget.ledger import ScopeClaim, Settlement, SpendRecord, open_
 from spendguard._budget.ledger.drain import DrainResult, drain
 from spendguard._budget.ledger.drain_postgres import PostgresArchive
 from spendguard._budget.ledger.redis import RedisLedger
+from spendguard._budget.ledger.redis.reseed import reseed
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._core.errors import ConfigError, LedgerError
 from tests.ledger_helpers import START, call_info
 from tests.redis_helpers import (
+    drop_prefix,
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_url,  # noqa: F401 - a fixture: pytest finds it here
+    ledger_url,
     requires_redis,
 )
 
@@ -181,3 +185,41 @@ def test_a_postgresql_archive_a_newer_spendguard_migrated_is_not_written(pg_url:
 def _open_ids(ledger: RedisLedger) -> list[str]:
     ids: Any = ledger._session.client.zrange(f"{ledger.options.prefix}open", 0, -1)
     return [str(call_id) for call_id in ids]
+
+
+@pytest.fixture
+def target_url() -> Iterator[str]:
+    """An empty Redis ledger under a prefix of this test's own: where a reseed writes."""
+    prefix = f"sgtest:{uuid.uuid4().hex[:12]}:"
+    yield ledger_url(prefix, timeout="2")
+    drop_prefix(prefix)
+
+
+def _reseeded_matches(source: RedisLedger, copy: str, target_url: str) -> None:
+    result = reseed(target_url, copy)
+    assert (result.read, result.written) == (5, 5)
+    assert reseed(target_url, copy).written == 0  # re-run: nothing twice
+    target = RedisLedger(target_url)
+    try:
+        assert [comparable(r) for r in target.records()] == [
+            comparable(r) for r in source.records()]
+        settled = source.totals("project", "2031-01")
+        assert target.totals("project", "2031-01").spent_usd == settled.spent_usd
+        assert target.totals("project", "2031-01").reserved_usd == 0  # in flight: not copied
+        assert target.verify() == []
+    finally:
+        target.close()
+
+
+def test_a_ledger_reseeded_from_its_sqlite_copy_has_its_records_and_totals(
+        source: RedisLedger, target_url: str, tmp_path: Path) -> None:
+    copy = f"sqlite:///{tmp_path / 'copy.db'}"
+    drain(source, copy)
+    _reseeded_matches(source, copy, target_url)
+
+
+@requires_postgres
+def test_a_ledger_reseeded_from_its_postgresql_copy_has_its_records_and_totals(
+        source: RedisLedger, target_url: str, pg_url: str) -> None:
+    drain(source, pg_url)
+    _reseeded_matches(source, pg_url, target_url)

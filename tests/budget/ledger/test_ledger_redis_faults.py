@@ -1,5 +1,7 @@
-"""A Redis that loses its data while calls are in flight: the calls the provider billed are
-still recorded, and the caller never gets an error for it after the fact."""
+"""A Redis that loses calls in flight (a failover to a replica that had not received them yet):
+the calls the provider billed are still recorded, and the caller never gets an error for it
+after the fact. (A Redis that loses everything, its identity included, is refused: see
+test_ledger_redis_reset.py.)"""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def test_a_settle_after_redis_lost_the_reservation_is_recorded_and_flagged(
     ledger = open_redis(redis_url)
     budget = Budget("10", scope="team", ledger=ledger, warn_at=None)
     in_flight = reserve_call(budget, D("4"), call=call_info("gpt-lost"))
-    drop_prefix(redis_prefix)  # flushed (or restarted without persistence) mid-call
+    drop_prefix(redis_prefix, keep_identity=True)  # the calls lost mid-call
     with caplog.at_level(logging.WARNING, logger="spendguard.ledger"):
         settle(in_flight, "1.25")  # the provider billed it: this must not raise
     assert "lost reservation" in caplog.text
@@ -47,7 +49,7 @@ def test_a_release_after_redis_lost_the_reservation_is_a_logged_no_op(
     ledger = open_redis(redis_url)
     budget = Budget("10", scope="team", ledger=ledger, warn_at=None)
     in_flight = reserve_call(budget, D("4"), call=call_info())
-    drop_prefix(redis_prefix)
+    drop_prefix(redis_prefix, keep_identity=True)
     with caplog.at_level(logging.WARNING, logger="spendguard.ledger"):
         in_flight.release("connect error")
     assert "no longer has reservation" in caplog.text

@@ -41,18 +41,18 @@ def persistent_server(tmp_path: Path) -> Iterator[ThrowawayRedis]:
 
 
 def test_while_redis_is_down_calls_are_refused_and_after_it_returns_they_work(
-        server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger]) -> None:
-    ledger = open_redis(ledger_url("sg:", server.port, timeout="0.5"))
+        persistent_server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger]) -> None:
+    ledger = open_redis(ledger_url("sg:", persistent_server.port, timeout="0.5"))
     budget = Budget("10", scope="p", warn_at=None, ledger=ledger)
     spend(budget, "1", "1")
-    server.kill()
-    with pytest.raises(LedgerUnavailable, match=f"127.0.0.1:{server.port}"):
+    persistent_server.kill()
+    with pytest.raises(LedgerUnavailable, match=f"127.0.0.1:{persistent_server.port}"):
         reserve_call(budget, D("1"), call=call_info())
     with pytest.raises(LedgerUnavailable):
         budget.remaining  # noqa: B018 - no guessing what is left either
-    server.start()  # a fresh, empty Redis (no persistence): it has forgotten the spending
+    persistent_server.start()  # with its append-only file: the spending survived
     spend(budget, "1", "0.25")
-    assert budget.spent == D("0.25")
+    assert budget.spent == D("1.25")
     assert budget.ledger.verify() == []
 
 
@@ -74,7 +74,8 @@ def test_a_settlement_made_while_redis_is_down_is_applied_when_it_returns(
 
 
 def test_fail_open_spends_a_capped_local_allowance_and_replays_it_into_redis(
-        server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger]) -> None:
+        persistent_server: ThrowawayRedis, open_redis: Callable[[str], RedisLedger]) -> None:
+    server = persistent_server
     url = ledger_url("sg:", server.port, timeout="0.5", fail_open="1", local_cap_usd="2",
                      retry_s="0")
     ledger = open_redis(url)
@@ -90,15 +91,15 @@ def test_fail_open_spends_a_capped_local_allowance_and_replays_it_into_redis(
         reserve_call(budget, D("0.01"), call=call_info())
     assert (budget.spent, budget.reserved) == (D("2"), D("1"))  # last seen + local
 
-    server.start()  # empty again: only what is replayed will be there
+    server.start()  # with its append-only file: the local calls are added to what it has
     settle(still_open, "0.75")  # a local call ending after Redis returned: replayed too
-    assert (budget.spent, budget.reserved) == (D("1.75"), D(0))
+    assert (budget.spent, budget.reserved) == (D("2.75"), D(0))
     records = list(ledger.records())
-    assert sorted(r.actual_usd for r in records) == [D("0.5"), D("0.5"), D("0.75")]
+    assert sorted(r.actual_usd for r in records) == [D("0.5"), D("0.5"), D("0.75"), D("1")]
     assert all(r.scopes == ("p",) and ALLOWANCE_SCOPE not in r.scopes for r in records)
     assert ledger.verify() == []
     spend(budget, "2", "2")  # the allowance is free again; and Redis is used, not it
-    assert budget.spent == D("3.75")
+    assert budget.spent == D("4.75")
     assert ledger._fallback is not None and not ledger._fallback.has_unreplayed()
 
 

@@ -223,7 +223,14 @@ class RedisLedger:
     def require_existing(self) -> None:
         """``LedgerError`` naming the URL when nothing was ever written under this prefix
         (a report or export of a mistyped prefix); reads only."""
-        if not self._session.has_ledger():
+        # A probe of its own: this ledger's connections stamp an empty prefix with an
+        # identity as they connect, which a read must not do.
+        probe = RedisSession(self.options, check_identity=False)
+        try:
+            exists = probe.has_ledger()
+        finally:
+            probe.close()
+        if not exists:
             raise LedgerNotFound(f"no ledger at {self.url} (prefix {self.options.key_prefix!r}): "
                               f"nothing has been recorded there; check --ledger or "
                               f"SPENDGUARD_LEDGER")
@@ -235,6 +242,7 @@ class RedisLedger:
             log.warning("spendguard: %d settlement(s) could not reach %s before close; their "
                         "reservations will expire and be charged at their worst case",
                         len(self._owed), self.url)
+        self._session.identity.save()
         self._session.close()
 
     def __repr__(self) -> str:
@@ -254,7 +262,9 @@ class RedisLedger:
         if reply[0] == "recovered":
             return self._correct(reply, settlement, nonce, "late settle after recovery")
         self._check_open(reply, reservation_id)
-        return crossings(reply[1], reply[2:]) if len(reply) > 1 else []
+        if len(reply) > 1:  # the settle's event: the ledger's sequence this process has seen
+            self._session.identity.saw(reply[1])
+        return crossings(reply[2], reply[3:]) if len(reply) > 2 else []
 
     def _release(self, reservation_id: str, reason: str, time: datetime, nonce: str) -> bool:
         reply = self._session.run("release", [reservation_id, reason, str(micros(time)), nonce])

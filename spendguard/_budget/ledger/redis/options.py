@@ -19,6 +19,10 @@ default:
   ``local_cap_usd`` per process (required with it); ``0`` (the default) refuses them;
 - ``retry_s`` — in fail-open mode, how long to go straight to the local ledger after Redis
   failed before trying it again (default 5);
+- ``wait_replicas`` — after each settle, release or correction, wait until that many
+  replicas have acknowledged it (Redis ``WAIT``, up to the ``timeout``); one not acknowledged
+  in time is kept in this process and sent again with the next operation, as when Redis is
+  unreachable. Default 0: don't wait (a failover may lose the latest settles);
 - ``ssl_cert_reqs`` (``none``, ``optional`` or ``required``, the default) and ``ssl_ca_certs``
   (a CA bundle file) — with TLS only, passed to redis-py as they are named.
 
@@ -44,8 +48,8 @@ DEFAULT_PREFIX = "spendguard:"
 _DEFAULT_CONNECT_TIMEOUT_S = 1.0
 _DEFAULT_REPLY_TIMEOUT_S = 2.0
 _DEFAULT_RETRY_S = 5.0
-_OPTIONS = ("timeout", "prefix", "fail_open", "local_cap_usd", "retry_s", "ssl_cert_reqs",
-            "ssl_ca_certs")
+_OPTIONS = ("timeout", "prefix", "fail_open", "local_cap_usd", "retry_s", "wait_replicas",
+            "ssl_cert_reqs", "ssl_ca_certs")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _CERT_REQS = ("none", "optional", "required")
 
@@ -87,6 +91,7 @@ class RedisOptions:
     service: str | None = None
     ssl_cert_reqs: str | None = None
     ssl_ca_certs: str | None = None
+    wait_replicas: int = 0
 
     @property
     def key_prefix(self) -> str:
@@ -139,8 +144,15 @@ def parse_redis_url(url: str) -> RedisOptions:
         retry_s=(_seconds(query["retry_s"], "retry_s", shown, allow_zero=True)
                  if "retry_s" in query else _DEFAULT_RETRY_S),
         topology=topology, nodes=nodes, service=service, ssl_cert_reqs=cert_reqs,
-        ssl_ca_certs=ca_certs,
+        ssl_ca_certs=ca_certs, wait_replicas=_replicas(query.get("wait_replicas", "0"), shown),
     )
+
+
+def _replicas(text: str, shown: str) -> int:
+    if not text.isdigit() or int(text) > 100:
+        raise ConfigError(f"ledger: wait_replicas={text!r} in {shown!r} must be a number of "
+                          f"replicas from 0 to 100, e.g. 'wait_replicas=1'")
+    return int(text)
 
 
 def _nodes(hosts: str, shown: str, *, default_port: int) -> tuple[tuple[str, int], ...]:

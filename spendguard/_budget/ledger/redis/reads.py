@@ -51,12 +51,16 @@ def parse_totals(text: str | None) -> Totals:
 def read_totals(session: RedisSession, scope: str, period_key: str) -> Totals:
     key, field = f"{session.prefix}totals", total_field(scope, period_key)
     text: Any = session.read(lambda client: client.hget(key, field))
+    if text is None:
+        session.check_not_flushed()  # nothing spent yet, or nothing left: never a silent $0
     return parse_totals(text)
 
 
 def read_totals_sum(session: RedisSession, scope: str, period_keys: Sequence[str]) -> Totals:
     key, fields = f"{session.prefix}totals", [total_field(scope, k) for k in period_keys]
     texts: Any = session.read(lambda client: client.hmget(key, fields))
+    if all(text is None for text in texts):
+        session.check_not_flushed()
     with exact():
         return sum_totals(parse_totals(text) for text in texts)
 

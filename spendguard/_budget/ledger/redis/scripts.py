@@ -27,7 +27,10 @@ Keys, all under the ledger's prefix ``P``:
   a rolling window the key of its window-length stretch,
   :func:`~spendguard._core.periods.warning_key`);
 - ``P meta`` (hash): ``schema`` (:data:`~spendguard._budget.ledger.redis.session.SCHEMA`;
-  ``MIGRATE_2`` brings a schema 1 ledger's open calls to their held keys).
+  ``MIGRATE_2`` brings a schema 1 ledger's open calls to their held keys), ``generation``
+  and ``reseeded`` (the ledger's identity, see :mod:`~spendguard._budget.ledger.redis.identity`).
+  A reserve, adjust or import, or a settle or release that finds no call, answers
+  ``{'reset'}`` when the generation is gone (the ledger was flushed under a live connection).
 
 Money is added as (whole dollars, femto-dollars) pairs of integers, exact in Lua's doubles,
 passed as two values rather than a table; see :mod:`spendguard._budget.ledger.redis.codec`.
@@ -83,6 +86,8 @@ local function fmt(d, f)
   return string.format('%d.%015d', d, f)
 end
 local function field(c) return c[2] .. ' ' .. c[1] end
+-- Whether the ledger lost its identity (flushed): its writes are refused, never absorbed.
+local function reset() return redis.call('HEXISTS', P .. 'meta', 'generation') == 0 end
 -- The totals fields this run has read or written, parsed once (in cached):
 -- {spent whole, spent femto, reserved whole, reserved femto, calls}.
 local function get_totals(f)
@@ -169,15 +174,16 @@ local function warning_field(c)
   if not label then return field(c) end
   return label .. '@' .. string.format('%d', start - start % secs) .. ' ' .. c[1]
 end
+-- Appends to the event log; returns the entry's id, the ledger's sequence.
 local function event(id, kind, time, usd, detail)
-  redis.call('XADD', P .. 'events', '*', 'call', id, 'kind', kind, 'time', time, 'usd', usd,
-             'detail', detail or '')
+  return redis.call('XADD', P .. 'events', '*', 'call', id, 'kind', kind, 'time', time,
+                    'usd', usd, 'detail', detail or '')
 end
 -- Moves a call from the open reservations to the records (by its record time, reserved_at).
 local function close(id, reserved_at, kind, time, usd, detail)
   redis.call('ZREM', P .. 'open', id)
   redis.call('ZADD', P .. 'records', reserved_at, id)
-  event(id, kind, time, usd, detail)
+  return event(id, kind, time, usd, detail)
 end
 local function crossings(claims, time, out)
   for i, c in ipairs(claims) do
@@ -222,6 +228,7 @@ return recover(ARGV[2], tonumber(ARGV[3]))
 
 _RESERVE_BODY = r"""
 begin(ARGV)
+if reset() then return {'reset'} end
 -- ARGV: prefix, id, time, expires, worst, claims, rec, pid, host, exp_text, most_recovered
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -257,16 +264,20 @@ hold(claims, wd, wf)
 return {'ok'}
 """
 
-# {'ok'}, or {'ok', claims, i, spent, ...} with the warning levels this settle reached (by the
-# claim's 1-based index). A reply of {'recovered', worst, claims, rec} asks the client for a
-# correction (ADJUST).
+# {'ok', seq}, or {'ok', seq, claims, i, spent, ...} with the warning levels this settle reached
+# (by the claim's 1-based index); seq is the settle's event id (the ledger's sequence); a
+# settle already applied answers {'ok'}. A reply of {'recovered', worst, claims, rec} asks the
+# client for a correction (ADJUST).
 _SETTLE_BODY = r"""
 begin(ARGV)
 -- ARGV: prefix, id, actual, done, time, nonce
 local id = ARGV[2]
 local key = P .. 'call:' .. id
 local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'time')
-if not h[1] then return {'missing'} end
+if not h[1] then
+  if reset() then return {'reset'} end
+  return {'missing'}
+end
 if h[1] == 'recovered' then return {'recovered', h[2], h[3], redis.call('HGET', key, 'rec')} end
 if h[1] ~= 'open' then
   if h[4] == ARGV[6] then return {'ok'} end
@@ -274,13 +285,13 @@ if h[1] ~= 'open' then
 end
 redis.call('HSET', key, 'state', 'settled', 'actual', ARGV[3], 'done', ARGV[4],
            'closed_by', ARGV[6])
-close(id, h[5], 'settle', ARGV[5], ARGV[3], '')
+local seq = close(id, h[5], 'settle', ARGV[5], ARGV[3], '')
 local claims = cjson.decode(h[3])
 local ad, af = parse(ARGV[3])
 local wd, wf = parse(h[2])
 unhold(claims, wd, wf, ad, af, 1)
-local out = crossings(claims, ARGV[5], {'ok'})
-if #out > 1 then table.insert(out, 2, h[3]) end
+local out = crossings(claims, ARGV[5], {'ok', seq})
+if #out > 2 then table.insert(out, 3, h[3]) end
 return out
 """
 
@@ -290,7 +301,10 @@ begin(ARGV)
 local id = ARGV[2]
 local key = P .. 'call:' .. id
 local h = redis.call('HMGET', key, 'state', 'worst', 'claims', 'closed_by', 'time')
-if not h[1] then return {'missing'} end
+if not h[1] then
+  if reset() then return {'reset'} end
+  return {'missing'}
+end
 if h[1] == 'recovered' then return {'recovered', h[2], h[3], redis.call('HGET', key, 'rec')} end
 if h[1] ~= 'open' then
   if h[4] == ARGV[5] then return {'ok'} end
@@ -306,6 +320,7 @@ return {'ok'}
 
 _ADJUST_BODY = r"""
 begin(ARGV)
+if reset() then return {'reset'} end
 -- ARGV: prefix, id, time, amount, claims, rec, note, report_crossings
 local id = ARGV[2]
 local key = P .. 'call:' .. id
@@ -325,6 +340,7 @@ return {'ok'}
 # its money is already spent, so no limit is checked; warnings come with the next settle.
 _IMPORT_BODY = r"""
 begin(ARGV)
+if reset() then return {'reset'} end
 -- ARGV: prefix, id, state, time, worst, actual, claims, rec, done, note, closed_at
 local id = ARGV[2]
 local key = P .. 'call:' .. id

@@ -14,6 +14,14 @@ cluster that is down or moving slots — becomes
 answers with becomes :class:`LedgerError`. A dropped connection is retried once at once
 (a server restart leaves stale pooled connections); a timeout is not retried, so one operation
 waits at most about twice the URL's ``timeout``.
+
+Each thread keeps its own connection, reconnected through redis-py's ``connect()``, which
+asks where the server is now (the Sentinels' current primary), so after a failover every
+thread's next operation reaches the new primary. Every new connection checks the ledger's
+identity before its first command (:mod:`~spendguard._budget.ledger.redis.identity`). With
+``wait_replicas``, each settle, release, correction and import is followed, in the same
+write, by ``WAIT`` on the same connection; on a cluster, a script that had to follow a
+redirection through redis-py's cluster client (the first after a slot moved) is not waited on.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from spendguard._budget.ledger.redis import scripts as redis_scripts
+from spendguard._budget.ledger.redis.identity import Identity
 from spendguard._budget.ledger.redis.options import RedisOptions
 from spendguard._budget.ledger.schema import newer_schema_error
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
@@ -43,6 +52,8 @@ _SCRIPTS = {"reserve": redis_scripts.RESERVE, "settle": redis_scripts.SETTLE,
             "release": redis_scripts.RELEASE, "adjust": redis_scripts.ADJUST,
             "recover": redis_scripts.RECOVER, "import": redis_scripts.IMPORT}
 T = TypeVar("T")
+# The scripts whose writes ``wait_replicas`` waits on: what the provider billed, or undid.
+_DURABLE = frozenset({"settle", "release", "adjust", "import"})
 
 _SESSIONS: weakref.WeakSet[RedisSession] = weakref.WeakSet()
 
@@ -61,7 +72,7 @@ os.register_at_fork(after_in_child=_forget_connections_after_fork)
 class RedisSession:
     """The client, scripts and health of one Redis ledger in this process."""
 
-    def __init__(self, options: RedisOptions) -> None:
+    def __init__(self, options: RedisOptions, *, check_identity: bool = True) -> None:
         try:
             import redis  # noqa: PLC0415 - optional dependency, loaded on first use
             from redis.backoff import NoBackoff  # noqa: PLC0415
@@ -72,12 +83,20 @@ class RedisSession:
         self.options = options
         self.prefix = options.key_prefix
         self._redis = redis
+        self.identity = Identity(options, self.prefix)
+        self._check_identity = check_identity
+        exceptions = redis.exceptions
+        # What redis-py raises: its errors, and the cluster client's own (not RedisErrors:
+        # no node reachable, a slot no node serves).
+        self._failures = (redis.RedisError, exceptions.RedisClusterException)
+        # A cluster node's answer that it does not hold the ledger's slot (so has no
+        # identity of it to check).
+        self._moved = (exceptions.MovedError, exceptions.AskError)
         self.client: redis.Redis = _client(options, redis, Retry(
-            NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
+            NoBackoff(), 1, supported_errors=(redis.ConnectionError,)), self._on_connect)
         self._route = f"{self.prefix}totals"
         self._own = threading.local()
         _SESSIONS.add(self)
-        exceptions = redis.exceptions
         # What a cluster primary answers when the ledger's slot is elsewhere or unreachable.
         self._redirected = (exceptions.MovedError, exceptions.AskError, exceptions.TryAgainError,
                             exceptions.ClusterDownError, exceptions.ConnectionError)
@@ -88,9 +107,45 @@ class RedisSession:
         self._heads = {name: _packed("FCALL", f"{_LIBRARY_NAME}_{name}", "1", self._route,
                                      self.prefix) for name in _SCRIPTS}
         self._functions = True
+        # WAIT numreplicas timeout-ms, sent after each settle, release, correction or import;
+        # for half the reply timeout, so that its answer comes before the socket gives up.
+        self._wait_s = options.reply_timeout_s / 2
+        self._wait = None if not options.wait_replicas else b"".join((
+            b"*3\r\n", _packed("WAIT", str(options.wait_replicas),
+                                str(max(1, round(self._wait_s * 1000))))))
         self._schema_checked = False
         self._schema_readable = False  # a newer schema: read, never written
         self._rest_until = 0.0
+
+    def _on_connect(self, connection: Any) -> None:
+        """Every new connection, however made (first, reconnect, new primary, another cluster
+        node): redis-py's handshake, then the ledger's identity checked before any command
+        (see :mod:`~spendguard._budget.ledger.redis.identity`)."""
+        connection.on_connect()
+        if self._check_identity:
+            self.identity.check(connection, self._moved)
+
+    def check_not_flushed(self) -> None:
+        """Raise :class:`LedgerReset` if the ledger's generation is gone (a read that found
+        nothing: a new scope, or a flushed ledger)."""
+        if not self._check_identity:
+            return
+        meta = f"{self.prefix}meta"
+        if not self.read(lambda client: client.hexists(meta, "generation")):
+            raise self.reset_error()
+
+    def check_writable(self) -> None:
+        """Stamp, migrate or refuse the ledger's schema for writing, as a script's run does."""
+        try:
+            if not self._schema_checked:
+                self._check_schema(writing=True)
+        except self._failures as exc:
+            raise self._failure(exc) from exc
+
+    def reset_error(self) -> LedgerError:
+        """The refusal for a script that found the ledger's generation gone (flushed)."""
+        return self.identity.reset("is empty (flushed under a live connection)",
+                                   self.identity.seen())
 
     def run(self, name: str, args: Sequence[str]) -> list[Any]:
         """Run script ``name`` with the prefix and ``args``; its reply as a list.
@@ -106,10 +161,14 @@ class RedisSession:
             if not self._schema_checked:
                 self._check_schema(writing=True)
             reply = self._script(name, args)
-        except self._redis.RedisError as exc:
+        except self._failures as exc:
             raise self._failure(exc) from exc
         self._rest_until = 0.0
-        return reply if isinstance(reply, list) else [reply]
+        if not isinstance(reply, list):
+            return [reply]
+        if reply and reply[0] == "reset":
+            raise self.reset_error()
+        return reply
 
     def _script(self, name: str, args: Sequence[str]) -> Any:
         # The count: the head's five words (command, function or digest, 1, key, prefix), the args.
@@ -140,11 +199,7 @@ class RedisSession:
         """
         connection = client.connection
         try:
-            try:
-                return self._exchange(connection, name, parts)
-            except self._redis.ConnectionError:
-                connection.disconnect()
-                return self._exchange(connection, name, parts)
+            return self._on_thread(client, lambda _: self._exchange(connection, name, parts))
         except self._redis.exceptions.NoScriptError:
             client.script_load(_SCRIPTS[name])
         except self._redis.ResponseError as exc:
@@ -156,8 +211,24 @@ class RedisSession:
 
     def _exchange(self, connection: Any, name: str, parts: list[bytes]) -> Any:
         packed = b"".join((parts[0], self._heads[name], *parts[1:]))
-        connection.send_packed_command((packed,), check_health=False)
-        return connection.read_response()
+        if self._wait is None or name not in _DURABLE:
+            connection.send_packed_command((packed,), check_health=False)
+            return connection.read_response()
+        # WAIT in the same write: it waits for this connection's writes, the script's.
+        connection.send_packed_command((packed, self._wait), check_health=False)
+        try:
+            reply = connection.read_response()
+        except self._redis.ResponseError:
+            connection.read_response()  # WAIT's reply too: the connection stays in step
+            raise
+        acknowledged = connection.read_response()
+        if acknowledged < self.options.wait_replicas:
+            raise LedgerUnavailable(
+                f"Redis ledger {self.options.url}: only {acknowledged} of "
+                f"{self.options.wait_replicas} replica(s) acknowledged the {name} within "
+                f"{self._wait_s:g}s (wait_replicas); check the replicas' links (INFO "
+                f"replication)", url=self.options.url)
+        return reply
 
     def _load_functions(self, client: Any, refusal: BaseException) -> bool:
         """After FCALL was refused with ``refusal``: whether to send it again.
@@ -193,7 +264,7 @@ class RedisSession:
             if not self._schema_checked and not self._schema_readable:
                 self._check_schema(writing=False)
             result = self._operate(operation)
-        except self._redis.RedisError as exc:
+        except self._failures as exc:
             raise self._failure(exc) from exc
         self._rest_until = 0.0
         return result
@@ -205,7 +276,8 @@ class RedisSession:
             return LedgerError(f"Redis ledger {self.options.url} refused the credentials: "
                                f"{self._clean(exc)}; check the user and password in the URL")
         if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError,
-                            redis.exceptions.ClusterError)):
+                            redis.exceptions.ClusterError,
+                            redis.exceptions.RedisClusterException)):
             self._rest()
             advice = ("" if self.options.fail_open else
                       "; spendguard fails closed and refuses calls it cannot record. Start or "
@@ -227,11 +299,12 @@ class RedisSession:
         map: the scripts and reads are all safe to run twice.
         """
         if self.options.topology != "cluster":
-            return operation(self._thread_client(self.client.connection_pool))
+            return self._on_thread(self._thread_client(self.client.connection_pool),
+                                   operation)
         primary = self._cluster_primary()
         if primary is not None:
             try:
-                return operation(primary)
+                return self._on_thread(primary, operation)
             except self._redirected:
                 pass  # the cluster client follows the redirection and renews its map
         return operation(self.client)
@@ -258,6 +331,26 @@ class RedisSession:
             client = self._own.client = self._redis.Redis(connection_pool=pool,
                                                           single_connection_client=True)
         return client
+
+    def _on_thread(self, client: Any, operation: Callable[[Any], T]) -> T:
+        """``operation`` on ``client``, this thread's own connection, (re)connected first.
+
+        A connection kept past a failure must be reconnected through ``connect()``, the one
+        way that asks where the server is now: for Sentinel, the Sentinels' current primary.
+        redis-py's own reconnect, inside a command's send, dials the address the connection
+        last had, so a thread that had reached a primary before it died would dial the dead
+        address for good. On a live connection ``connect()`` returns at once. A dropped
+        connection (a restarted server, a failover) is reconnected and ``operation`` run
+        once more at once: the scripts and reads are all safe to run twice.
+        """
+        connection = client.connection
+        try:
+            connection.connect()
+            return operation(client)
+        except self._redis.ConnectionError:
+            connection.disconnect()
+            connection.connect()
+            return operation(client)
 
     def resting(self) -> bool:
         """In fail-open mode: whether Redis failed less than ``retry_s`` ago (don't wait on it)."""
@@ -337,9 +430,12 @@ def _sha1(source: str) -> str:
 _LIBRARY_NAME, _LIBRARY = _library(redis_scripts.COMMON, redis_scripts.BODIES)
 
 
-def _client(options: RedisOptions, redis: Any, retry: Any) -> Any:
-    """The redis-py client for the URL's topology, with its timeouts, credentials and TLS."""
+def _client(options: RedisOptions, redis: Any, retry: Any,
+            on_connect: Callable[[Any], None]) -> Any:
+    """The redis-py client for the URL's topology, with its timeouts, credentials and TLS;
+    ``on_connect`` sets up each new connection."""
     common: dict[str, Any] = {
+        "redis_connect_func": on_connect,
         "username": options.username, "password": options.password,
         "socket_connect_timeout": options.connect_timeout_s,
         "socket_timeout": options.reply_timeout_s, "decode_responses": True,

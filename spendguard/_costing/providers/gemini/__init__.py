@@ -1,0 +1,57 @@
+"""Gemini (google-genai): the first provider behind the adapter seam
+(:mod:`spendguard._costing.providers.adapter`).
+
+``paths`` (endpoint and model from a URL path), ``requests`` (a body read into a call, the
+input bound), ``usage`` (replies and streams). :data:`ADAPTER` bundles them for the choke
+point; the client side (attaching the guard to a ``genai.Client``) is
+:mod:`spendguard._guard.gemini`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spendguard._costing.calls import Call
+from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
+from spendguard._costing.providers.gemini.requests import build_call, count_input
+from spendguard._costing.providers.gemini.usage import GeminiStreamReader, usage_from_gemini
+from spendguard._costing.tokens.count import TokenCount
+from spendguard._costing.usage import Usage
+
+__all__ = ["ADAPTER", "GeminiAdapter", "stream_reader", "usage_from_gemini"]
+
+
+def stream_reader(endpoint: str) -> GeminiStreamReader:
+    """A fresh reader of one ``streamGenerateContent`` stream."""
+    return GeminiStreamReader()
+
+
+class GeminiAdapter:
+    """The Gemini Developer API and Vertex AI's Gemini models."""
+
+    name = "gemini"
+    otel_name = "gcp.gemini"
+
+    def endpoint(self, path: str) -> Endpoint | None:
+        return endpoint_of(path)
+
+    def price_id(self, path: str) -> str | None:
+        found = model_of(path)
+        return None if found is None else found[0]
+
+    def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
+        return build_call(endpoint, body)
+
+    def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
+        return count_input(endpoint, body)
+
+    def read_usage(self, payload: object, *, endpoint: str | None = None) -> Usage:
+        return usage_from_gemini(payload, endpoint=endpoint)
+
+    def stream_reader(self, endpoint: str) -> GeminiStreamReader:
+        return stream_reader(endpoint)
+
+
+ADAPTER = GeminiAdapter()

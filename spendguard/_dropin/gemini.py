@@ -1,0 +1,34 @@
+"""The drop-in guarded Gemini client: ``google.genai.Client`` with ``budget=`` added."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from google import genai
+
+from spendguard._guard.gemini import guard_genai_client
+
+if TYPE_CHECKING:
+    from spendguard._budget.budget import Budget
+    from spendguard._costing.prices import PriceTable
+
+__all__ = ["Gemini"]
+
+
+class Gemini(genai.Client):
+    """``google.genai.Client`` whose every request is budgeted before it is sent.
+
+    Takes the official constructor's arguments (``api_key``, ``vertexai``, ``project``,
+    ``location``, ``credentials``, ``http_options``, ...) plus spendguard's: ``budget``,
+    ``allow_unpriced``, ``store_prompts``, ``prices``. ``client.aio``, ``client.chats`` and
+    every other module share the guard. ``cap_output`` and ``cache_order`` are not supported
+    for Gemini yet (given as True they raise ``ConfigError``).
+    """
+
+    def __init__(self, *args: Any, budget: Budget | None = None, cap_output: bool = False,
+                 allow_unpriced: bool = False, store_prompts: bool = False,
+                 prices: PriceTable | None = None, cache_order: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        guard_genai_client(self, budget, cap_output=cap_output, allow_unpriced=allow_unpriced,
+                           store_prompts=store_prompts, prices=prices, cache_order=cache_order)

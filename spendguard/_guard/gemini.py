@@ -1,0 +1,143 @@
+"""Attaching the guard to a ``google.genai`` client (the client half of the Gemini adapter).
+
+google-genai is not a Stainless SDK: it has no per-request hook to tag requests with, and no
+``copy()``. Its ``BaseApiClient`` builds every request on its own httpx2 clients
+(``_httpx_client`` / ``_async_httpx_client``, or ones given through
+``types.HttpOptions(httpx_client=..., httpx_async_client=...)``), so the guard:
+
+- puts the dispatcher (:func:`spendguard._guard.transport.install`) on those httpx2 clients,
+  and turns off the SDK's one-pool-per-event-loop async mode, whose inner pools would not
+  carry it;
+- stands a thin tagging proxy in for each of them on that one ``BaseApiClient`` (its
+  ``build_request`` and ``request`` tag the request with this client's guard; everything else
+  is the real client's), so another SDK client sharing the httpx2 client keeps its own budget;
+- refuses the two set-ups that would send around httpx2: Vertex AI with an mTLS client
+  certificate (google-auth's own session), and async calls over aiohttp (pointed back to the
+  httpx2 client instead).
+
+Every reach into google-genai's private attributes is in this module, named and tested
+against the installed version.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import httpx2
+
+from spendguard._budget.budget import Budget
+from spendguard._core.errors import ConfigError
+from spendguard._costing.endpoints import Provider
+from spendguard._costing.prices import PriceTable
+from spendguard._guard.metering import Guard, GuardOptions
+from spendguard._guard.transport import ClientGuard, install, tag_request
+
+__all__ = ["guard_genai_client", "is_genai_client"]
+
+_SEND_ONLY = ("auth", "follow_redirects")
+
+
+class _Tagging:
+    """The parts both proxies share: the real client, and this SDK client's tag."""
+
+    def __init__(self, inner: Any, tag: ClientGuard) -> None:
+        self._spendguard_inner = inner
+        self._spendguard_tag = tag
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spendguard_inner, name)
+
+    def build_request(self, *args: Any, **kwargs: Any) -> httpx2.Request:
+        request: httpx2.Request = self._spendguard_inner.build_request(*args, **kwargs)
+        tag_request(request, self._spendguard_tag)
+        return request
+
+
+class _TaggingClient(_Tagging):
+    """Stands in for a ``BaseApiClient``'s sync httpx2 client."""
+
+    def request(self, method: str, url: Any, **kwargs: Any) -> httpx2.Response:
+        send = {name: kwargs.pop(name) for name in _SEND_ONLY if name in kwargs}
+        response: httpx2.Response = self._spendguard_inner.send(
+            self.build_request(method, url, **kwargs), **send)
+        return response
+
+
+class _AsyncTaggingClient(_Tagging):
+    """Stands in for a ``BaseApiClient``'s async httpx2 client."""
+
+    async def request(self, method: str, url: Any, **kwargs: Any) -> httpx2.Response:
+        send = {name: kwargs.pop(name) for name in _SEND_ONLY if name in kwargs}
+        response: httpx2.Response = await self._spendguard_inner.send(
+            self.build_request(method, url, **kwargs), **send)
+        return response
+
+
+def is_genai_client(client: object) -> bool:
+    """Whether ``client`` is a ``google.genai`` ``Client`` or ``AsyncClient`` (its ``.aio``),
+    ``spendguard.Gemini`` included; never imports the SDK."""
+    module = sys.modules.get("google.genai.client")
+    return module is not None and isinstance(client, (module.Client, module.AsyncClient))
+
+
+def _real(http_client: Any) -> Any:
+    return http_client._spendguard_inner if isinstance(http_client, _Tagging) else http_client
+
+
+def guard_genai_client(client: Any, budget: Budget | None, *, cap_output: bool = False,
+                       allow_unpriced: bool = False, store_prompts: bool = False,
+                       prices: PriceTable | None = None, cache_order: Any = False) -> None:
+    """Give a ``genai.Client`` (or its ``.aio``) its own guard over its httpx2 clients.
+
+    The client's ``.aio``, ``.chats`` and every other module share its API client, so they are
+    guarded with it; wrapping again replaces the guard.
+    """
+    if budget is not None and not isinstance(budget, Budget):
+        raise ConfigError(f"budget: expected a spendguard.Budget, got {type(budget).__name__}; "
+                          'write budget=spendguard.Budget("10.00")')
+    if cache_order:
+        raise ConfigError("cache_order: not supported for Gemini clients yet (Gemini caches "
+                          "prompt prefixes implicitly); leave it False")
+    if cap_output:
+        raise ConfigError("cap_output: not supported for Gemini clients yet (the cap sits in "
+                          "generationConfig); set max_output_tokens yourself")
+    api = client._api_client
+    if api._use_google_auth_sync():
+        raise ConfigError(
+            "spendguard cannot guard a Vertex AI client that uses an mTLS client certificate: "
+            "google-auth then sends requests through its own session, not httpx2. Use an API "
+            "key or default credentials without a client certificate.")
+    options = GuardOptions(allow_unpriced=allow_unpriced, store_prompts=store_prompts,
+                           prices=prices)
+    tag = ClientGuard(Guard(Provider.GEMINI, budget, options), None)
+    sync_client = _real(api._httpx_client)
+    if not isinstance(sync_client, httpx2.Client):
+        raise ConfigError(
+            f"http_options.httpx_client: spendguard guards httpx2 clients; got "
+            f"{type(sync_client).__module__}.{type(sync_client).__name__}. Pass an "
+            "httpx2.Client (or set GOOGLE_GENAI_HTTP_CLIENT=httpx2).")
+    install(sync_client)
+    api._httpx_client = _TaggingClient(sync_client, tag)
+    async_client = _real(api._async_httpx_client)
+    if async_client is not None:
+        if not isinstance(async_client, httpx2.AsyncClient):
+            raise ConfigError(
+                f"http_options.httpx_async_client: spendguard guards httpx2 clients; got "
+                f"{type(async_client).__module__}.{type(async_client).__name__}")
+        if getattr(async_client, "_per_loop", False):
+            # One pool per event loop: those pools are built per loop without the guard, so
+            # the client's own pool serves every loop instead.
+            async_client._per_loop = False  # type: ignore[attr-defined]
+        install(async_client)
+        api._async_httpx_client = _AsyncTaggingClient(async_client, tag)
+        if api._use_aiohttp():  # aiohttp would bypass httpx2: send through the guarded one
+            api._http_options.httpx_async_client = api._async_httpx_client
+    client._spendguard_tag = tag
+    client._spendguard_options = {
+        "budget": budget, "cap_output": cap_output, "allow_unpriced": allow_unpriced,
+        "store_prompts": store_prompts, "prices": prices, "cache_order": cache_order,
+    }
+    aio = getattr(client, "_aio", None)
+    if aio is not None:  # the client's .aio shares its API client: it finds the guard too
+        aio._spendguard_tag = tag

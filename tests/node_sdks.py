@@ -1,0 +1,55 @@
+"""The Node ``openai`` and ``@anthropic-ai/sdk`` packages, installed from npm once per machine.
+
+Installed into a cache folder outside the repository (``$XDG_CACHE_HOME`` or ``~/.cache``,
+``spendguard-tests/node``); a test using them is skipped, saying why, when node or npm is
+missing or the install fails (no registry reachable).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PACKAGES = ("openai", "@anthropic-ai/sdk")
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "spendguard-tests" / "node"
+
+
+@pytest.fixture(scope="session")
+def node_modules() -> Path:
+    """The ``node_modules`` folder holding the Node SDKs (installed on first use)."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed for the Node SDK tests; install Node.js 20+")
+    folder = _cache_dir()
+    modules = folder / "node_modules"
+    if all((modules / name / "package.json").is_file() for name in PACKAGES):
+        return modules
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "package.json").exists():
+        (folder / "package.json").write_text('{"private": true}\n', encoding="utf-8")
+    try:
+        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent",
+                               *PACKAGES], cwd=folder, capture_output=True, text=True,
+                              timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm install of the Node SDKs took over 300 s (is the registry reachable?)")
+    if done.returncode != 0:
+        pytest.skip(f"npm install of the Node SDKs failed: {done.stderr.strip()[-300:]}")
+    return modules
+
+
+def node_program(folder: Path, modules: Path, name: str, source: str) -> Path:
+    """``source`` saved as ``folder/name`` beside a link to ``modules`` (for its imports)."""
+    link = folder / "node_modules"
+    if not link.exists():
+        link.symlink_to(modules, target_is_directory=True)
+    program = folder / name
+    program.write_text(source, encoding="utf-8")
+    return program
