@@ -53,7 +53,9 @@ def render_html(report: SpendReport, *, generated_at: datetime | None = None) ->
         f'<div class="total"><span>Total spend</span><strong>{escape(usd(report.total_usd))}'
         f'</strong></div></header>',
         _cards(report),
-        _section("Spend over time", _over_time_note(report),
+        _section("Spend over time", _over_time_note(report) + (
+                     " The dashed line is the daily pace the forecast assumes (see On track)."
+                     if _pace(report) else ""),
                  _legend(colors, others=len(report.by_model) > len(colors))
                  + _over_time(report, colors)),
         _section("Spend by model", "Share of the total in this period.",
@@ -161,8 +163,19 @@ def _over_time(report: SpendReport, colors: dict[str, str]) -> str:
     other = [float(group.spent_usd) - sum(s.values[i] for s in series)
              for i, group in enumerate(report.by_day)]
     series.append(Series("other models", OTHER_COLOR, [max(value, 0.0) for value in other]))
-    return stacked_columns(days, series, tick_text=lambda value, places: (
+    return stacked_columns(days, series, pace=_pace(report), tick_text=lambda value, places: (
         f"${value:,.{max(places, 2)}f}"))
+
+
+def _pace(report: SpendReport) -> tuple[float, str] | None:
+    """The forecast's daily rate for the chart: the top-level budget heading highest."""
+    tops = [t for t in report.on_track if "/" not in t.scope and t.daily_rate_usd > 0]
+    if not tops:
+        return None
+    top = max(tops, key=lambda t: (t.forecast_usd, t.scope))
+    return (float(top.daily_rate_usd),
+            f"forecast pace of {top.scope}: {format_usd(top.daily_rate_usd)}/day "
+            f"(→ {format_usd(top.forecast_usd)} by the end of {top.period_key})")
 
 
 
