@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from spendguard import cost
-from spendguard._budget.budget import Budget, CallInfo, Reservation, reserve_call
+from spendguard._budget.budget import Budget, CallInfo
+from spendguard._budget.reservations import Reservation, reserve_call
 from spendguard._costing.prices import price
 from spendguard._costing.usage import Usage
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import spendguard
-from spendguard._budget.budget import Budget, CallInfo, Reservation, reserve_call
+from spendguard._budget.budget import Budget, CallInfo
+from spendguard._budget.reservations import Reservation, reserve_call
 
 # The worker scripts import spendguard from this checkout, whether or not it is installed.
 REPO_ROOT = Path(spendguard.__file__).resolve().parent.parent

@@ -20,7 +20,8 @@ import sys
 from datetime import datetime
 from decimal import Decimal
 
-from spendguard._budget.budget import Budget, CallInfo, reserve_call
+from spendguard._budget.budget import Budget, CallInfo
+from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import BudgetExceeded
 
 CALL = CallInfo(provider="openai", model="gpt-test", endpoint="chat")

@@ -177,7 +177,8 @@ def redis_worker(*args: str) -> subprocess.Popen[str]:
 
 def _spend(url: str, scope: str, limit: str, worst: str, actual: str, calls: str,
            threads: str, max_calls: str = "-", period: str | None = None) -> None:
-    from spendguard._budget.budget import Budget, CallInfo, reserve_call
+    from spendguard._budget.budget import Budget, CallInfo
+    from spendguard._budget.reservations import reserve_call
     from spendguard._core.errors import BudgetExceeded
 
     info = CallInfo(provider="openai", model="gpt-test", endpoint="chat")

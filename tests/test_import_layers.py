@@ -76,11 +76,10 @@ def _imports(path: Path, source: str | None = None) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target == "spendguard":  # ``from spendguard import replies``: the submodule
-                found.update(f"spendguard.{alias.name}" if _is_module(alias.name)
-                             else "spendguard" for alias in node.names)
-            else:
-                found.add(target)
+            # ``from spendguard.testing import routes``: the submodule, not its package
+            inner = target[len("spendguard."):] + "." if target != "spendguard" else ""
+            found.update(f"{target}.{alias.name}" if _is_module(inner + alias.name)
+                         else target for alias in node.names)
         elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
               and node.value.startswith("spendguard.") and node.value[11:]
               and _is_module(node.value[11:])):

@@ -86,3 +86,14 @@ def test_docs_and_examples_use_only_the_public_api() -> None:
              for hit in private.findall(path.read_text(encoding="utf-8"))
              if not any(hit.startswith(a) for a in allowed)}
     assert not found, sorted(found)
+
+
+def test_the_type_checking_imports_are_generated_from_the_one_list() -> None:
+    tool = INIT.parents[1] / "tools" / "public_api.py"
+    result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_all_is_built_from_the_lazy_table_alone() -> None:
+    assert spendguard.__all__ == sorted(["__version__", *spendguard._LAZY])

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, TypeVar
 from spendguard._budget.alerts import Webhook, check_webhooks, watch
 from spendguard._budget.degrade import Degrade
 from spendguard._budget.ledger import open_ledger, resolve_ledger_url
-from spendguard._budget.ledger.base import CallInfo, Ledger, ScopeClaim, Totals
-from spendguard._budget.reservations import (
+from spendguard._budget.ledger.base import (
     DEFAULT_RESERVATION_TTL_S,
-    Reservation,
-    remaining_for_call,
-    reserve_call,
+    CallInfo,
+    Ledger,
+    ScopeClaim,
+    Totals,
 )
 from spendguard._budget.runaway import RunawayRules
 from spendguard._budget.scopes import enter, leave
@@ -54,9 +54,6 @@ __all__ = [
     "DEFAULT_RESERVATION_TTL_S",
     "Budget",
     "CallInfo",
-    "Reservation",
-    "remaining_for_call",
-    "reserve_call",
 ]
 
 _MAX_SCOPE_LENGTH = 200

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING
 
 from spendguard._budget.events import Stage, listening, publish
 from spendguard._budget.ledger import open_ledger
-from spendguard._budget.ledger.base import CallInfo, Crossing, Ledger, ScopeClaim, Settlement
+from spendguard._budget.ledger.base import (
+    DEFAULT_RESERVATION_TTL_S,
+    CallInfo,
+    Crossing,
+    Ledger,
+    ScopeClaim,
+    Settlement,
+)
 from spendguard._budget.observing import reserve_observed
 from spendguard._budget.scopes import collect_budgets, current_tags
 from spendguard._budget.templates import over_cap, with_templates
@@ -44,7 +51,6 @@ REFUSED_SCOPE_TAG = "spendguard.refused_scope"
 REFUSED_USD_TAG = "spendguard.refused_usd"
 """The worst case of the refused call: what the refusal kept from being spent (USD)."""
 
-DEFAULT_RESERVATION_TTL_S = 15 * 60.0
 _STATUS = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 

@@ -21,18 +21,13 @@ from spendguard._core.errors import ConfigError
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget
 
-__all__ = ["active_budgets", "collect_budgets", "current_tags", "enter", "leave", "tags"]
+__all__ = ["collect_budgets", "current_tags", "enter", "leave", "tags"]
 
 _MAX_TAG_VALUE = 200
 
 _active: ContextVar[tuple[Budget, ...]] = ContextVar("spendguard_budgets", default=())
 _tags: ContextVar[Mapping[str, str]] = ContextVar("spendguard_tags",
                                                   default=MappingProxyType({}))
-
-
-def active_budgets() -> tuple[Budget, ...]:
-    """The budgets entered around this point, outermost first."""
-    return _active.get()
 
 
 def enter(budget: Budget) -> None:

@@ -9,9 +9,10 @@ A rolling window (``"1h"``, ``"24h"``, ``"7d"``: a whole number of ``s``/``m``/`
 least a minute) counts what was spent in the last window instead. It is kept in
 :data:`WINDOW_STEPS` steps of a 60th of the window each (a minute for ``"1h"``): a call is
 charged to the step it was reserved in, key ``"1h@<step start, Unix seconds>"``, and a limit is
-checked against that step and the :data:`WINDOW_STEPS` before it. So a settled call counts for
-at least the whole window after its reservation and at most one step longer: the sum is never
-less than the true spend of the last window.
+checked against that step, the :data:`WINDOW_STEPS` before it and the
+:data:`WINDOW_LEAD_STEPS` after it (spent by processes whose clock reading was newer). So a
+settled call counts for at least the whole window after its reservation and at most one step
+longer: the sum is never less than the true spend of the last window.
 
 A call still open is held apart from the steps, under the window's one held key
 (``"1h@open"``, :func:`held_key`), with its worst case and its count, until it settles or is
@@ -42,6 +43,10 @@ PERIODS: tuple[str, ...] = ("daily", "monthly")
 ALL_TIME = "all"
 WINDOW_STEPS = 60
 """Steps a rolling window is kept in; a limit sums the current step and this many before."""
+WINDOW_LEAD_STEPS = 2
+"""Steps after a claim's own that its limit sums too. A process reads its clock before it
+waits for the ledger; a busy one may then write after another process already charged the
+next step, which a check of its own step and the ones before would not see."""
 
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _WINDOW = re.compile(r"([1-9][0-9]{0,6})([smhd])")
@@ -116,13 +121,16 @@ def window_seconds(period: str) -> int | None:
 def window_keys(key: str) -> tuple[str, ...]:
     """The period keys whose totals a limit checks at ``key``: itself, and for a rolling
     window's step also the :data:`WINDOW_STEPS` steps before it, newest first, then the
-    window's held key (its open calls, :func:`held_key`)."""
+    :data:`WINDOW_LEAD_STEPS` steps after it, then the window's held key (its open calls,
+    :func:`held_key`)."""
     match = _WINDOW_KEY.fullmatch(key)
     if match is None:
         return (key,)
     label, start_s = f"{match[1]}{match[2]}", int(match[3])
     step_s = int(match[1]) * _UNIT_S[match[2]] // WINDOW_STEPS
     return (*(f"{label}@{start_s - back * step_s}" for back in range(WINDOW_STEPS + 1)),
+            *(f"{label}@{start_s + ahead * step_s}"
+              for ahead in range(1, WINDOW_LEAD_STEPS + 1)),
             f"{label}@open")
 
 

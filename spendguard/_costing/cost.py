@@ -130,27 +130,27 @@ def cost(model: str, usage: Usage | object, *, batch: bool = False,
     a modifier has no price: never a silent $0.
     """
     model_price = (table or default_table()).get(model, at)
-    record = usage if isinstance(usage, Usage) else usage_from(model_price.provider, usage)
-    return _priced(model_price, record, batch=batch, service_tier=service_tier)
+    read = usage if isinstance(usage, Usage) else usage_from(model_price.provider, usage)
+    return _priced(model_price, read, batch=batch, service_tier=service_tier)
 
 
-def _priced(model_price: ModelPrice, record: Usage, *, batch: bool,
+def _priced(model_price: ModelPrice, usage: Usage, *, batch: bool,
             service_tier: str | None) -> Cost:
-    names = _modifier_names(record, batch=batch, service_tier=service_tier)
-    tier = model_price.tier_for(record.total_input_tokens)
+    names = _modifier_names(usage, batch=batch, service_tier=service_tier)
+    tier = model_price.tier_for(usage.total_input_tokens)
     lines: list[CostLine] = []
     with localcontext() as context:
         context.prec = 40  # exact for any realistic token count x rate
-        for kind, tokens in _buckets(record, model_price):
+        for kind, tokens in _buckets(usage, model_price):
             rate = _cached_rate(model_price, kind, tier, names)
             lines.append(CostLine(kind, tokens, rate, tokens * rate / MILLION))
-        for tool, count in record.tool_requests.items():
+        for tool, count in usage.tool_requests.items():
             per_1k = model_price.tool_rate_per_1k(tool)
             lines.append(CostLine(f"tool:{tool}", count, per_1k * _THOUSAND,
                                   count * per_1k / _THOUSAND))
         total = sum((line.usd for line in lines), ZERO)
     return Cost(model_price.model, total, tuple(lines), model_price.table_version, tier,
-                tuple(names), record, model_price.effective_from)
+                tuple(names), usage, model_price.effective_from)
 
 
 def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None = None,
@@ -178,7 +178,7 @@ def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: in
 
     The same amount as the greatest :func:`total_usd` over one ``Usage`` per place the input
     may land (the same rates, order and precision, the first of equal amounts kept), without
-    building those records: the guard prices every call's worst case before sending it.
+    building those ``Usage`` values: the guard prices every call's worst case before sending it.
     """
     names = _modifier_names(_NO_USAGE, batch=False, service_tier=billable_tier(service_tier),
                             speed=speed, inference_geo=inference_geo)

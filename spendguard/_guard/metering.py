@@ -30,7 +30,7 @@ from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.reservations import Reservation, remaining_for_call, reserve_call
 from spendguard._budget.scopes import collect_budgets
 from spendguard._budget.templates import end_user_of
-from spendguard._core.errors import SpendguardError, UnknownModelError
+from spendguard._core.errors import UnknownModelError
 from spendguard._costing.calls import Call, Endpoint, Provider, build_call, classify, parse_body
 from spendguard._costing.cost import billable_tier, total_usd
 from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
@@ -536,9 +536,3 @@ def _with_body(request: httpx2.Request, body: dict[str, Any]) -> tuple[httpx2.Re
     rebuilt: httpx2.Request = type(request)(request.method, request.url, headers=headers,
                                             content=content, extensions=request.extensions)
     return rebuilt, content
-
-
-def is_refusal(exc: BaseException) -> bool:
-    """True for errors the guard raises on purpose before sending."""
-    return isinstance(exc, SpendguardError)
-

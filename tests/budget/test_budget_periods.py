@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.budget import Budget
 from spendguard._budget.ledger import open_ledger
+from spendguard._budget.reservations import reserve_call
 from spendguard._budget.thresholds import ThresholdCrossed
 from spendguard._core.errors import BudgetExceeded, BudgetWarning, ConfigError
 from spendguard._core.periods import period_key

@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spendguard
-from spendguard._budget.budget import Budget, Reservation, reserve_call
+from spendguard._budget.budget import Budget
 from spendguard._budget.ledger.sqlite import SqliteLedger
+from spendguard._budget.reservations import Reservation, reserve_call
 from spendguard._budget.thresholds import ThresholdCrossed
 from spendguard._core.errors import BudgetConfigError, BudgetExceeded
 from spendguard._core.periods import (
@@ -66,8 +67,11 @@ def test_a_windows_key_names_its_one_minute_step_and_a_limit_reads_sixty_steps_b
     key = period_key("1h", HOUR_START + timedelta(seconds=59))
     assert key == f"1h@{int(HOUR_START.timestamp())}"
     keys = window_keys(key)
-    assert len(keys) == WINDOW_STEPS + 2 and keys[0] == key
-    assert keys[-2] == f"1h@{int(HOUR_START.timestamp()) - 3600}"
+    assert len(keys) == WINDOW_STEPS + 2 + 2 and keys[0] == key
+    assert keys[WINDOW_STEPS] == f"1h@{int(HOUR_START.timestamp()) - 3600}"
+    # the two steps after (a process whose clock read later charged them), then the open calls
+    assert keys[-3:-1] == (f"1h@{int(HOUR_START.timestamp()) + 60}",
+                           f"1h@{int(HOUR_START.timestamp()) + 120}")
     assert keys[-1] == "1h@open"  # the calls still open, however old
     assert window_keys("2031-01") == ("2031-01",)
 

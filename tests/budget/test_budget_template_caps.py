@@ -15,8 +15,9 @@ import respx
 from click.testing import CliRunner
 
 import spendguard
-from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.budget import Budget
 from spendguard._budget.ledger.base import CallInfo
+from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import BudgetConfigError, BudgetExceeded
 from spendguard._reporting.report import render_text
 from spendguard.cli import main

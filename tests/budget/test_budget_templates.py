@@ -13,8 +13,9 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.budget import Budget
 from spendguard._budget.ledger.base import CallInfo
+from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import BudgetConfigError, BudgetExceeded
 from spendguard._reporting.report import render_text
 from tests.ledger_helpers import settle, start_together, worker

@@ -28,7 +28,8 @@ import sys
 from datetime import UTC, datetime
 from decimal import Decimal
 import spendguard
-from spendguard._budget.budget import CallInfo, reserve_call
+from spendguard._budget.budget import CallInfo
+from spendguard._budget.reservations import reserve_call
 from tests.finance_helpers import book
 from tests.reconcile_helpers import openai_ledger
 from tests.ledger_helpers import FakeClock

@@ -12,8 +12,9 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.budget import Budget, CallInfo, reserve_call
+from spendguard._budget.budget import Budget, CallInfo
 from spendguard._budget.ledger import ScopeClaim, open_ledger
+from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import ConfigError
 from spendguard._reporting.export import (
     FOCUS_COLUMNS,
@@ -86,7 +87,8 @@ def test_calls_through_guarded_clients_export_to_every_format_with_the_ledgers_t
 
 def test_prompt_text_stored_in_the_ledger_is_never_exported(ledger_url: str) -> None:
     ledger = open_ledger(ledger_url)
-    from spendguard._budget.budget import CallInfo, reserve_call
+    from spendguard._budget.budget import CallInfo
+    from spendguard._budget.reservations import reserve_call
 
     info = CallInfo(provider="openai", model="gpt-4o-mini", endpoint="chat",
                     prompt_text=SECRET_PROMPT)
@@ -187,7 +189,8 @@ def test_a_discount_the_table_does_not_know_is_shared_over_the_kinds_exactly(
 
 def test_a_model_without_a_price_today_is_one_request_row_at_the_ledgers_amount(
         ledger_url: str, tmp_path: Path) -> None:
-    from spendguard._budget.budget import CallInfo, reserve_call
+    from spendguard._budget.budget import CallInfo
+    from spendguard._budget.reservations import reserve_call
 
     info = CallInfo(provider="openai", model="gpt-retired-1", endpoint="chat")
     reserve_call(budget(ledger_url), D("1"), call=info).settle(

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 import spendguard
 from spendguard import Budget
-from spendguard._budget.budget import CallInfo, reserve_call
+from spendguard._budget.budget import CallInfo
+from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import BudgetWarning
 from spendguard._reporting.report import OnTrack, render_html
 from spendguard.cli import main

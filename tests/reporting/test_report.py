@@ -12,8 +12,9 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.budget import Budget, CallInfo, reserve_call
+from spendguard._budget.budget import Budget, CallInfo
 from spendguard._budget.ledger import open_ledger
+from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import ConfigError
 from spendguard._reporting.report import render_text, report_spend
 from tests.finance_helpers import book, list_cost

@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 from spendguard._core.money import ZERO
 
 __all__ = [
+    "DEFAULT_RESERVATION_TTL_S",
     "CallFacts",
     "CallInfo",
     "Crossing",
@@ -30,6 +31,9 @@ __all__ = [
     "SpendRecord",
     "Totals",
 ]
+
+DEFAULT_RESERVATION_TTL_S = 15 * 60.0
+"""How long a reservation holds (seconds) before a sweep may recover it as stale."""
 
 
 @dataclass(frozen=True, slots=True)

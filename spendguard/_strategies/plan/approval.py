@@ -10,18 +10,37 @@ or not, every call is still guarded on its own when it is sent.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from spendguard._budget.budget import Budget
 from spendguard._budget.ledger import Ledger, open_ledger
 from spendguard._budget.scopes import collect_budgets
 from spendguard._core.errors import BudgetExceeded
 from spendguard._core.money import format_usd
-from spendguard._strategies.plan.model import Plan
 
-__all__ = ["client_budget", "ledger_for", "needs_approval", "refusal"]
+__all__ = ["PlanFigures", "client_budget", "ledger_for", "needs_approval", "refusal"]
+
+
+class _Counts(Protocol):
+    @property
+    def requests(self) -> int: ...
+
+
+class PlanFigures(Protocol):
+    """What approval reads of a plan (a :class:`~spendguard._strategies.plan.model.Plan`);
+    typed structurally so that the plan's model, which runs the plan, is not imported back."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def totals(self) -> _Counts: ...
+    @property
+    def expected_usd(self) -> Decimal: ...
+    @property
+    def worst_usd(self) -> Decimal: ...
+    @property
+    def budget_left_usd(self) -> Decimal | None: ...
 
 
 def client_budget(client: object) -> Budget | None:
@@ -40,16 +59,17 @@ def _tightest(client: object) -> tuple[Budget | None, Decimal | None]:
     return budgets[index], remaining
 
 
-def needs_approval(plan: Plan, client: object) -> tuple[Plan, Budget | None]:
-    """The plan with ``budget_left_usd`` filled in, and the budget it does not fit (or None)."""
+def needs_approval(plan: PlanFigures,
+                   client: object) -> tuple[Decimal | None, Budget | None]:
+    """What the plan's budgets have left (its ``budget_left_usd``), and the budget its worst
+    case does not fit (or None)."""
     budget, remaining = _tightest(client)
-    checked = replace(plan, budget_left_usd=remaining)
     if budget is None or remaining is None or plan.worst_usd <= remaining:
-        return checked, None
-    return checked, budget
+        return remaining, None
+    return remaining, budget
 
 
-def refusal(plan: Plan, budget: Budget, *, asked: bool) -> BudgetExceeded:
+def refusal(plan: PlanFigures, budget: Budget, *, asked: bool) -> BudgetExceeded:
     """The error that refuses a plan over budget; nothing has been sent."""
     totals = budget.totals()
     left = plan.budget_left_usd if plan.budget_left_usd is not None else budget.remaining

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from enum import Enum
 from typing import Any
@@ -83,7 +83,8 @@ def question(plan: Plan, client: Any, approve: Approve | None) -> tuple[Plan, Qu
 
     A plan over budget without ``approve`` is refused here.
     """
-    checked, budget = needs_approval(plan, client)
+    remaining, budget = needs_approval(plan, client)
+    checked = replace(plan, budget_left_usd=remaining)
     if budget is None:
         return checked, None
     if approve is None:

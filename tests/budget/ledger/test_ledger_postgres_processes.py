@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.budget import Budget
+from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import BudgetExceeded
 from tests.ledger_helpers import FakeClock, call_info, settle, spend, start_together, worker
 from tests.postgres_helpers import (

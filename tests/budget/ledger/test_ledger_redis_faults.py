@@ -11,8 +11,9 @@ from decimal import Decimal
 
 import pytest
 
-from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.budget import Budget
 from spendguard._budget.ledger.redis import LOST_RESERVATION_NOTE, RedisLedger
+from spendguard._budget.reservations import reserve_call
 from tests.ledger_helpers import call_info, settle
 from tests.redis_helpers import (
     drop_prefix,

@@ -20,8 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
-from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.budget import Budget
 from spendguard._budget.ledger.redis import LOST_RESERVATION_NOTE, RedisLedger
+from spendguard._budget.reservations import reserve_call
 from spendguard.cli import main
 from tests.ledger_helpers import REPO_ROOT, call_info, settle, spend
 from tests.redis_helpers import (

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from spendguard._budget.budget import Budget, reserve_call
+from spendguard._budget.budget import Budget
 from spendguard._budget.ledger import CallInfo, ScopeClaim
 from spendguard._budget.ledger.base import Settlement, SpendRecord
 from spendguard._budget.ledger.redis import RedisLedger
@@ -27,6 +27,7 @@ from spendguard._budget.ledger.redis.codec import (
     record_json,
     settlement_json,
 )
+from spendguard._budget.reservations import reserve_call
 from tests.ledger_helpers import START, call_info, settle, spend
 from tests.redis_helpers import (
     ThrowawayRedis,

@@ -35,7 +35,6 @@ __all__ = [
     "claims_json",
     "crossings",
     "exact",
-    "from_micros",
     "micros",
     "open_record_json",
     "record_from_json",
@@ -95,11 +94,6 @@ def tidy(text: str) -> Decimal:
 def micros(moment: datetime) -> int:
     """Microseconds since 1970 (UTC): exact in a Redis sorted-set score (below 2**53)."""
     return (as_utc(moment) - _EPOCH) // _MICROSECOND
-
-
-def from_micros(value: int) -> datetime:
-    """The moment ``value`` microseconds after 1970, in UTC."""
-    return _EPOCH + value * _MICROSECOND
 
 
 # -- records as JSON: every field of SpendRecord, so a field added later round-trips too ----

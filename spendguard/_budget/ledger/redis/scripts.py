@@ -118,6 +118,7 @@ local function move(claims, sd, sf, rd, rf, calls)
 end
 local UNIT_S = {s = 1, m = 60, h = 3600, d = 86400}
 local STEPS = 60
+local LEAD = 2  -- steps after the claim's own (WINDOW_LEAD_STEPS)
 -- A rolling window's step key "1h@1779357900": its label, length (s) and step start (s).
 local function window(c)
   local n, u, start = string.match(c[2], '^([1-9]%d*)([smhd])@(%d+)$')
@@ -157,7 +158,7 @@ local function window_totals(c)
     return t[1], t[2], t[3], t[4], t[5]
   end
   local sd, sf, rd, rf, n = 0, 0, 0, 0, 0
-  for back = 0, STEPS do
+  for back = -LEAD, STEPS do
     local t = get_totals(label .. '@' .. string.format('%d', start - back * (secs / STEPS))
                          .. ' ' .. c[1])
     sd, sf = add(sd, sf, t[1], t[2])
