@@ -22,7 +22,6 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
-from spendguard._budget.alerts import Webhook, check_webhooks, watch
 from spendguard._budget.degrade import Degrade
 from spendguard._budget.ledger import open_ledger, resolve_ledger_url
 from spendguard._budget.ledger.base import (
@@ -35,6 +34,7 @@ from spendguard._budget.ledger.base import (
 from spendguard._budget.runaway import RunawayRules
 from spendguard._budget.scopes import enter, leave
 from spendguard._budget.thresholds import WarnCallback, check_warn_at, warn_usd
+from spendguard._budget.webhooks import Webhook, check_webhooks, watch
 from spendguard._core.errors import BudgetConfigError, ConfigError
 from spendguard._core.money import MAX_LIMIT_USD, ZERO, normalised, parse_usd
 from spendguard._core.periods import (
