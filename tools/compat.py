@@ -146,10 +146,10 @@ def run_conformance(python: Path, workdir: Path) -> Verdict:
     return Verdict("SDK conformance", passed, len(failures), failures, result.returncode)
 
 
-def render(day: dt.date, upgrade: list[str], pinned: dict[str, str],
+def render(day: dt.datetime, upgrade: list[str], pinned: dict[str, str],
            newest: dict[str, str], verdicts: list[Verdict]) -> str:
     """One dated section of docs/compatibility.md."""
-    lines = [f"## {day.isoformat()}", "", "| package | pinned | newest | |",
+    lines = [f"## {day:%Y-%m-%d %H:%M} UTC", "", "| package | pinned | newest | |",
              "|---|---|---|---|"]
     for name in upgrade:
         old, new = pinned.get(name.lower(), "-"), newest.get(name.lower(), "-")
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         python = build_environment(workdir / "venv", upgrade)
         newest = installed_versions(python)
         verdicts = [run_conformance(python, workdir), run_tests(python, workdir)]
-    section = render(dt.datetime.now(dt.UTC).date(), upgrade, pinned_versions(), newest, verdicts)
+    section = render(dt.datetime.now(dt.UTC), upgrade, pinned_versions(), newest, verdicts)
     write_report(section)
     print(section)
     print(f"wrote {REPORT.relative_to(REPO)}")

@@ -97,13 +97,19 @@ def _asks_for_audio(body: Mapping[str, Any]) -> str | None:
     modalities = body.get("modalities")
     if body.get("audio") is not None or (isinstance(modalities, list) and "audio" in modalities):
         return "audio output (modalities / audio)"
+    # Every request pays this scan, once per message: a plain loop, and the exact-dict test
+    # before the Mapping one (a parsed JSON body's objects are dicts; the ABC check is dearer).
     for key in ("messages", "input"):
         items = body.get(key)
-        for item in items if isinstance(items, list) else ():
-            content = item.get("content") if isinstance(item, Mapping) else None
-            parts = [item, *content] if isinstance(content, list) else [item]
-            if any(isinstance(part, Mapping) and part.get("type") == "input_audio"
-                   for part in parts):
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if type(item) is not dict and not isinstance(item, Mapping):
+                continue
+            content = item.get("content")
+            if item.get("type") == "input_audio" or (isinstance(content, list) and any(
+                    (type(part) is dict or isinstance(part, Mapping))
+                    and part.get("type") == "input_audio" for part in content)):
                 return f"audio input (an input_audio part in {key})"
     return None
 

@@ -48,7 +48,7 @@ _REQUEST_DROPPED = frozenset({
     b"proxy-connection", b"proxy-authorization", b"te", b"trailer", b"upgrade",
     b"accept-encoding"})
 _RESPONSE_DROPPED = frozenset({b"transfer-encoding", b"connection", b"keep-alive"})
-_AUTH_HEADERS = (b"authorization", b"x-api-key", b"api-key")
+_AUTH_HEADERS = (b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key")
 _DECODABLE = ("gzip", "deflate")  # what the stream meter reads (spendguard._guard.sse)
 _MAX_CACHED = 4096
 

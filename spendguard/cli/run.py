@@ -46,6 +46,8 @@ BASE_URL_VARIABLES = {
     "OPENAI_API_BASE": "/v1",
     # The anthropic SDKs (Python, TypeScript) and Claude Code.
     "ANTHROPIC_BASE_URL": "",
+    # google-genai's Gemini Developer API base URL (its requests go under /v1beta/).
+    "GOOGLE_GEMINI_BASE_URL": "",
 }
 """The variables a run's gateway sets for the program, each the gateway's URL plus this path."""
 
@@ -78,8 +80,9 @@ def run(limit_usd: str | None, scope: str | None, period: str | None, ledger_url
     Every LLM request a Python process of the program sends is guarded from its first import
     (spendguard.install()). Programs in other languages (Node, coding agents such as Claude
     Code or Codex CLI, curl) reach the providers through a gateway the run starts on a free
-    loopback port, named in OPENAI_BASE_URL, OPENAI_API_BASE and ANTHROPIC_BASE_URL (needs the
-    gateway extra). The program's output and exit status are its own. On exit a spend summary
+    loopback port, named in OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL and
+    GOOGLE_GEMINI_BASE_URL (needs the gateway extra). The program's output and exit status are
+    its own. On exit a spend summary
     (calls, tokens, cost, refusals, warnings) is printed on stderr. A command spendguard
     cannot guard is refused before it starts, with the reason and the fix (see
     --allow-unguarded).
@@ -170,7 +173,8 @@ def _start_gateway(settings: RunSettings) -> Any:
         os.environ["SPENDGUARD_LEDGER"] = settings.ledger  # the gateway records there too
     # Where the program's calls were going is where the gateway sends them.
     upstreams = tuple(parse_upstream(f"{name}={os.environ[variable]}") for name, variable in
-                      (("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL"))
+                      (("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL"),
+                       ("gemini", "GOOGLE_GEMINI_BASE_URL"))
                       if os.environ.get(variable))
     config = GatewayConfig(upstreams=upstreams, limit_usd=settings.limit_usd,
                            scope=settings.scope or "run", period=settings.period,

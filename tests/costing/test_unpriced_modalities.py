@@ -33,6 +33,8 @@ def test_audio_tokens_in_a_usage_block_are_refused_not_priced_as_text() -> None:
     {"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}},
     {"messages": [{"role": "user", "content": [
         {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}]}]},
+    {"extra_body": {"input": ["a plain string item", {
+        "type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}]}},
 ])
 def test_a_request_for_audio_is_refused_before_it_is_sent(tmp_path: Path,
                                                           extra: dict[str, Any]) -> None:

@@ -237,7 +237,11 @@ operations = st.lists(st.tuples(st.sampled_from(["reserve", "settle", "release",
 @given(steps=operations)
 def test_totals_always_equal_what_the_records_and_open_reservations_add_up_to(
         ledger_backend: LedgerBackend, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
-    check_operations(ledger_backend.open(), steps)  # a fresh ledger per example
+    fresh = ledger_backend.open()  # a fresh ledger per example
+    try:
+        check_operations(fresh, steps)
+    finally:
+        fresh.close()  # its connections now, not after the 60th example (a server's cap)
 
 
 def check_operations(fresh: Ledger, steps: list[tuple[str, set[str], Decimal, int]]) -> None:
