@@ -16,7 +16,7 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
@@ -34,6 +34,7 @@ from spendguard._budget.ledger.base import (
 from spendguard._budget.runaway import RunawayRules
 from spendguard._budget.scopes import enter, leave
 from spendguard._budget.thresholds import WarnCallback, check_warn_at, warn_usd
+from spendguard._budget.webhooks import Webhook, check_webhooks, watch
 from spendguard._core.errors import BudgetConfigError, ConfigError
 from spendguard._core.money import MAX_LIMIT_USD, ZERO, normalised, parse_usd
 from spendguard._core.periods import (
@@ -87,6 +88,9 @@ class Budget:
     ``learn_bounds=False`` reserves the static bound for inexact input counts (Claude) in
     calls charged to this budget, instead of one learned from the ledger's history
     (:mod:`spendguard._budget.learned_bounds`).
+    ``alerts`` is a :class:`~spendguard.Webhook` (or a list): the warning level, the limit,
+    a forecast breach and a runaway trip are posted there once per scope, period and
+    threshold, off the call path (:mod:`spendguard._budget.alerts`).
     """
 
     def __init__(self, limit_usd: Decimal | str | int, *,
@@ -99,6 +103,7 @@ class Budget:
                  degrade: Degrade | None = None,
                  max_calls: int | None = None,
                  enforce: bool = True, learn_bounds: bool = True,
+                 alerts: Webhook | Sequence[Webhook] | None = None,
                  _parent: Budget | None = None) -> None:
         try:
             self.limit_usd: Decimal = parse_usd(limit_usd, field="limit_usd",
@@ -125,6 +130,10 @@ class Budget:
         self.runaway = _check_policy(runaway, RunawayRules, "runaway")
         self.degrade = _check_policy(degrade, Degrade, "degrade")
         self.templates: list[BudgetTemplate] = []
+        # Where thresholds are sent (_budget.alerts): off the call path, once per period.
+        self.alerts: tuple[Webhook, ...] = check_webhooks(alerts)
+        if self.alerts:
+            watch(self)
         self._warn_usd = warn_usd(self.limit_usd, self.warn_at)
         self._ledger: Ledger | None = None
         self._ledger_url: str | None = None
@@ -220,11 +229,11 @@ class Budget:
     def child(self, name: str, *, limit_usd: Decimal | str | int,
               warn_at: object = _INHERIT, on_warn: object = _INHERIT,
               period: object = _INHERIT, max_calls: int | None = None,
-              enforce: object = _INHERIT) -> Budget:
+              enforce: object = _INHERIT, alerts: object = _INHERIT) -> Budget:
         """A nested budget, scope ``"<this scope>/<name>"``, in the same ledger.
 
         Whatever the child spends counts toward this budget too. ``warn_at``, ``on_warn``,
-        ``period`` and ``enforce`` are inherited unless given; so are the clock, the
+        ``period``, ``enforce`` and ``alerts`` are inherited unless given; so are the clock, the
         reservation expiry, the runaway rules, the degrade policy and ``learn_bounds``.
         ``max_calls`` is the child's own (not inherited).
         """
@@ -241,6 +250,7 @@ class Budget:
             reservation_ttl_s=self.reservation_ttl_s, max_calls=max_calls,
             runaway=self.runaway, degrade=self.degrade, learn_bounds=self.learn_bounds,
             enforce=self.enforce if enforce is _INHERIT else enforce,  # type: ignore[arg-type]
+            alerts=self.alerts if alerts is _INHERIT else alerts,  # type: ignore[arg-type]
             _parent=self,
         )
 

@@ -133,6 +133,10 @@ def _tell(budget: Budget, trip: RunawayTrip, call: Call, now: datetime) -> None:
     except SpendguardError:
         log.warning("spendguard: could not record a runaway trip in %s", budget.scope,
                     exc_info=True)
+    if listening():  # alerts (_budget.alerts) and telemetry hear of the trip
+        publish(Stage.WARNED, provider=call.provider.value, model=call.model,
+                endpoint=call.endpoint.value, scopes=(budget.scope,), scope=budget.scope,
+                status="runaway", message=trip.message(), budgets=(budget,))
     if budget.on_warn is not None:
         callback: Callable[[Any], object] = budget.on_warn
         try:

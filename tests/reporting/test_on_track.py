@@ -17,7 +17,7 @@ from spendguard import Budget
 from spendguard._budget.budget import CallInfo
 from spendguard._budget.reservations import reserve_call
 from spendguard._core.errors import BudgetWarning
-from spendguard._reporting.report import OnTrack
+from spendguard._reporting.report import OnTrack, render_html
 from spendguard.cli import main
 from tests.finance_helpers import book
 from tests.ledger_helpers import FakeClock
@@ -119,3 +119,13 @@ def test_a_report_with_no_calendar_budget_has_no_forecast(tmp_path: Path) -> Non
     book(Budget("5", ledger=url, scope="forever", clock=FakeClock()), "gpt-4o-mini",
          {"input": 10})
     assert spendguard.report_spend(url).on_track == []
+
+
+def test_the_html_page_draws_the_forecast_pace_and_the_last_period(url: str) -> None:
+    report = spendguard.report_spend(url, now=datetime(2031, 6, 16, tzinfo=UTC))
+    page = render_html(report)
+    top = max(report.on_track, key=lambda t: (t.forecast_usd, t.scope))
+    assert page.count('class="pace"') == 1
+    assert f"forecast pace of {top.scope}: {spendguard.format_usd(top.daily_rate_usd)}/day" \
+        in page
+    assert "last period 2031-05: $62.00" in page  # "flat" spent $2 a day in May

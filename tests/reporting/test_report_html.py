@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_the_page_needs_no_network_and_runs_no_script(url: str) -> None:
     assert "url(" not in page and "@import" not in page
     # The only URL is the SVG namespace, which browsers never fetch.
     assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}
-    assert page.count("<svg") >= 6
+    assert page.count("<svg") >= 5  # the budget panel is HTML (it wraps), the charts SVG
 
 
 def test_user_text_is_escaped(url: str) -> None:
@@ -82,3 +83,69 @@ def test_the_charts_render_in_a_headless_browser(url: str, tmp_path: Path) -> No
     }
     too_small = {chart: count for chart, count in drawn.items() if count < 500}
     assert not too_small, f"charts that did not render: {too_small}"
+
+
+_MEASURE = """<script>
+const panel = document.querySelector('.budgets');
+const box = panel.getBoundingClientRect();
+const rows = [...panel.querySelectorAll('li')].map(li => ({
+  name: li.querySelector('.name').textContent,
+  figures: li.querySelector('.figures').textContent,
+  inside: [...li.querySelectorAll('*')].every(el => {
+    const r = el.getBoundingClientRect();
+    return r.left >= box.left - 1 && r.right <= box.right + 1
+      && el.scrollWidth <= el.clientWidth + 1;
+  }),
+}));
+const pre = document.createElement('pre');
+pre.id = 'measured';
+pre.textContent = JSON.stringify({rows, page: document.documentElement.clientWidth,
+                                  panel: box.right});
+document.body.appendChild(pre);
+</script>"""
+
+
+def _measure(page: Path, tmp_path: Path, width: int) -> dict[str, object]:
+    import html
+    import json
+    import subprocess
+
+    probe = tmp_path / f"probe-{width}.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"),
+                     encoding="utf-8")
+    assert CHROMIUM is not None
+    dom = subprocess.run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
+                          f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom",
+                          f"--window-size={width},2000", probe.resolve().as_uri()],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found is not None, dom[-500:]
+    result: dict[str, object] = json.loads(html.unescape(found[1]))
+    return result
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
+                                              "(apt-get install chromium)")
+def test_the_budget_panel_is_sorted_by_fill_and_never_cuts_a_name_or_a_figure(
+        url: str, tmp_path: Path) -> None:
+    clock = FakeClock()
+    long = "customer-success-escalations-emea-" * 3
+    fills = {"project:alpha": "0.10", f"project:{long}north": "0.95",
+             f"project:{long}south": "0.50", "team:z": "0.80"}
+    for scope, spent in fills.items():
+        book(Budget("250000" if scope == "team:z" else "1", ledger=url, scope=scope,
+                    clock=clock, warn_at=None),
+             "gpt-4o-mini", {"input": 10},
+             actual_usd=str(D(spent) * (250000 if scope == "team:z" else 1)),
+             worst_usd=str(D(spent) * (250000 if scope == "team:z" else 1)))
+    page = write_html(report_spend(url, by="scope"), tmp_path / "report.html")
+    for width in (1400, 390):
+        measured = _measure(page, tmp_path, width)
+        rows = measured["rows"]
+        assert isinstance(rows, list)
+        names = [row["name"].split(" ")[0] for row in rows]
+        assert names == [f"project:{long}north", "team:z", f"project:{long}south",
+                         "project:alpha"], width
+        assert all(row["inside"] for row in rows), (width, rows)
+        assert "$200,000.00 of $250,000.00 · 80" in rows[1]["figures"]

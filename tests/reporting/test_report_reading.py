@@ -89,7 +89,7 @@ def test_small_days_and_wrapped_scope_names_render_in_a_browser(tmp_path: Path) 
     page = write_html(report, tmp_path / "report.html")
     html = page.read_text(encoding="utf-8")
     assert "Log scale: the largest day is 6,000× the smallest" in html
-    assert f'<title>{LONG_SCOPE} (' in html
+    assert f'<div class="name">{LONG_SCOPE} <span class="period">' in html  # whole, as text
     shot = tmp_path / "shot.png"
     screenshot(page, shot, width=1200, height=900)
     pixels = png_pixels(shot)

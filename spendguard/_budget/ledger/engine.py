@@ -316,6 +316,12 @@ class TransactionalLedger(ABC):
             self._insert_adjustment(tx, CallRow(record, merged, "adjustment"), time)
         return call_id
 
+    def claim_alert(self, scope: str, period_key: str, threshold: str, time: datetime) -> bool:
+        """Record that ``threshold``'s alert for ``scope`` in ``period_key`` is being sent;
+        False if some process already did (kept beside the warning levels reached)."""
+        with self._transaction() as tx:
+            return tx.claim_crossing(scope, f"alert:{threshold}:{period_key}", ZERO, time)
+
     def recover_expired(self, now: datetime) -> list[str]:
         with self._transaction() as tx:
             return self._recover(tx, now)

@@ -53,13 +53,16 @@ def render_html(report: SpendReport, *, generated_at: datetime | None = None) ->
         f'<div class="total"><span>Total spend</span><strong>{escape(usd(report.total_usd))}'
         f'</strong></div></header>',
         _cards(report),
-        _section("Spend over time", _over_time_note(report),
+        _section("Spend over time", _over_time_note(report) + (
+                     " The dashed line is the daily pace the forecast assumes (see On track)."
+                     if _pace(report) else ""),
                  _legend(colors, others=len(report.by_model) > len(colors))
                  + _over_time(report, colors)),
         _section("Spend by model", "Share of the total in this period.",
                  _by_model(report, colors, usd)),
         _section("Budgets against limits", "Each budget's latest period, from the ledger's "
-                 "running totals. The black line is the limit.", _budgets(report, usd)),
+                 "running totals, fullest first; a full bar is the limit.",
+                 _budgets(report, usd)),
         (_section("On track?", "Each daily or monthly budget's current period: spent so far, "
                   "the forecast at its end (spent + the trailing daily rate — 7 days, 6 hours "
                   "for a daily budget — × the time left), when the limit is reached at that "
@@ -160,8 +163,19 @@ def _over_time(report: SpendReport, colors: dict[str, str]) -> str:
     other = [float(group.spent_usd) - sum(s.values[i] for s in series)
              for i, group in enumerate(report.by_day)]
     series.append(Series("other models", OTHER_COLOR, [max(value, 0.0) for value in other]))
-    return stacked_columns(days, series, tick_text=lambda value, places: (
+    return stacked_columns(days, series, pace=_pace(report), tick_text=lambda value, places: (
         f"${value:,.{max(places, 2)}f}"))
+
+
+def _pace(report: SpendReport) -> tuple[float, str] | None:
+    """The forecast's daily rate for the chart: the top-level budget heading highest."""
+    tops = [t for t in report.on_track if "/" not in t.scope and t.daily_rate_usd > 0]
+    if not tops:
+        return None
+    top = max(tops, key=lambda t: (t.forecast_usd, t.scope))
+    return (float(top.daily_rate_usd),
+            f"forecast pace of {top.scope}: {format_usd(top.daily_rate_usd)}/day "
+            f"(→ {format_usd(top.forecast_usd)} by the end of {top.period_key})")
 
 
 
@@ -179,23 +193,50 @@ def _by_model(report: SpendReport, colors: dict[str, str], usd: Money) -> str:
 
 
 def _budgets(report: SpendReport, usd: Money) -> str:
-    limited = [b for b in report.budgets if b.limit_usd]
+    """Each budget's latest period as an HTML row, fullest first: the name wraps (never cut),
+    the figures wrap under it on a narrow screen (never clipped), the last period beside."""
+    limited = sorted((b for b in report.budgets if b.limit_usd),
+                     key=lambda b: (-(b.used or 0.0), b.scope))
     unlimited = [b for b in report.budgets if not b.limit_usd]
-    out = ""
-    if limited:
-        scale = max(1.0, *(b.used or 0.0 for b in limited))
-        out += bars([Bar(f"{b.scope} ({b.period_key})", b.used or 0.0, status_color(b.used),
-                         f"{usd(b.spent_usd)} of {usd(b.limit_usd or Decimal(0))} · "
-                         f"{percent(b.used)}",
-                         tooltip=f"{b.scope}, period {b.period_key}: {usd(b.spent_usd)} spent, "
-                                 f"{usd(b.reserved_usd)} held by calls in flight",
-                         marker=1.0) for b in limited],
-                    scale=scale, track=True, label_w=270, text_w=200,
-                    title="Budgets against limits")
+    last = {t.scope: t for t in report.on_track}
+    rows = []
+    for b in limited:
+        used = b.used or 0.0
+        track = last.get(b.scope)
+        before = ("" if track is None or track.period_key != b.period_key else
+                  f'<span class="last">last period {escape(track.last_period_key)}: '
+                  f'{escape(usd(track.last_period_usd))}</span>')
+        rows.append(
+            f'<li data-used="{used:.6f}"><div class="name">{escape(b.scope)} '
+            f'<span class="period">{escape(b.period_key)}</span></div>'
+            f'<div class="meter" title="{escape(usd(b.reserved_usd))} held by calls in '
+            f'flight"><i style="width:{min(used, 1.0) * 100:.2f}%;background:'
+            f'{status_color(b.used)}"></i></div>'
+            f'<div class="figures"><span>{escape(usd(b.spent_usd))} of '
+            f'{escape(usd(b.limit_usd or Decimal(0)))} · {percent(b.used)}</span>{before}'
+            f'</div></li>')
+    out = f'<ul class="budgets">{"".join(rows)}</ul>' if rows else ""
     if unlimited:
         out += '<p class="note">Without a limit: ' + ", ".join(
             f"{escape(b.scope)} {escape(usd(b.spent_usd))}" for b in unlimited) + "</p>"
+    out += _outside_calls(report, usd)
     return out or '<p class="empty">No budget scopes in these records.</p>'
+
+
+def _outside_calls(report: SpendReport, usd: Money) -> str:
+    """What the bars do not show as calls: refusals, recovered reservations, adjustments."""
+    refused_calls = sum(t.refused_calls for t in report.on_track)
+    refused_usd = sum((t.refused_usd for t in report.on_track), Decimal(0))
+    parts = []
+    if refused_calls:
+        parts.append(f"{refused_calls:,} calls refused (they could have cost "
+                     f"{escape(usd(refused_usd))}; nothing was sent)")
+    if report.recovered_usd:
+        parts.append(f"{escape(usd(report.recovered_usd))} charged for calls whose process "
+                     f"vanished")
+    if report.adjustments_usd:
+        parts.append(f"{escape(usd(report.adjustments_usd))} of adjustments")
+    return f'<p class="note outside">{"; ".join(parts)}.</p>' if parts else ""
 
 
 def _estimates(report: SpendReport, usd: Money) -> str:

@@ -64,8 +64,21 @@ thead th { color: #64748b; font-weight: 600; font-size: 12px; text-transform: up
   letter-spacing: .04em; border-bottom: 1px solid #cbd5e1; }
 tbody tr:nth-child(even) { background: #f8fafc; }
 tfoot th { border-top: 2px solid #cbd5e1; border-bottom: 0; }
+.budgets { list-style: none; margin: 0; padding: 0; }
+.budgets li { display: grid; grid-template-columns: minmax(0, 2fr) minmax(120px, 3fr)
+  minmax(0, 2fr); gap: 4px 16px; align-items: center; padding: 8px 0;
+  border-bottom: 1px solid #eef2f7; }
+.budgets .name { overflow-wrap: anywhere; font-weight: 600; }
+.budgets .period { color: #64748b; font-weight: 400; white-space: nowrap; }
+.budgets .meter { height: 12px; background: #eef2f7; border-radius: 6px; overflow: hidden; }
+.budgets .meter i { display: block; height: 100%; }
+.budgets .figures { overflow-wrap: anywhere; text-align: right; }
+.budgets .figures span { display: block; }
+.budgets .last { color: #64748b; font-size: 12px; }
+.outside { margin: 12px 0 0; }
 footer { color: #94a3b8; font-size: 12px; text-align: center; margin-top: 8px; }
 @media (max-width: 760px) { .cards, .pair { grid-template-columns: 1fr 1fr; }
+  .budgets li { grid-template-columns: 1fr; } .budgets .figures { text-align: left; }
   .pair { grid-template-columns: 1fr; } header { flex-direction: column;
   align-items: flex-start; } .total { text-align: left; } }
 @media print { body { background: #fff; } section, .card { box-shadow: none;

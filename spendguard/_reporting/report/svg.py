@@ -74,9 +74,11 @@ def _log_axis(sums: Sequence[float]) -> tuple[float, float]:
 
 def stacked_columns(labels: Sequence[str], series: Sequence[Series], *,
                     tick_text: Callable[[float, int], str], width: int = 960,
-                    height: int = 280, log: bool | None = None) -> str:
+                    height: int = 280, log: bool | None = None,
+                    pace: tuple[float, str] | None = None) -> str:
     """Columns per label, each stacked from ``series``; ``tick_text(value, places)`` labels
-    the y axis.
+    the y axis. ``pace`` is ``(value, label)``: a dashed line across the chart at that value
+    (the daily rate a forecast assumes), labelled.
 
     ``log`` (default: when the largest non-zero column is ``LOG_SCALE_SPREAD`` times the
     smallest or more) draws each column's total on a log scale, split between its series in
@@ -85,11 +87,12 @@ def stacked_columns(labels: Sequence[str], series: Sequence[Series], *,
     left, right, top, bottom = 72, 12, 12, 30
     plot_w, plot_h = width - left - right, height - top - bottom
     sums = [sum(s.values[i] for s in series) for i in range(len(labels))]
-    positive = [value for value in sums if value > 0]
+    axis_sums = sums + ([pace[0]] if pace is not None and pace[0] > 0 else [])
+    positive = [value for value in axis_sums if value > 0]
     if log is None:
         log = bool(positive) and max(positive) >= LOG_SCALE_SPREAD * min(positive)
     if log and positive:
-        low, high = _log_axis(sums)
+        low, high = _log_axis(axis_sums)
         ticks = [10 ** k for k in range(int(low), int(high) + 1)]
         places_of = {tick: max(0, -int(math.log10(tick))) for tick in ticks}
 
@@ -99,7 +102,7 @@ def stacked_columns(labels: Sequence[str], series: Sequence[Series], *,
         title = "Spend per day, stacked by model (log scale)"
     else:
         log = False
-        ticks, places = nice_ticks(max(sums, default=0.0))
+        ticks, places = nice_ticks(max(axis_sums, default=0.0))
         places_of = dict.fromkeys(ticks, places)
 
         def y_of(value: float) -> float:
@@ -132,6 +135,13 @@ def stacked_columns(labels: Sequence[str], series: Sequence[Series], *,
                          f'text-anchor="middle" {FONT}>{escape(label)}</text>')
     parts.append(f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" '
                  f'y2="{top + plot_h}" stroke="#94a3b8"/>')
+    if pace is not None and pace[0] > 0:
+        y = y_of(pace[0])
+        parts.append(f'<line class="pace" x1="{left}" x2="{width - right}" y1="{y:.1f}" '
+                     f'y2="{y:.1f}" stroke="#0f172a" stroke-width="1.5" '
+                     f'stroke-dasharray="6 4"><title>{escape(pace[1])}</title></line>')
+        parts.append(f'<text x="{width - right - 4}" y="{max(y - 5, top + 10):.1f}" '
+                     f'text-anchor="end" {FONT}>{escape(pace[1])}</text>')
     return "".join(parts) + "</svg>"
 
 

@@ -163,6 +163,14 @@ class RedisLedger:
         self._with_redis(partial(self._insert_adjustment, record, merged, report=False))
         return record.id
 
+    def claim_alert(self, scope: str, period_key: str, threshold: str, time: datetime) -> bool:
+        """Record that ``threshold``'s alert for ``scope`` in ``period_key`` is being sent;
+        False if some process already did (a field of the ``crossings`` hash)."""
+        field = f"alert:{threshold}:{period_key} {scope} 0"
+        key = f"{self._session.prefix}crossings"
+        return bool(self._with_redis(partial(self._session.read, lambda client: client.hsetnx(
+            key, field, str(micros(time))))))
+
     def recover_expired(self, now: datetime) -> list[str]:
         recovered = [] if self._fallback is None else self._fallback.recover_expired(now)
         while True:
