@@ -30,6 +30,7 @@ from typing import Any, Literal
 from spendguard._budget.events import CallEvent, Stage, subscribe, unsubscribe
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.providers import otel_provider_name
 
 __all__ = ["disable", "enable", "enabled"]
 
@@ -49,8 +50,6 @@ DURATION_BUCKETS_S = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12
 # USD per call spans a fraction of a cent to tens of dollars: powers of ten and halves.
 COST_BUCKETS_USD = (0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1,
                     5, 10, 50)
-# A call refused before any request was built has no facts: the conventions' names still.
-_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
 
 
 @dataclass(slots=True)
@@ -264,7 +263,8 @@ def _operation(event: CallEvent) -> str:
 def _provider_name(event: CallEvent) -> str:
     if event.facts is not None:
         return event.facts.provider_name
-    return _PROVIDER_NAMES.get(event.provider, event.provider)
+    # A call refused before any request was built has no facts: the conventions' name still.
+    return otel_provider_name(event.provider)
 
 
 def _request_model(event: CallEvent) -> str:

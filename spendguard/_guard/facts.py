@@ -21,6 +21,7 @@ import httpx2
 
 from spendguard._budget.ledger.base import CallFacts
 from spendguard._costing.calls import Call
+from spendguard._costing.providers import otel_provider_name
 from spendguard._costing.routing import AZURE, AZURE_PRICE_AFTER, Route
 
 __all__ = ["call_facts", "response_facts"]
@@ -29,9 +30,7 @@ __all__ = ["call_facts", "response_facts"]
 _PLATFORM_PREFIXES = (("bedrock/", "aws.bedrock"), ("vertex-regional/", "gcp.vertex_ai"),
                       ("vertex/", "gcp.vertex_ai"))
 # OpenAI-compatible hosts of the bundled price files whose registry name differs.
-_HOST_NAMES = {"moonshot": "moonshot_ai", "mistral": "mistral_ai", "xai": "x_ai",
-               "gemini": "gcp.gemini"}
-_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
+_HOST_NAMES = {"moonshot": "moonshot_ai", "mistral": "mistral_ai", "xai": "x_ai"}
 
 
 def provider_name(provider: str, platform: str | None, route: Route | None) -> str:
@@ -46,8 +45,8 @@ def provider_name(provider: str, platform: str | None, route: Route | None) -> s
                 return name
         host, slash, _ = route.model.partition("/")
         if slash:
-            return _HOST_NAMES.get(host, host)
-    return _PROVIDER_NAMES.get(provider, provider)
+            return _HOST_NAMES.get(host) or otel_provider_name(host)
+    return otel_provider_name(provider)
 
 
 def _requested_model(wire_body: Mapping[str, Any], route: Route | None, priced: str) -> str:

@@ -19,12 +19,23 @@ from spendguard._costing.endpoints import Endpoint
 if TYPE_CHECKING:  # pragma: no cover
     from spendguard._costing.usage import Usage
 
-__all__ = ["PROVIDERS", "StreamReader", "endpoint_kind", "read_count", "read_table",
-           "stream_reader", "to_plain", "usage_reader"]
+__all__ = ["PROVIDERS", "StreamReader", "endpoint_kind", "otel_provider_name", "read_count",
+           "read_table", "stream_reader", "to_plain", "usage_reader"]
 
 PROVIDERS = ("openai", "anthropic", "gemini")
 
 UsageReader = Callable[..., "Usage"]
+
+
+@functools.lru_cache(maxsize=8)
+def otel_provider_name(provider: str) -> str:
+    """The OpenTelemetry ``gen_ai.provider.name`` of a provider's own API: its adapter's
+    ``otel_name`` where it has one (Gemini: ``gcp.gemini``), else its name (``openai``)."""
+    if provider == "gemini":
+        from spendguard._costing.providers.gemini import ADAPTER  # noqa: PLC0415 - on demand
+
+        return ADAPTER.otel_name
+    return provider
 
 
 class StreamReader(Protocol):
