@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.ledger import open_ledger
+from spendguard import open_ledger
 from spendguard.testing import Emulator, serve
 from spendguard.testing.server import EmulatorServer
 from tests.paths import TESTS

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 import spendguard
-from spendguard._core.errors import BudgetExceeded
+from spendguard import BudgetExceeded
 from spendguard.testing import Emulator, serve
 
 PROMPT = "Say something short."

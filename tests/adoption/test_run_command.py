@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.ledger import open_ledger
-from spendguard._core.money import format_usd
+from spendguard import format_usd, open_ledger
 from spendguard.testing import Emulator, serve
 from spendguard.testing.server import EmulatorServer
 from tests.paths import TESTS

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard._budget.budget import Budget
-from spendguard._reporting.export import validate_focus
+from spendguard import Budget, validate_focus
 from spendguard.cli import main
 from tests.finance_helpers import book, csv_rows, list_cost, read_csv, total
 from tests.ledger_helpers import FakeClock

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard._budget.ledger import open_ledger
+from spendguard import open_ledger
 from spendguard.cli import main
 from tests.reconcile_helpers import openai_files, openai_ledger
 

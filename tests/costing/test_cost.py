@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from anthropic.types import Message
 
-from spendguard import Cost, PriceTable, Usage, cost
-from spendguard._core.errors import UnknownModelError
+from spendguard import Cost, PriceTable, UnknownModelError, Usage, cost
 
 D = Decimal
 

@@ -8,8 +8,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spendguard import PriceTable, Usage, cost
-from spendguard._costing.prices.selfhosted import SelfHosted
+from spendguard import PriceTable, SelfHosted, Usage, cost
 
 TABLE = PriceTable.bundled()
 # Every platform entry next to the Claude API entry it was derived from.

@@ -13,8 +13,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import PriceTable, UnknownModelError
-from spendguard._budget.ledger import open_ledger
+from spendguard import PriceTable, UnknownModelError, open_ledger
 from tests.provider_bodies import anthropic_message, chat_completion
 
 TABLE = PriceTable.bundled()

@@ -11,8 +11,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import PriceTable, Usage
-from spendguard._core.errors import PriceFileError
+from spendguard import PriceFileError, PriceTable, Usage
 from tests.provider_bodies import chat_completion
 
 OPENAI_CHAT = "https://api.openai.com/v1/chat/completions"

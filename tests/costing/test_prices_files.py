@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._core.errors import PriceFileError
-from spendguard._costing.prices import load_price_file
+from spendguard import PriceFileError, load_price_file
 
 GOOD_OPENAI = """
 [models."m"]

@@ -15,10 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
-from spendguard._budget.ledger import open_ledger
-from spendguard._costing.prices.selfhosted import SelfHosted
-from spendguard._reporting.selfhosted import compare_self_hosted
+from spendguard import SelfHosted, open_ledger
 from spendguard.cli import main
+from spendguard.sizing import compare_self_hosted
 from spendguard.testing import Emulator
 
 VLLM = "http://vllm.spendguard.invalid/v1"

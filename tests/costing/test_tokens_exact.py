@@ -11,8 +11,7 @@ import openai
 import pytest
 import respx
 
-from spendguard._core.errors import ConfigError, ProviderResponseError
-from spendguard._costing.tokens import acount_tokens_exact, count_tokens_exact
+from spendguard import ConfigError, ProviderResponseError, acount_tokens_exact, count_tokens_exact
 from tests.tokens_helpers import COOKBOOK_TOOLS
 
 ANTHROPIC_COUNT = "https://api.anthropic.com/v1/messages/count_tokens"

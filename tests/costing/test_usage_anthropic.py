@@ -11,9 +11,7 @@ import pytest
 from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 
-from spendguard import Usage, usage_from
-from spendguard._core.errors import ConfigError, ProviderResponseError
-from spendguard._costing.providers import stream_reader
+from spendguard import ConfigError, ProviderResponseError, Usage, stream_reader, usage_from
 
 MESSAGE: dict[str, Any] = {
     "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-5",

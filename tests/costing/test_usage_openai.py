@@ -12,9 +12,7 @@ from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
 
-from spendguard import Usage, usage_from
-from spendguard._core.errors import ProviderResponseError
-from spendguard._costing.providers import stream_reader
+from spendguard import ProviderResponseError, Usage, stream_reader, usage_from
 
 CHAT: dict[str, Any] = {
     "id": "chatcmpl-1", "object": "chat.completion", "created": 1800000000, "model": "gpt-5.5",

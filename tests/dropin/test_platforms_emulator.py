@@ -8,7 +8,7 @@ from typing import Any
 import httpx2
 
 import spendguard
-from spendguard._budget.ledger import open_ledger
+from spendguard import open_ledger
 from spendguard.testing import Emulator
 
 MESSAGES: Any = [{"role": "user", "content": "hi"}]

@@ -13,7 +13,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.ledger import open_ledger
+from spendguard import open_ledger
 from tests.provider_bodies import chat_completion, chat_stream_events, sse
 
 AZURE = "https://res.openai.azure.com"

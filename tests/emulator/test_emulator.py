@@ -12,8 +12,7 @@ import httpx2
 import openai
 import pytest
 
-from spendguard._core.errors import ConfigError
-from spendguard._costing.tokens import count_request_tokens
+from spendguard import ConfigError, count_request_tokens
 from spendguard.testing import EmulatedError, Emulator, ManualClock, Prompt, Reply, ToolCall
 
 USER: Any = [{"role": "user", "content": "What does a token cost?"}]

@@ -7,7 +7,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from spendguard._costing.tokens import count_request_tokens
+from spendguard import count_request_tokens
 from spendguard.testing import Emulator, ManualClock
 
 LONG = " ".join(f"Clause {i}: the supplier delivers item {i} on time." for i in range(260))

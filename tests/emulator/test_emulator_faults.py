@@ -10,7 +10,7 @@ import anthropic
 import openai
 import pytest
 
-from spendguard._core.errors import ConfigError
+from spendguard import ConfigError
 from spendguard.testing import Emulator, ManualClock
 
 USER: Any = [{"role": "user", "content": "hi"}]

@@ -13,7 +13,7 @@ import openai
 import pytest
 from click.testing import CliRunner
 
-from spendguard._core.errors import ConfigError
+from spendguard import ConfigError
 from spendguard.cli import main
 from spendguard.testing import Emulator, EmulatorServer, ManualClock, serve
 from tests.sdk_errors import ANTHROPIC_STREAM_CUT, assert_sdk_stream_cut

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 import spendguard
-from spendguard._budget.ledger.base import SpendRecord
+from spendguard import SpendRecord
 from tests.provider_bodies import chat_completion
 
 MESSAGES: Any = [{"role": "user", "content": "hi"}]

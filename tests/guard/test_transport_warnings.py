@@ -12,8 +12,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.thresholds import CallOverrun, ThresholdCrossed
-from spendguard._reporting.report import render_text
+from spendguard import CallOverrun, ThresholdCrossed, render_report_text
 from tests.provider_bodies import (
     anthropic_message,
     chat_completion,
@@ -46,7 +45,7 @@ def test_usage_above_the_worst_case_is_recorded_truthfully_and_reaches_on_warn(
     assert (overruns[0].actual_usd, overruns[0].spent_usd) == (record.actual_usd, b.spent)
     report = spendguard.report_spend(ledger_url)
     assert (report.overrun_calls, report.overrun_usd) == (1, record.actual_usd)
-    assert "on 1 call that cost more than the worst case reserved" in render_text(report)
+    assert "on 1 call that cost more than the worst case reserved" in render_report_text(report)
 
 
 @pytest.mark.parametrize("is_async", [False, True])

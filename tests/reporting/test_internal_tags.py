@@ -12,8 +12,7 @@ import respx
 from click.testing import CliRunner
 
 import spendguard
-from spendguard import Budget
-from spendguard._budget.ledger import open_ledger
+from spendguard import Budget, open_ledger
 from spendguard.cli import main
 from tests.finance_helpers import read_csv, total
 from tests.ledger_helpers import FakeClock

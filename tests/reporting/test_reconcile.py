@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget
-from spendguard._budget.ledger import open_ledger
-from spendguard._core.errors import ConfigError
-from spendguard._reporting.export import export_spend, validate_focus
-from spendguard._reporting.reconcile import reconcile_spend
-from spendguard._reporting.report import report_spend
+from spendguard import (
+    Budget,
+    ConfigError,
+    export_spend,
+    open_ledger,
+    reconcile_spend,
+    report_spend,
+    validate_focus,
+)
 from tests.finance_helpers import book, read_csv, total
 from tests.ledger_helpers import FakeClock
 from tests.reconcile_helpers import (

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.budget import Budget
-from spendguard._core.errors import LedgerReset, LedgerUnavailable
+from spendguard import Budget, LedgerReset, LedgerUnavailable
 from tests.ledger_helpers import spend
 from tests.redis_cluster_helpers import (
     HOST,

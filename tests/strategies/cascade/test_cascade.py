@@ -13,10 +13,17 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import AttemptOutcome, CascadeFailed, Learning, MemoryStats, check_matches
-from spendguard._core.errors import ConfigError, UnknownModelError
-from spendguard._costing.cost import cost
-from spendguard._costing.usage import Usage
+from spendguard import (
+    AttemptOutcome,
+    CascadeFailed,
+    ConfigError,
+    Learning,
+    MemoryStats,
+    UnknownModelError,
+    Usage,
+    check_matches,
+    cost,
+)
 from tests.cascade_helpers import (
     ANTHROPIC_MESSAGES,
     IN_TOKENS,

@@ -10,9 +10,17 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import CascadeFailed, CascadeResult, Learning, MemoryStats, check_matches
-from spendguard._core.errors import ConfigError
-from spendguard._strategies.cascade.checks import Candidate, Check, Verdict
+from spendguard import (
+    Candidate,
+    CascadeFailed,
+    CascadeResult,
+    Check,
+    ConfigError,
+    Learning,
+    MemoryStats,
+    Verdict,
+    check_matches,
+)
 from tests.cascade_helpers import ANTHROPIC_MESSAGES, OPENAI_CHAT, Script
 
 QUESTION = {"messages": [{"role": "user", "content": "Pick B. A) no B) yes"}], "max_tokens": 20}

@@ -8,10 +8,15 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import AttemptOutcome, Budget, CascadeFailed, check_matches
-from spendguard._costing.cost import cost
-from spendguard._costing.usage import Usage
-from spendguard._strategies.cascade.learning import LedgerStats
+from spendguard import (
+    AttemptOutcome,
+    Budget,
+    CascadeFailed,
+    LedgerStats,
+    Usage,
+    check_matches,
+    cost,
+)
 from tests.cascade_helpers import IN_TOKENS, OPENAI_CHAT, OUT_TOKENS, Script
 
 QUESTION = {"messages": [{"role": "user", "content": "2+2? A) 3 B) 4"}], "max_tokens": 20}

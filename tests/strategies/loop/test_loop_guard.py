@@ -9,10 +9,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import LoopGuard, StopReason
-from spendguard._core.errors import ConfigError
-from spendguard._costing.cost import cost
-from spendguard._costing.usage import Usage
+from spendguard import ConfigError, LoopGuard, StopReason, Usage, cost
 from tests.cascade_helpers import OPENAI_CHAT, Script
 
 
