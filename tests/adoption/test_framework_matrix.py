@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import spendguard
-from spendguard._budget.events import CallEvent, Stage
+from spendguard import CallEvent
 from spendguard.testing import Emulator, serve
 from spendguard.testing.server import EmulatorServer
 from tests.adoption.frameworks_helpers import import_framework, quiet_framework_warnings
@@ -67,7 +67,7 @@ class Cell:
                                         warn_at=None)
 
     def listen(self, event: CallEvent) -> None:
-        if event.stage is Stage.REFUSED:
+        if event.stage == "refused":
             self.refusals.append(event)
 
     def install(self, limit: str = "1") -> None:

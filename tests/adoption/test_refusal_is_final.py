@@ -20,8 +20,7 @@ import openai
 import pytest
 
 import spendguard
-from spendguard._budget.events import CallEvent, Stage
-from spendguard._core.errors import BudgetExceeded
+from spendguard import BudgetExceeded, CallEvent
 from spendguard.testing import Emulator, serve
 from tests.adoption.frameworks_helpers import import_framework, quiet_framework_warnings
 
@@ -36,7 +35,7 @@ def fixture_refusals() -> Iterator[list[CallEvent]]:
     seen: list[CallEvent] = []
 
     def listen(event: CallEvent) -> None:
-        if event.stage is Stage.REFUSED:
+        if event.stage == "refused":
             seen.append(event)
 
     spendguard.subscribe(listen)

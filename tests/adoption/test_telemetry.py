@@ -22,8 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import spendguard
-from spendguard._adoption import telemetry
-from spendguard._core.errors import BudgetExceeded
+from spendguard import BudgetExceeded, telemetry
 from spendguard.testing import Emulator
 
 PROMPT = "The secret launch code is swordfish-42."

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard._budget.ledger.sqlite import open_sqlite
-from spendguard._core.errors import LedgerError
+from spendguard import LedgerError, open_ledger
 from spendguard.cli import main
 from tests.paths import REPO
 from tests.reconcile_helpers import openai_files
@@ -82,7 +81,7 @@ def test_a_read_command_leaves_the_ledger_byte_identical(built: Path, tmp_path: 
 def test_an_idle_ledger_rewritten_while_it_is_read_says_so(built: Path, tmp_path: Path) -> None:
     copy = tmp_path / "ledger.db"
     copy.write_bytes((built / "ledger.db").read_bytes())
-    reading = open_sqlite(f"sqlite:///{copy}", read_only=True)
+    reading = open_ledger(f"sqlite:///{copy}", read_only=True)
     records = reading.records()
     next(records)
     stat = copy.stat()

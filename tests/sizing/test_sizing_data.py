@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
-from spendguard import size_model
-from spendguard._core.errors import ConfigError, PriceFileError, UnknownModelError
-from spendguard._sizing import default_gpus, default_models, load_gpus, load_models, read_hf_config
+from spendguard import ConfigError, PriceFileError, UnknownModelError, size_model
+from spendguard.sizing import load_gpus, load_models, read_hf_config
+from tests.paths import REPO
 
+# The tables the package ships (``pricing/`` in a checkout).
+BUNDLED_MODELS = REPO / "pricing" / "open_models.toml"
+BUNDLED_GPUS = REPO / "pricing" / "gpus.toml"
 LLAMA_31_8B = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
     "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
@@ -78,7 +81,7 @@ def _write(folder: Path, config: dict[str, Any], total_size: int | None = None) 
 def test_config_json_counts_match_the_catalogue(tmp_path: Path, config: dict[str, Any],
                                                 catalogued: str) -> None:
     arch = read_hf_config(_write(tmp_path / catalogued, config))
-    known = default_models().get(catalogued)
+    known = load_models(BUNDLED_MODELS).get(catalogued)
     assert arch.params == pytest.approx(known.params, rel=0.02)
     assert arch.active_params == pytest.approx(known.active_params, rel=0.05)
     assert arch.attention.kinds == known.attention.kinds
@@ -136,12 +139,13 @@ def test_unknown_gpu_lists_close_matches() -> None:
 
 
 def test_models_are_found_by_hugging_face_id_in_any_case() -> None:
-    assert default_models().get("Meta-Llama/Llama-3.3-70B-Instruct").id == "llama-3.1-70b"
-    assert default_gpus().get("H100_SXM").id == "h100"
+    models = load_models(BUNDLED_MODELS)
+    assert models.get("Meta-Llama/Llama-3.3-70B-Instruct").id == "llama-3.1-70b"
+    assert load_gpus(BUNDLED_GPUS).get("H100_SXM").id == "h100"
 
 
 def test_every_gpu_has_a_source_and_a_date_and_priced_ones_say_where() -> None:
-    for gpu in default_gpus():
+    for gpu in load_gpus(BUNDLED_GPUS):
         assert gpu.source and gpu.as_of
         if gpu.usd_per_hour_low is not None:
             assert gpu.price_source and gpu.price_as_of
@@ -150,7 +154,7 @@ def test_every_gpu_has_a_source_and_a_date_and_priced_ones_say_where() -> None:
 
 
 def test_every_model_is_internally_consistent() -> None:
-    for arch in default_models():
+    for arch in load_models(BUNDLED_MODELS):
         layout = arch.attention
         assert layout.full_layers + layout.sliding_layers + layout.mla_layers + (
             layout.linear_layers) == arch.layers

@@ -13,9 +13,7 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
 import spendguard
-from spendguard._core.errors import BudgetExceeded, ConfigError
-from spendguard._core.money import ZERO
-from spendguard._strategies.batch import BatchRequest, Polling
+from spendguard import BatchRequest, BudgetExceeded, ConfigError, Polling
 from tests.batching_helpers import CLAUDE, GPT, World, batch_usd, chat, message
 
 
@@ -80,7 +78,7 @@ def test_batch_returns_results_in_request_order_with_costs_and_savings() -> None
         assert result.standard_usd == spendguard.cost(
             GPT, replace(result.usage, service_tier=None)).total
         assert result.savings_usd == result.standard_usd - result.cost_usd > 0
-    assert world.budget.spent == sum((r.cost_usd for r in results), ZERO)
+    assert world.budget.spent == sum((r.cost_usd for r in results), Decimal(0))
     assert world.budget.reserved == 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import anthropic
@@ -11,8 +12,7 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 import spendguard
-from spendguard._core.errors import ConfigError
-from spendguard._core.money import ZERO
+from spendguard import ConfigError
 from spendguard.testing import EmulatedError, Prompt
 from tests.batching_helpers import World, chat, message
 
@@ -43,7 +43,7 @@ async def test_abatch_is_awaited_for_its_results() -> None:
                                   polling=world.polling)
     results = await run
     assert all(isinstance(r.response, ChatCompletion) for r in results)
-    assert world.budget.spent == sum((r.cost_usd for r in results), ZERO)
+    assert world.budget.spent == sum((r.cost_usd for r in results), Decimal(0))
 
 
 async def test_an_async_deadline_rescue_makes_awaited_ordinary_calls() -> None:

@@ -9,8 +9,7 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 import spendguard
-from spendguard._core.money import ZERO
-from spendguard._strategies.batch import Polling
+from spendguard import Polling
 from tests.batching_helpers import GPT, World, chat
 
 HOUR_S = 3600.0
@@ -37,7 +36,7 @@ def test_a_late_batch_is_cancelled_and_its_unfinished_requests_go_ordinary() -> 
     assert fallback.cost_usd == fallback.standard_usd == spendguard.cost(
         GPT, fallback.usage).total
     assert fallback.savings_usd == 0 < results[0].savings_usd
-    assert world.budget.spent == sum((r.cost_usd for r in results), ZERO)
+    assert world.budget.spent == sum((r.cost_usd for r in results), Decimal(0))
     assert world.budget.reserved == 0
     assert records(world) == sorted([("chat.completions", "ok", True)]
                                     + [("chat.completions", "released", True)] * 3

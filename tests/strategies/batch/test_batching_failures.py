@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 
 import openai
 import pytest
 
 import spendguard
-from spendguard._core.errors import BatchRequestFailed
-from spendguard._core.money import ZERO
-from spendguard._strategies.batch import Polling
+from spendguard import BatchRequestFailed, Polling
 from spendguard.testing import EmulatedError, Prompt
 from tests.batching_helpers import World, batch_usd, chat, message
 
@@ -43,7 +42,7 @@ def test_errored_requests_release_their_share_and_the_rest_settle(provider: str)
     with pytest.raises(BatchRequestFailed, match="errored") as caught:
         results[1].unwrap()
     assert (caught.value.status, caught.value.route) == ("errored", "batch")
-    assert world.budget.spent == sum((r.cost_usd for r in results), ZERO)
+    assert world.budget.spent == sum((r.cost_usd for r in results), Decimal(0))
     assert world.budget.reserved == 0
     assert by_status(world) == {"ok": 2, "released": 1}
 
@@ -80,7 +79,7 @@ def test_requests_unfinished_at_the_24_hour_expiry_are_released(provider: str) -
     assert statuses == sorted(statuses, key=lambda s: s != "succeeded")  # in file order
     finished = [r for r in results if r.ok]
     assert world.budget.spent == sum((batch_usd(r.model, r.usage) for r in finished
-                                      if r.usage), ZERO)
+                                      if r.usage), Decimal(0))
     assert world.budget.reserved == 0
     assert by_status(world)["released"] == statuses.count("expired")
 

@@ -9,10 +9,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import StopReason
-from spendguard._costing.cost import cost
-from spendguard._costing.usage import Usage
-from spendguard._strategies.loop.novelty import exact, normalise_text
+from spendguard import StopReason, Usage, cost
 from tests.cascade_helpers import IN_TOKENS, OPENAI_CHAT, Script
 
 MODEL = "gpt-4o"
@@ -113,7 +110,7 @@ def test_findings_differing_only_in_times_numbers_and_ids_are_nothing_new() -> N
 
 
 def test_an_exact_key_counts_every_changed_timestamp_as_new() -> None:
-    guard = spendguard.loop(patience=2, max_steps=4, key=exact)
+    guard = spendguard.loop(patience=2, max_steps=4, key=spendguard.exact_finding)
     assert [step.found([f"service X down (checked 10:0{step.index})"]) for step in guard] == [
         1, 1, 1, 1]
     assert guard.stop_reason is StopReason.STEPS
@@ -144,8 +141,8 @@ def test_repeated_outputs_with_new_timestamps_stall_the_loop() -> None:
 
 
 def test_normalisation_keeps_digits_that_name_things() -> None:
-    assert normalise_text("gpt-4o beats p10 (v1.2)") == "gpt-4o beats p10 (v1.2)"
-    assert normalise_text("took 120ms, 3 retries") == "took <n>ms, <n> retries"
+    assert spendguard.normalise_finding("gpt-4o beats p10 (v1.2)") == "gpt-4o beats p10 (v1.2)"
+    assert spendguard.normalise_finding("took 120ms, 3 retries") == "took <n>ms, <n> retries"
 
 
 def test_bad_novelty_options_name_the_field() -> None:
