@@ -16,7 +16,6 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._guard.settling import STREAM_TAIL_TOKENS
 from tests.provider_bodies import (
     anthropic_message,
     anthropic_stream_events,
@@ -26,6 +25,9 @@ from tests.provider_bodies import (
 )
 from tests.sdk_errors import ANTHROPIC_STREAM_CUT, assert_sdk_stream_cut
 
+# docs/budgets.md: a stream cut short is charged the received output plus at most
+# 1,024 tokens (what the provider may still generate after the disconnect).
+STREAM_TAIL_TOKENS = 1024
 OPENAI_CHAT = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC_MESSAGES = "https://api.anthropic.com/v1/messages"
 MESSAGES: Any = [{"role": "user", "content": "Say hi"}]

@@ -13,7 +13,6 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._guard.settling import STREAM_TAIL_TOKENS
 from tests.provider_bodies import (
     anthropic_stream_events,
     chat_stream_events,
@@ -27,6 +26,10 @@ from tests.transport_helpers import (
     fixture_ledger_url,  # noqa: F401 - a fixture: pytest finds it here
     records,
 )
+
+# docs/budgets.md: a stream cut short is charged the received output plus at most
+# 1,024 tokens (what the provider may still generate after the disconnect).
+STREAM_TAIL_TOKENS = 1024
 
 
 def _stream_with(events: list[tuple[str | None, Any]], **usage: Any) -> bytes:
