@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
@@ -14,9 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
-from spendguard._budget.ledger import CallInfo
-from spendguard._budget.reservations import reserve_call
 from spendguard.cli import main
+from spendguard.testing import Emulator
 
 
 def mode(path: Path) -> int:
@@ -34,11 +32,12 @@ def umask_022() -> Iterator[None]:
 
 
 def _spend(url: str) -> spendguard.Budget:
+    """One guarded call, its prompt kept, recorded in the ledger at ``url``."""
     budget = spendguard.Budget("10", ledger=url, scope="team")
-    reserve_call(budget, Decimal("0.5"), call=CallInfo(
-        "openai", "gpt-4o-mini", "chat", prompt_text="a private prompt")).settle(
-        actual_usd=Decimal("0.25"), tokens={"input": 10, "output": 5}, usage_estimated=False,
-        table_version="t", latency_s=0.1)
+    with Emulator().openai_client(max_retries=0) as client:
+        spendguard.wrap(client, budget=budget, store_prompts=True).chat.completions.create(
+            model="gpt-4o-mini", max_tokens=5,
+            messages=[{"role": "user", "content": "a private prompt"}])
     return budget
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard._costing.prices import PriceTable
-from spendguard._costing.prices.check import compare_genai_prices, compare_litellm
+from spendguard import PriceTable, check_prices
 from spendguard.cli import main
 from tests.paths import GENAI_PRICES_SNAPSHOT
 
@@ -80,7 +79,7 @@ def test_check_reports_a_changed_rate_and_a_changed_long_context_tier() -> None:
         "gpt-5.5": {"tiers": [{"above_input_tokens": 272000, "input_multiplier": 3,
                                "output_multiplier": "1.5"}], "source": "t", "as_of": "2026-11-30"},
     }})
-    found, _ = compare_genai_prices(table, ON, snapshot_file=GENAI_PRICES_SNAPSHOT)
+    found = check_prices(table, when=ON, genai_prices=GENAI_PRICES_SNAPSHOT).disagreements
     found_set = {(d.model, d.kind, str(d.ours), str(d.theirs)) for d in found}
     assert {
         ("gpt-5", "input", "1.30", "1.25"),
@@ -104,7 +103,10 @@ def test_check_compares_a_litellm_file(tmp_path: Path) -> None:
                                        "cache_creation_input_token_cost": 3.75e-06,
                                        "cache_creation_input_token_cost_above_1hr": 6e-06},
     }))
-    found, missing = compare_litellm(PriceTable.bundled(), path)
+    check = check_prices(PriceTable.bundled(), when=ON, litellm=path,
+                         genai_prices=GENAI_PRICES_SNAPSHOT)
+    found = [d for d in check.disagreements if d.other.startswith("litellm")]
+    missing = check.missing["litellm"]
     assert [(d.model, d.kind, d.theirs) for d in found] == [
         ("claude-sonnet-4-5", "output", Decimal(16))]
     assert "gpt-4o" in missing and "gpt-5" not in missing
