@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 
 import pytest
 from click.testing import CliRunner
 
-from spendguard._budget.ledger import open_ledger
-from spendguard._budget.ledger.base import CallInfo, ScopeClaim, Settlement
+from spendguard import Budget
 from spendguard.cli import main
+from tests.finance_helpers import book
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -154,18 +153,15 @@ def test_bad_breakeven_arguments_name_the_option(args: list[str], option: str) -
 
 
 def test_breakeven_from_the_ledger_compares_real_spend() -> None:
-    ledger = open_ledger("memory://sizing-cli")
-    now = datetime.now(UTC)
-    rid = ledger.reserve([ScopeClaim("global", "all")], Decimal("1"),
-                         CallInfo("openai", "gpt-x", "/v1/chat/completions"),
-                         time=now - timedelta(days=2), expires_at=now, tags={})
-    ledger.settle(rid, Settlement(time=now - timedelta(days=2), actual_usd=Decimal("3000"),
-                                  tokens={"input": 50_000_000, "output": 100_000_000},
-                                  usage_estimated=False, table_version="t", latency_s=1.0))
+    two_days_ago = datetime.now(UTC) - timedelta(days=2)
+    budget = Budget("10000", ledger="memory://sizing-cli", warn_at=None,
+                    clock=lambda: two_days_ago)
+    book(budget, "gpt-4o-mini", {"input": 50_000_000, "output": 100_000_000},
+         actual_usd="3000", worst_usd="3000")
     code, out = _run("breakeven", "--gpu", "h100", "--count", "1", "--usd-per-gpu-hour", "2.50",
-                     "--from-ledger", "--model", "gpt-x", "--ledger", "memory://sizing-cli")
+                     "--from-ledger", "--model", "gpt-4o-mini", "--ledger", "memory://sizing-cli")
     assert code == 0, out
-    assert "The last 30 days on gpt-x cost $3,000.00" in out
+    assert "The last 30 days on gpt-4o-mini cost $3,000.00" in out
     assert "would cost $1,800.00" in out
     assert "60,000,000 output tokens" in out  # 1,800 USD at 30 USD per million
 
