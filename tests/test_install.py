@@ -16,9 +16,8 @@ import openai
 import pytest
 
 import spendguard
+from spendguard import BudgetExceeded, ConfigError, open_ledger
 from spendguard._adoption.install import installed
-from spendguard._budget.ledger import open_ledger
-from spendguard._core.errors import BudgetExceeded, ConfigError
 from spendguard.testing import Emulator
 
 MESSAGES: Any = [{"role": "user", "content": "Say something short."}]

@@ -17,8 +17,8 @@ import openai
 import pytest
 
 import spendguard
+from spendguard import BudgetExceeded
 from spendguard._adoption.install import installed
-from spendguard._core.errors import BudgetExceeded
 from spendguard.testing import Emulator
 
 MESSAGES: Any = [{"role": "user", "content": "Say something short."}]

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget
-from spendguard._budget.ledger import open_ledger
+from spendguard import Budget, BudgetConfigError, BudgetExceeded, LedgerError, open_ledger
 from spendguard._budget.reservations import remaining_for_call, reserve_call
-from spendguard._core.errors import BudgetConfigError, BudgetExceeded, LedgerError
 from tests.ledger_helpers import FakeClock, call_info, settle, spend
 
 D = Decimal

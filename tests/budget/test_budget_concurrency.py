@@ -16,9 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetExceeded
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetExceeded
 from tests.ledger_helpers import call_info, settle, worker
 
 D = Decimal

@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget
-from spendguard._budget.ledger import open_ledger
+from spendguard import (
+    Budget,
+    BudgetExceeded,
+    BudgetWarning,
+    ConfigError,
+    ThresholdCrossed,
+    open_ledger,
+)
 from spendguard._budget.reservations import reserve_call
-from spendguard._budget.thresholds import ThresholdCrossed
-from spendguard._core.errors import BudgetExceeded, BudgetWarning, ConfigError
 from spendguard._core.periods import period_key
 from tests.ledger_helpers import FakeClock, call_info, settle, spend
 

@@ -14,11 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetConfigError, BudgetExceeded, ThresholdCrossed
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._budget.reservations import Reservation, reserve_call
-from spendguard._budget.thresholds import ThresholdCrossed
-from spendguard._core.errors import BudgetConfigError, BudgetExceeded
 from spendguard._core.periods import (
     WINDOW_STEPS,
     check_period,

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetExceeded
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetExceeded
 from tests.ledger_helpers import call_info, settle, start_together, worker
 from tests.redis_helpers import (
     fixture_redis_prefix,  # noqa: F401 - a fixture: pytest finds it here

@@ -15,11 +15,9 @@ import respx
 from click.testing import CliRunner
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetConfigError, BudgetExceeded, render_report_text
 from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetConfigError, BudgetExceeded
-from spendguard._reporting.report import render_text
 from spendguard.cli import main
 from tests.example_runs import RunExample, on_examples_worker
 from tests.ledger_backends import LedgerBackend
@@ -60,7 +58,7 @@ def test_new_users_past_the_cap_share_one_overflow_scope_on_every_backend(
     report = spendguard.report_spend(url, by="scope")
     assert OVERFLOW in [b.scope for b in report.budgets]
     assert OVERFLOW in [g.name for g in report.groups]
-    text = render_text(report)
+    text = render_report_text(report)
     assert "%new" not in text  # the count is bookkeeping, never shown
     assert f"({OVERFLOW}: values past their template's max_children" in text
     assert app.ledger.verify() == []

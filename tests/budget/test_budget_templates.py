@@ -13,11 +13,9 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetConfigError, BudgetExceeded, render_report_text
 from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetConfigError, BudgetExceeded
-from spendguard._reporting.report import render_text
 from tests.ledger_helpers import settle, start_together, worker
 from tests.provider_bodies import anthropic_message, chat_completion
 
@@ -133,7 +131,7 @@ def test_the_report_lists_each_users_budget_against_its_limit(tmp_path: Path) ->
     listed = {b.scope: (b.spent_usd, b.limit_usd) for b in report.budgets}
     assert listed["app/user:alice"] == (D("0.5"), D("2"))
     assert listed["app/user:bob"] == (D("1.5"), D("2"))
-    assert "app/user:bob" in render_text(report)
+    assert "app/user:bob" in render_report_text(report)
 
 
 def _one_users_call(args: tuple[Budget, str]) -> int:
@@ -187,7 +185,8 @@ def test_the_report_shows_a_rolling_windows_sum_ending_at_its_latest_step(
     [listed] = spendguard.report_spend(url).budgets
     assert listed.spent_usd == D("1.5")
     last_step_end = clock.now - timedelta(minutes=25) + timedelta(minutes=1)
-    assert f"1h to {last_step_end:%Y-%m-%d %H:%M:%S}" in render_text(spendguard.report_spend(url))
+    text = render_report_text(spendguard.report_spend(url))
+    assert f"1h to {last_step_end:%Y-%m-%d %H:%M:%S}" in text
 
 
 @respx.mock

@@ -13,10 +13,9 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetExceeded
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetExceeded
 from tests.ledger_backends import LedgerBackend
 from tests.ledger_helpers import FakeClock, call_info, settle
 from tests.provider_bodies import chat_stream_events, sse

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 import spendguard
+from spendguard import CallEvent
 from spendguard._budget import events
-from spendguard._budget.events import CallEvent, Stage
+from spendguard._budget.events import Stage
 from spendguard.testing import Emulator
 
 MESSAGES: Any = [{"role": "user", "content": "Say something short."}]

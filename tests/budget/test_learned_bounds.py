@@ -12,13 +12,17 @@ from typing import Any
 import pytest
 
 import spendguard
+from spendguard import (
+    CallOverrun,
+    LedgerError,
+    SpendRecord,
+    ThresholdCrossed,
+    count_request_tokens,
+    open_ledger,
+)
 from spendguard._budget import learned_bounds
 from spendguard._budget.learned_bounds import MIN_SAMPLES, STATIC_BOUND_TAG
-from spendguard._budget.ledger import open_ledger
-from spendguard._budget.ledger.base import Ledger, SpendRecord
-from spendguard._budget.thresholds import CallOverrun, ThresholdCrossed
-from spendguard._core.errors import LedgerError
-from spendguard._costing.tokens import count_request_tokens
+from spendguard._budget.ledger.base import Ledger
 from spendguard.testing import Emulator
 
 MODEL = "claude-haiku-4-5"

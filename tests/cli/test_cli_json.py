@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
+from spendguard import BatchLimits, Polling
 from spendguard._budget.ledger import CallInfo
 from spendguard._budget.reservations import reserve_call
-from spendguard._strategies.batch import BatchLimits, Polling
 from spendguard._strategies.batch.polling import Round, poll_until
 from spendguard._strategies.batch.wait_progress import StderrProgress, WaitProgress
 from spendguard.cli import main

@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spendguard
+from spendguard import BudgetConfigError, format_usd
 from spendguard._budget.ledger.base import ScopeClaim, Settlement
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetConfigError
-from spendguard._core.money import MAX_LIMIT_USD, format_usd, normalised
+from spendguard._core.money import MAX_LIMIT_USD, normalised
 from spendguard._core.terminal import printable
 from spendguard.cli import main
 from tests.ledger_helpers import START, call_info

@@ -8,9 +8,8 @@ from decimal import Decimal
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from spendguard import PriceTable, Usage, cost
+from spendguard import ModelPrice, PriceTable, Usage, cost
 from spendguard._costing import cost as costing
-from spendguard._costing.prices import ModelPrice
 
 TABLE = PriceTable.bundled()
 CHAT_MODELS = [m for m in TABLE.models() if TABLE.get(m).mode == "chat"]

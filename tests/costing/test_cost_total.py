@@ -7,8 +7,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spendguard import PriceTable, Usage, cost
-from spendguard._core.errors import SpendguardError
+from spendguard import PriceTable, SpendguardError, Usage, cost
 from spendguard._costing.cost import total_usd
 
 TABLE = PriceTable.bundled()

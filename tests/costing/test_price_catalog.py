@@ -13,8 +13,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard import GenaiPricesCatalog, PriceTable, UnknownModelError
-from spendguard._core.errors import ConfigError
+from spendguard import ConfigError, GenaiPricesCatalog, PriceTable, UnknownModelError
 from spendguard._costing.prices import default_table
 from tests.paths import GENAI_PRICES_SNAPSHOT
 from tests.provider_bodies import chat_completion

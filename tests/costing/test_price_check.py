@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard._core.errors import ConfigError
-from spendguard._costing.prices import PriceTable
+from spendguard import ConfigError, PriceTable, check_prices
 from spendguard._costing.prices.check import (
     Disagreement,
-    check_prices,
     compare_genai_prices,
     compare_litellm,
     our_rate,

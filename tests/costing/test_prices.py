@@ -12,14 +12,15 @@ import anthropic.types
 import openai.types
 import pytest
 
-from spendguard._core.errors import PriceFileError, UnknownModelError
-from spendguard._costing.prices import (
+from spendguard import (
+    PriceFileError,
     PriceTable,
-    default_table,
+    UnknownModelError,
     load_price_file,
     price,
     register_prices,
 )
+from spendguard._costing.prices import default_table
 
 CUSTOM = """
 [models."my-finetune"]

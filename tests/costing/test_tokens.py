@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spendguard._core.errors import ConfigError, UnknownModelError
-from spendguard._costing.tokens import TokenCount, count_tokens
+from spendguard import ConfigError, TokenCount, UnknownModelError, count_tokens
 from spendguard._costing.tokens.bpe import count_text
 from tests.tokens_helpers import COOKBOOK_MESSAGES, COOKBOOK_TOOL_MESSAGES, COOKBOOK_TOOLS
 

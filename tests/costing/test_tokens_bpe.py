@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from spendguard._core.errors import TokenizerError
-from spendguard._costing.tokens import bpe, count_tokens
+from spendguard import TokenizerError, count_tokens
+from spendguard._costing.tokens import bpe
 from tests.paths import REPO
 
 URLS = {

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spendguard._costing.tokens import count_request_tokens, count_tokens
+from spendguard import count_request_tokens, count_tokens
 from spendguard._costing.tokens.images import (
     AnthropicImageRule,
     OpenAIPatchRule,

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spendguard._core.errors import ConfigError
-from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.tokens import bpe, count_request_tokens, count_tokens
+from spendguard import ConfigError, Endpoint, count_request_tokens, count_tokens
+from spendguard._costing.tokens import bpe
 from tests.tokens_helpers import (
     COOKBOOK_MESSAGES,
     COOKBOOK_TOOL_MESSAGES,

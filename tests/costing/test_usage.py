@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from spendguard import Usage
-from spendguard._core.errors import ConfigError
+from spendguard import ConfigError, Usage
 from spendguard._costing.usage import reply_usage
 
 

@@ -20,7 +20,7 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.ledger import open_ledger
+from spendguard import open_ledger
 from spendguard._costing.eventstream import EventStreamDecoder
 from spendguard.testing.eventstream import bedrock_stream, event_stream_frame
 from tests.provider_bodies import anthropic_message, anthropic_stream_events, sse

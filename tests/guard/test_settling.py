@@ -7,8 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from spendguard._costing.prices import price
-from spendguard._costing.usage import Usage
+from spendguard import Usage, price
 from spendguard._guard.settling import (
     MAX_READABLE_TOKENS,
     STREAM_TAIL_TOKENS,

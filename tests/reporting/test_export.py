@@ -12,16 +12,11 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.budget import Budget, CallInfo
-from spendguard._budget.ledger import ScopeClaim, open_ledger
+from spendguard import Budget, ConfigError, export_spend, open_ledger, validate_focus
+from spendguard._budget.budget import CallInfo
+from spendguard._budget.ledger import ScopeClaim
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import ConfigError
-from spendguard._reporting.export import (
-    FOCUS_COLUMNS,
-    LEDGER_COLUMNS,
-    export_spend,
-    validate_focus,
-)
+from spendguard._reporting.export import FOCUS_COLUMNS, LEDGER_COLUMNS
 from tests.finance_helpers import book, csv_rows, list_cost, read_csv, total
 from tests.ledger_helpers import START, FakeClock
 from tests.paths import REPO

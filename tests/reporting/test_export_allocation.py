@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spendguard._budget.ledger import SpendRecord
+from spendguard import SpendRecord
 from spendguard._costing.prices import default_table
 from spendguard._reporting.export.allocation import QUANTUM_USD, split_cost
 from spendguard._reporting.export.focus import focus_rows

@@ -9,7 +9,8 @@ from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from spendguard._budget.ledger import Ledger, ScopeClaim, Settlement, open_ledger
+from spendguard import open_ledger
+from spendguard._budget.ledger import Ledger, ScopeClaim, Settlement
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from tests.ledger_helpers import START, call_info
 

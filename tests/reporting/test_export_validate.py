@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard._budget.budget import Budget
-from spendguard._core.errors import ConfigError
-from spendguard._reporting.export import FocusProblem, export_spend, validate_focus
+from spendguard import Budget, ConfigError, export_spend, validate_focus
+from spendguard._reporting.export import FocusProblem
 from spendguard.cli import main
 from tests.finance_helpers import book, read_csv
 from tests.ledger_helpers import FakeClock

@@ -13,10 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
-from spendguard import Budget
+from spendguard import Budget, BudgetWarning
 from spendguard._budget.budget import CallInfo
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetWarning
 from spendguard._reporting.report import OnTrack, render_html
 from spendguard.cli import main
 from tests.finance_helpers import book

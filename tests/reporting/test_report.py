@@ -12,11 +12,9 @@ import pytest
 import respx
 
 import spendguard
-from spendguard._budget.budget import Budget, CallInfo
-from spendguard._budget.ledger import open_ledger
+from spendguard import Budget, ConfigError, open_ledger, render_report_text, report_spend
+from spendguard._budget.budget import CallInfo
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import ConfigError
-from spendguard._reporting.report import render_text, report_spend
 from tests.finance_helpers import book, list_cost
 from tests.ledger_helpers import FakeClock
 from tests.provider_bodies import anthropic_message, chat_completion
@@ -76,7 +74,7 @@ def test_totals_equal_the_ledger_after_crash_recovery_and_late_settles(url: str)
     assert report.recovered_usd == D("0.0323")
     assert report.adjustments_usd == D("0.0051") - D("0.02")
     assert vanished.id in {r.id for r in open_ledger(url).records() if r.status == "recovered"}
-    text = render_text(report)
+    text = render_report_text(report)
     assert "charged for calls whose process vanished" in text
     assert f"${report.total_usd:.4f}" in text.replace(",", "")
 
@@ -132,7 +130,7 @@ def test_budgets_show_each_scopes_latest_period_against_its_limit(url: str) -> N
     (use,) = report_spend(url).budgets
     assert (use.period_key, use.spent_usd, use.limit_usd) == ("2031-02-01", D("0.05"), D("0.5"))
     assert use.used == pytest.approx(0.1)
-    text = render_text(report_spend(url))
+    text = render_report_text(report_spend(url))
     assert "daily   2031-02-01" in text and "10.0%" in text
 
 
@@ -165,5 +163,5 @@ def test_report_spend_is_public() -> None:
 
 def test_the_period_shown_includes_both_ends(url: str) -> None:
     varied_ledger(url)
-    text = render_text(report_spend(url, since="2031-02-01", until="2031-02"))
+    text = render_report_text(report_spend(url, since="2031-02-01", until="2031-02"))
     assert text.startswith("spendguard report: 2031-02-01 to 2031-02-28 (UTC)")

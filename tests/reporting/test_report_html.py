@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget
-from spendguard._reporting.report import render_html, report_spend, write_html
+from spendguard import Budget, report_spend, write_report_html
+from spendguard._reporting.report import render_html
 from spendguard._reporting.report.page_style import (
     BATCH_COLOR,
     CACHE_COLOR,
@@ -59,7 +59,7 @@ def test_an_empty_ledger_still_renders(url: str) -> None:
 def test_write_html_reports_an_unwritable_path(url: str, tmp_path: Path) -> None:
     spendguard.open_ledger(url)
     with pytest.raises(spendguard.ConfigError, match=r"^html: cannot write"):
-        write_html(report_spend(url), tmp_path / "missing-dir" / "r.html")
+        write_report_html(report_spend(url), tmp_path / "missing-dir" / "r.html")
 
 
 @pytest.mark.browser
@@ -67,7 +67,7 @@ def test_write_html_reports_an_unwritable_path(url: str, tmp_path: Path) -> None
                                               "(apt-get install chromium)")
 def test_the_charts_render_in_a_headless_browser(url: str, tmp_path: Path) -> None:
     varied_ledger(url)
-    page = write_html(report_spend(url, by="scope"), tmp_path / "report.html")
+    page = write_report_html(report_spend(url, by="scope"), tmp_path / "report.html")
     shot = tmp_path / "shot.png"
     # Tall enough for every chart however the page wraps (the ledger's path is in its header).
     screenshot(page, shot, width=1200, height=2400)
@@ -139,7 +139,7 @@ def test_the_budget_panel_is_sorted_by_fill_and_never_cuts_a_name_or_a_figure(
              "gpt-4o-mini", {"input": 10},
              actual_usd=str(D(spent) * (250000 if scope == "team:z" else 1)),
              worst_usd=str(D(spent) * (250000 if scope == "team:z" else 1)))
-    page = write_html(report_spend(url, by="scope"), tmp_path / "report.html")
+    page = write_report_html(report_spend(url, by="scope"), tmp_path / "report.html")
     for width in (1400, 390):
         measured = _measure(page, tmp_path, width)
         rows = measured["rows"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.budget import Budget
-from spendguard._reporting.report import render_html, report_spend, write_html
+from spendguard import Budget, report_spend, write_report_html
+from spendguard._reporting.report import render_html
 from spendguard._reporting.report.page_style import PALETTE
 from spendguard._reporting.report.svg import Bar, Series, bars, stacked_columns, wrap_label
 from tests.finance_helpers import book
@@ -86,7 +86,7 @@ def test_small_days_and_wrapped_scope_names_render_in_a_browser(tmp_path: Path) 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     _skewed_ledger(url)
     report = report_spend(url, by="scope")
-    page = write_html(report, tmp_path / "report.html")
+    page = write_report_html(report, tmp_path / "report.html")
     html = page.read_text(encoding="utf-8")
     assert "Log scale: the largest day is 6,000× the smallest" in html
     assert f'<div class="name">{LONG_SCOPE} <span class="period">' in html  # whole, as text

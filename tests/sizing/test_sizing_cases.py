@@ -10,14 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard import size_model
-from spendguard._budget.ledger import open_ledger
+from spendguard import open_ledger, size_model
 from spendguard._budget.ledger.base import CallInfo, ScopeClaim, Settlement
-from spendguard._sizing import serving_capacity
 from spendguard._sizing.arch import default_models, estimated_arch
 from spendguard._sizing.hardware import default_gpus
-from spendguard._sizing.sizer import SizingRequest, size
 from spendguard.cli import main
+from spendguard.sizing import SizingRequest, serving_capacity, size
 
 H100_BANDWIDTH = 3.35e12
 # The estimated shape of a 1.5 T model is Llama 3.1 405B's: 126 layers, 8 KV heads of 128.

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spendguard import size_model
-from spendguard._core.errors import ConfigError
+from spendguard import ConfigError, size_model
 from spendguard._sizing import default_models
 from spendguard._sizing.memory import GB, GIB, activation_bytes
 

@@ -10,17 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spendguard import breakeven
-from spendguard._budget.ledger import open_ledger
+from spendguard import ConfigError, UnknownModelError, breakeven, open_ledger
 from spendguard._budget.ledger.base import CallInfo, ScopeClaim, Settlement
-from spendguard._core.errors import ConfigError, UnknownModelError
-from spendguard._sizing import (
-    compare_with_ledger,
-    ledger_spend,
-    monthly_rent,
-    serving_capacity,
-    spend_from_ledger,
-)
+from spendguard._sizing import ledger_spend
+from spendguard.sizing import compare_with_ledger, monthly_rent, serving_capacity, spend_from_ledger
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 

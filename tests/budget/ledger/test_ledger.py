@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spendguard import BudgetExceeded, ConfigError, LedgerError
 from spendguard._budget.ledger import Ledger, ScopeClaim, Settlement
 from spendguard._budget.ledger.sqlite import SqliteLedger
-from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError
 from tests.ledger_backends import LedgerBackend
 from tests.ledger_helpers import START, call_info
 

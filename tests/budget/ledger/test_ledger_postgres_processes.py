@@ -22,9 +22,8 @@ from typing import Any
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetExceeded
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetExceeded
 from tests.ledger_helpers import FakeClock, call_info, settle, spend, start_together, worker
 from tests.postgres_helpers import (
     fixture_postgres_ledger_url,  # noqa: F401 - a fixture: pytest finds it here

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
-from spendguard._budget.ledger import CallInfo, ScopeClaim, Settlement, SpendRecord
+from spendguard import SpendRecord
+from spendguard._budget.ledger import CallInfo, ScopeClaim, Settlement
 from spendguard._budget.ledger.memory import MemoryLedger
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from tests.ledger_helpers import START

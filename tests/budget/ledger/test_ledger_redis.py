@@ -15,14 +15,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spendguard._budget.budget import Budget
-from spendguard._budget.ledger import ScopeClaim, open_ledger
+from spendguard import (
+    Budget,
+    BudgetExceeded,
+    ConfigError,
+    LedgerError,
+    LedgerUnavailable,
+    ThresholdCrossed,
+    open_ledger,
+)
+from spendguard._budget.ledger import ScopeClaim
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.ledger.redis.codec import MAX_WHOLE_USD, scaled
 from spendguard._budget.ledger.redis.options import parse_redis_url
 from spendguard._budget.reservations import reserve_call
-from spendguard._budget.thresholds import ThresholdCrossed
-from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError, LedgerUnavailable
 from tests.ledger_helpers import START, FakeClock, call_info, settle, spend
 from tests.redis_helpers import (
     drop_prefix,

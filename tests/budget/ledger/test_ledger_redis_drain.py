@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 import spendguard._budget.ledger
-from spendguard._budget.ledger import ScopeClaim, Settlement, SpendRecord, open_ledger
-from spendguard._budget.ledger.drain import DrainResult, drain
+from spendguard import ConfigError, LedgerError, SpendRecord, drain_ledger, open_ledger
+from spendguard._budget.ledger import ScopeClaim, Settlement
+from spendguard._budget.ledger.drain import DrainResult
 from spendguard._budget.ledger.drain_postgres import PostgresArchive
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.ledger.redis.reseed import reseed
 from spendguard._budget.ledger.sqlite import SqliteLedger
-from spendguard._core.errors import ConfigError, LedgerError
 from tests.ledger_helpers import START, call_info
 from tests.redis_helpers import (
     drop_prefix,
@@ -86,7 +86,7 @@ def comparable(record: SpendRecord) -> tuple[Any, ...]:
 def test_draining_into_sqlite_copies_every_record_and_keeps_the_books_sound(
         source: RedisLedger, tmp_path: Path) -> None:
     archive_url = f"sqlite:///{tmp_path}/archive.db"
-    result = drain(source, archive_url)
+    result = drain_ledger(source, archive_url)
     assert result == DrainResult(read=5, written=5)
     archive = open_ledger(archive_url)
     assert [comparable(r) for r in archive.records()] == [
@@ -101,9 +101,9 @@ def test_draining_into_sqlite_copies_every_record_and_keeps_the_books_sound(
 
 def test_draining_twice_never_duplicates(source: RedisLedger, tmp_path: Path) -> None:
     archive = SqliteLedger(tmp_path / "archive.db")
-    drain(source, archive, batch_size=2)
+    drain_ledger(source, archive, batch_size=2)
     source.settle(next(iter(_open_ids(source))), Settlement(START, D("1"), {}, False, "t", 0.1))
-    again = drain(source, archive)
+    again = drain_ledger(source, archive)
     assert (again.read, again.written, again.already_there) == (6, 1, 5)
     assert len(list(archive.records())) == 6
     assert archive.verify() == []
@@ -121,9 +121,9 @@ def test_drain_ledger_is_public_and_drains_a_window(source: RedisLedger, tmp_pat
 
 def test_a_destination_that_is_not_an_archive_is_refused(source: RedisLedger) -> None:
     with pytest.raises(ConfigError, match="not a SQLite ledger"):
-        drain(source, source.options.url.replace("prefix=", "prefix=other"))
+        drain_ledger(source, source.options.url.replace("prefix=", "prefix=other"))
     with pytest.raises(ConfigError, match="batch_size"):
-        drain(source, "memory://", batch_size=0)
+        drain_ledger(source, "memory://", batch_size=0)
 
 
 @pytest.fixture
@@ -144,8 +144,8 @@ def test_draining_into_postgresql_keeps_exact_money_and_never_duplicates(
         source: RedisLedger, pg_url: str) -> None:
     import psycopg
 
-    assert drain(source, pg_url) == DrainResult(read=5, written=5)
-    assert drain(source, pg_url) == DrainResult(read=5, written=0)
+    assert drain_ledger(source, pg_url) == DrainResult(read=5, written=5)
+    assert drain_ledger(source, pg_url) == DrainResult(read=5, written=0)
     with psycopg.connect(pg_url) as db:
         rows = db.execute("SELECT id, status, scopes, period_keys, limits_usd, tags, "
                           "estimated_usd, actual_usd, source FROM spendguard_records "
@@ -214,12 +214,12 @@ def _reseeded_matches(source: RedisLedger, copy: str, target_url: str) -> None:
 def test_a_ledger_reseeded_from_its_sqlite_copy_has_its_records_and_totals(
         source: RedisLedger, target_url: str, tmp_path: Path) -> None:
     copy = f"sqlite:///{tmp_path / 'copy.db'}"
-    drain(source, copy)
+    drain_ledger(source, copy)
     _reseeded_matches(source, copy, target_url)
 
 
 @requires_postgres
 def test_a_ledger_reseeded_from_its_postgresql_copy_has_its_records_and_totals(
         source: RedisLedger, target_url: str, pg_url: str) -> None:
-    drain(source, pg_url)
+    drain_ledger(source, pg_url)
     _reseeded_matches(source, pg_url, target_url)

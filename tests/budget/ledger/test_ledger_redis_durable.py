@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from spendguard._budget.budget import Budget
+from spendguard import Budget, ConfigError
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.ledger.redis.options import parse_redis_url
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import ConfigError
 from tests.ledger_helpers import call_info, settle, spend
 from tests.redis_cluster_helpers import (
     HOST,

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from spendguard._budget.budget import Budget
+from spendguard import Budget
 from spendguard._budget.ledger.redis import LOST_RESERVATION_NOTE, RedisLedger
 from spendguard._budget.reservations import reserve_call
 from tests.ledger_helpers import call_info, settle

@@ -21,11 +21,10 @@ from typing import Any
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget, BudgetExceeded
 from spendguard._budget.ledger import ScopeClaim, Settlement
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetExceeded
 from tests.ledger_helpers import FakeClock, call_info, spend, worker
 from tests.redis_cluster_helpers import (
     cluster_url,

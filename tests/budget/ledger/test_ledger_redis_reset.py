@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget
 from spendguard._budget.ledger.redis import LOST_RESERVATION_NOTE, RedisLedger
 from spendguard._budget.reservations import reserve_call
 from spendguard.cli import main

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.budget import Budget
+from spendguard import Budget, LedgerUnavailable
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.ledger.redis.fallback import ALLOWANCE_SCOPE
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import LedgerUnavailable
 from tests.ledger_helpers import call_info, settle, spend
 from tests.redis_helpers import (
     ThrowawayRedis,

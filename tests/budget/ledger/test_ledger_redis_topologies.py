@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.budget import Budget
-from spendguard._budget.ledger import open_ledger
+from spendguard import Budget, ConfigError, open_ledger
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.ledger.redis.options import parse_redis_url
-from spendguard._core.errors import ConfigError
 from tests.ledger_helpers import spend
 from tests.redis_cluster_helpers import (
     HOST,

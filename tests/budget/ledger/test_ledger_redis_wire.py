@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from spendguard._budget.budget import Budget
+from spendguard import Budget, SpendRecord
 from spendguard._budget.ledger import CallInfo, ScopeClaim
-from spendguard._budget.ledger.base import Settlement, SpendRecord
+from spendguard._budget.ledger.base import Settlement
 from spendguard._budget.ledger.redis import RedisLedger
 from spendguard._budget.ledger.redis.codec import (
     changes_from_json,

@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 
 import spendguard
-from spendguard._budget.budget import Budget
-from spendguard._budget.ledger import SpendRecord, Totals, default_ledger_path, open_ledger
+from spendguard import Budget, BudgetExceeded, ConfigError, LedgerError, SpendRecord, open_ledger
+from spendguard._budget.ledger import Totals, default_ledger_path
 from spendguard._budget.ledger import migrations as migrations_module
 from spendguard._budget.ledger.migrations import migrate
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError
 from tests.ledger_helpers import FakeClock, call_info, settle, spend, worker
 
 D = Decimal

@@ -20,10 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
-from spendguard._budget.budget import Budget
+from spendguard import Budget, LedgerError
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._budget.reservations import reserve_call
-from spendguard._core.errors import LedgerError
 from spendguard.cli import main
 from tests.ledger_helpers import call_info, spend
 

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 import spendguard
+from spendguard import Polling, batch_jobs, batch_results
 from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._core.money import ZERO
-from spendguard._strategies.batch import Polling, batch_jobs, batch_results
 from spendguard._strategies.batch.job import JobCore
 from spendguard.cli import main
 from spendguard.testing import Emulator, ManualClock, serve

@@ -17,10 +17,9 @@ import openai
 import pytest
 
 import spendguard
+from spendguard import BatchRequestFailed, ConfigError, Polling, batch_jobs
 from spendguard._budget.ledger.sqlite import SqliteLedger
-from spendguard._core.errors import BatchRequestFailed, ConfigError
 from spendguard._core.money import ZERO
-from spendguard._strategies.batch import Polling, batch_jobs
 from spendguard._strategies.batch.job import JobCore
 from spendguard.testing import Prompt
 from tests.batching_helpers import World, chat, message

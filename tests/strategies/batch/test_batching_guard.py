@@ -8,7 +8,7 @@ import httpx2
 import pytest
 
 import spendguard
-from spendguard._core.errors import UnsupportedEndpointError
+from spendguard import UnsupportedEndpointError
 from spendguard._guard.metering import PRERESERVED_HEADER, prereserved
 from spendguard.testing import ANTHROPIC_BASE_URL, OPENAI_BASE_URL, Emulator, ManualClock
 

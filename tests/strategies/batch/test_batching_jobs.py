@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from spendguard._budget.ledger import open_ledger
+from spendguard import ConfigError, LedgerError, open_ledger
 from spendguard._budget.ledger.jobs import JobItem, JobRecord, JobStore, job_store
 from spendguard._budget.ledger.memory import MemoryLedger
 from spendguard._budget.ledger.postgres import PostgresLedger
 from spendguard._budget.ledger.sqlite import SqliteLedger
-from spendguard._core.errors import ConfigError, LedgerError
 from tests.postgres_helpers import (
     drop_schema,
     fixture_postgres_ledger_url,  # noqa: F401 - a fixture: pytest finds it here

@@ -21,8 +21,8 @@ import anthropic
 import pytest
 
 import spendguard
+from spendguard import BatchLimits
 from spendguard._budget.ledger.jobs import job_store
-from spendguard._strategies.batch import BatchLimits
 from spendguard._strategies.batch.job import JobCore
 from spendguard._strategies.batch.polling import Round, apoll_until, poll_until
 from spendguard.testing import EmulatedError, Prompt

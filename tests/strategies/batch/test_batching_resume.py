@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 import spendguard
+from spendguard import BatchJob, ConfigError, batch_jobs
 from spendguard._budget.ledger.sqlite import SqliteLedger
-from spendguard._core.errors import ConfigError
 from spendguard._core.money import ZERO
-from spendguard._strategies.batch import BatchJob, batch_jobs
 from spendguard._strategies.batch.job import JobCore
 from spendguard.testing import Emulator, ManualClock, serve
 from tests.batching_helpers import World, chat, echo, message

@@ -9,9 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spendguard
-from spendguard._core.errors import ConfigError
+from spendguard import BatchLimits, BatchRequest, ConfigError
 from spendguard._costing.calls import Provider
-from spendguard._strategies.batch import BatchLimits, BatchRequest
 from spendguard._strategies.batch.limits import split
 from spendguard.testing import BatchLimits as EmulatorLimits
 from tests.batching_helpers import World, chat, message

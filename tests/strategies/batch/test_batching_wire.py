@@ -9,8 +9,7 @@ import pytest
 from anthropic.types import Message
 from openai.types.chat import ChatCompletion
 
-from spendguard._core.errors import ConfigError
-from spendguard._strategies.batch import Polling
+from spendguard import ConfigError, Polling
 from spendguard._strategies.batch.anthropic_wire import AnthropicBatches
 from spendguard._strategies.batch.openai_wire import OpenAIBatches, jsonl_line
 from spendguard._strategies.batch.polling import Round, poll_until

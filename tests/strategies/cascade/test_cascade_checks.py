@@ -12,6 +12,7 @@ import pytest
 import spendguard
 from spendguard import (
     Candidate,
+    ConfigError,
     Verdict,
     always_pass,
     check_all,
@@ -20,7 +21,6 @@ from spendguard import (
     check_parses,
     check_with,
 )
-from spendguard._core.errors import ConfigError
 from spendguard._strategies.cascade.checks import as_check
 
 

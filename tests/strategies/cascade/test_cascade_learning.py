@@ -7,10 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from spendguard import Learning, MemoryStats
-from spendguard._budget.ledger import open_ledger
-from spendguard._core.errors import ConfigError
-from spendguard._strategies.cascade.learning import LedgerStats, Savings, TierStats
+from spendguard import ConfigError, Learning, LedgerStats, MemoryStats, open_ledger
+from spendguard._strategies.cascade.learning import Savings, TierStats
 
 
 def fill(store: MemoryStats, task: str, model: str, passes: int, fails: int) -> None:

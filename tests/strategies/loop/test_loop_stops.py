@@ -7,8 +7,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spendguard._strategies.loop.stops import (
-    LoopState,
+from spendguard import (
     StopReason,
     project_next_usd,
     stop_after_seconds,
@@ -18,6 +17,7 @@ from spendguard._strategies.loop.stops import (
     stop_never,
     stop_when_unaffordable,
 )
+from spendguard._strategies.loop.stops import LoopState
 
 CENTS = st.decimals(min_value=0, max_value=100, places=2)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spendguard._core.errors import ConfigError
+from spendguard import ConfigError
 from spendguard._strategies.plan.schedule import Schedule, simulate_duration_s
 
 latencies = st.lists(st.floats(min_value=0.01, max_value=100.0), min_size=1, max_size=40)
