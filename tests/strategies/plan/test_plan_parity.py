@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 import spendguard
-from spendguard._strategies.plan import RequestOutcome
 from spendguard.testing import Emulator
 from tests.plan_helpers import (
     anthropic_client,
@@ -49,10 +48,11 @@ def _record(record: Any) -> dict[str, Any]:
     return kept
 
 
-def _outcome(outcome: RequestOutcome) -> tuple[Any, ...]:
-    return (outcome.index, outcome.custom_id, outcome.model, outcome.ok, outcome.cost_usd,
-            type(outcome.error).__name__ if outcome.error is not None else None,
-            None if outcome.usage is None else outcome.usage.as_dict())
+def _outcomes(result: spendguard.PlanResult) -> list[tuple[Any, ...]]:
+    return [(outcome.index, outcome.custom_id, outcome.model, outcome.ok, outcome.cost_usd,
+             type(outcome.error).__name__ if outcome.error is not None else None,
+             None if outcome.usage is None else outcome.usage.as_dict())
+            for outcome in result.outcomes]
 
 
 def run_twice(provider: str, bodies: list[dict[str, Any]], *, limit: str = "10",
@@ -70,7 +70,7 @@ def run_twice(provider: str, bodies: list[dict[str, Any]], *, limit: str = "10",
         try:
             result: Any = (asyncio.run(plan.arun(client, **options)) if is_async
                            else plan.run(client, **options))
-            returned: Any = [_outcome(o) for o in result.outcomes]
+            returned: Any = _outcomes(result)
         except spendguard.BudgetExceeded as exc:
             returned = f"refused: {exc}".replace(plan.id, "<plan>")
         requests = [(r.method, r.path, r.body) for r in emu.requests]
