@@ -213,7 +213,7 @@ class JobCore:
         missing = "; ".join(snapshot.errors) or "the batch returned no result for it"
         latency_s = now_s - epoch(self.job.submitted_at or self.job.created_at)
         changed = [self._apply(item, outcomes.get(item.custom_id) or LineOutcome(
-            item.custom_id, "errored", error={"message": missing}), latency_s)
+            item.custom_id, snapshot.unanswered, error={"message": missing}), latency_s)
             for item in self.items.values()]
         self._save(now_s, changed, state="ended", provider_status=snapshot.status,
                    counts=dict(snapshot.counts), ended_at=moment(now_s))
@@ -293,7 +293,7 @@ class JobCore:
             usage = _usage(self.job.provider, response, self.job.endpoint)
             paid = standard_usd(item.model, usage, self.table)
             new = replace(item, state="succeeded", route="fallback", body=None,
-                          result=response.to_dict(mode="json"),
+                          result=_json_of(response),
                           usage=None if usage is None else usage.as_dict(),
                           actual_usd=(item.actual_usd or ZERO) + paid)
         else:
@@ -353,6 +353,17 @@ class JobCore:
         return BatchResult(item.position, item.custom_id, item.state, item.route, item.model,
                            self.job.id, response, error, usage, item.actual_usd or ZERO,
                            standard_usd(item.model, usage, self.table))
+
+
+def _json_of(response: Any) -> dict[str, Any]:
+    """An SDK response as JSON data: Stainless models (OpenAI, Anthropic) dump themselves;
+    google-genai's pydantic models by their REST (camelCase) names."""
+    dump = getattr(response, "to_dict", None)
+    if callable(dump):
+        plain: dict[str, Any] = dump(mode="json")
+        return plain
+    dumped: dict[str, Any] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
 
 
 def _usage(provider: str, response: Any, path: str) -> Usage | None:
