@@ -30,7 +30,7 @@ from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import Usage, usage_from
 from spendguard._strategies.batch.holds import Holds
-from spendguard._strategies.batch.results import BatchResult, standard_usd
+from spendguard._strategies.batch.results import BatchResult, response_json, standard_usd
 from spendguard._strategies.batch.times import epoch, moment
 from spendguard._strategies.batch.wire import BatchAPI, LineOutcome, Snapshot, Submitted
 
@@ -293,7 +293,7 @@ class JobCore:
             usage = _usage(self.job.provider, response, self.job.endpoint)
             paid = standard_usd(item.model, usage, self.table)
             new = replace(item, state="succeeded", route="fallback", body=None,
-                          result=_json_of(response),
+                          result=response_json(response),
                           usage=None if usage is None else usage.as_dict(),
                           actual_usd=(item.actual_usd or ZERO) + paid)
         else:
@@ -353,17 +353,6 @@ class JobCore:
         return BatchResult(item.position, item.custom_id, item.state, item.route, item.model,
                            self.job.id, response, error, usage, item.actual_usd or ZERO,
                            standard_usd(item.model, usage, self.table))
-
-
-def _json_of(response: Any) -> dict[str, Any]:
-    """An SDK response as JSON data: Stainless models (OpenAI, Anthropic) dump themselves;
-    google-genai's pydantic models by their REST (camelCase) names."""
-    dump = getattr(response, "to_dict", None)
-    if callable(dump):
-        plain: dict[str, Any] = dump(mode="json")
-        return plain
-    dumped: dict[str, Any] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return dumped
 
 
 def _usage(provider: str, response: Any, path: str) -> Usage | None:

@@ -3,16 +3,21 @@ that reached the provider recorded once."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from google.genai import types
 
 import spendguard
-from spendguard._strategies.batch import batch_jobs
-from tests.batching_helpers import FLASH, World, content
+from spendguard._strategies.batch import Polling, batch_jobs
+from spendguard.cli import main
+from spendguard.testing import Emulator, ManualClock, serve
+from tests.batching_helpers import FLASH, World, content, echo
 
 MILLION = Decimal(1_000_000)
 # gemini-2.5-flash: $0.30 in, $2.50 out per million (pricing/gemini.toml); Batch Mode is
@@ -121,3 +126,31 @@ def test_a_vertex_ai_client_is_refused_before_anything_is_reserved() -> None:
     with pytest.raises(spendguard.ConfigError, match="Developer API"):
         spendguard.batch([content("a")], client=client, polling=world.polling)
     assert world.emulator.requests == [] and world.budget.reserved == 0
+
+
+def test_the_batches_command_collects_a_gemini_job_a_stopped_process_left(
+        tmp_path: Path) -> None:
+    emulator = Emulator(clock=ManualClock(), batch_completion_s=0, respond=echo)
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with serve(emulator) as server:
+        budget = spendguard.Budget("10", scope="project:cli", ledger=url, warn_at=None)
+        client = spendguard.Gemini(api_key="k", budget=budget, http_options=types.HttpOptions(
+            base_url=server.base_url))
+        run = spendguard.batch([content("x"), content("y")], client=client,
+                               polling=Polling.manual(ManualClock(), progress=None))
+        job_id, = run.job_ids
+        del run  # stopped before collecting anything
+        resumed = CliRunner().invoke(main, ["batches", "resume", "--ledger", url,
+                                            "--base-url", server.base_url],
+                                     env={"GEMINI_API_KEY": "k"})
+        again = CliRunner().invoke(main, ["batches", "results", job_id, "--ledger", url,
+                                          "--base-url", server.base_url],
+                                   env={"GEMINI_API_KEY": "k"})
+    assert resumed.exit_code == 0, resumed.output
+    lines = [json.loads(line) for line in resumed.stdout.splitlines()]
+    texts = [line["response"]["candidates"][0]["content"]["parts"][0]["text"] for line in lines]
+    assert texts == ["echo: x", "echo: y"]
+    assert again.exit_code == 0 and again.stdout == resumed.stdout  # read again, unchanged
+    after = spendguard.Budget("10", scope="project:cli", ledger=url, warn_at=None)
+    assert after.reserved == 0
+    assert after.spent == sum((Decimal(line["cost_usd"]) for line in lines), Decimal(0)) > 0
