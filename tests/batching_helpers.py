@@ -99,6 +99,10 @@ class World:
         return spendguard.Gemini(api_key="k", http_options=self.emulator.gemini_http_options(),
                                  **options)
 
+    def async_gemini(self, **options: Any) -> Any:
+        """A guarded ``google.genai`` async client (a ``spendguard.Gemini``'s ``.aio``)."""
+        return self.gemini(**options).aio
+
     def restarted(self, ledger: str | Ledger) -> World:
         """A new process: same provider and clock, a fresh budget object on ``ledger``."""
         return World(clock=self.clock, limit_usd=self.limit_usd, ledger=ledger,
