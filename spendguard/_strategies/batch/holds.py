@@ -36,10 +36,11 @@ __all__ = ["HOLD_TTL_S", "Holds", "hold_requests"]
 
 log = logging.getLogger("spendguard.batching")
 
+WINDOW_S = 24 * 3600.0
+"""OpenAI's and Anthropic's completion window (a provider's wire may state a longer one)."""
 HOLD_MARGIN_S = 2 * 3600.0
 """Held past the provider's completion window: time to finalise and to notice it ended."""
-HOLD_TTL_S = 24 * 3600.0 + HOLD_MARGIN_S
-"""OpenAI's and Anthropic's 24-hour window, plus the margin."""
+HOLD_TTL_S = WINDOW_S + HOLD_MARGIN_S
 
 
 class Holds:
@@ -89,7 +90,7 @@ class Holds:
 
 def hold_requests(client_budget: Budget | None, requests: Sequence[PlannedRequest], *,
                   provider: str, job_ids: Mapping[str, str], prompt_text: bool,
-                  window_s: float = HOLD_TTL_S - HOLD_MARGIN_S) -> Holds:
+                  window_s: float = WINDOW_S) -> Holds:
     """Reserve every request's worst case in every budget around it, all or none.
 
     ``job_ids`` maps each custom id to its job (tagged ``batch_job`` on its ledger record);

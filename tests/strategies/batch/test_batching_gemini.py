@@ -154,3 +154,14 @@ def test_the_batches_command_collects_a_gemini_job_a_stopped_process_left(
     after = spendguard.Budget("10", scope="project:cli", ledger=url, warn_at=None)
     assert after.reserved == 0
     assert after.spent == sum((Decimal(line["cost_usd"]) for line in lines), Decimal(0)) > 0
+
+
+def test_requests_an_expired_gemini_batch_did_not_run_are_released_as_expired() -> None:
+    world = World(emulator_options={"batch_completion_s": 60 * 3600})  # past the 48 hours
+    run = spendguard.batch([content(f"q{i}") for i in range(5)], client=world.gemini(),
+                           polling=Polling.manual(world.clock, progress=None,
+                                                  first_wait_s=3600, max_wait_s=3600))
+    results = run.results()
+    assert [r.status for r in results] == ["succeeded"] * 4 + ["expired"]
+    assert world.budget.spent == sum((r.cost_usd for r in results), Decimal(0)) > 0
+    assert results[4].cost_usd == 0 and world.budget.reserved == 0
