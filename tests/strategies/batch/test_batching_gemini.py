@@ -165,3 +165,13 @@ def test_requests_an_expired_gemini_batch_did_not_run_are_released_as_expired() 
     assert [r.status for r in results] == ["succeeded"] * 4 + ["expired"]
     assert world.budget.spent == sum((r.cost_usd for r in results), Decimal(0)) > 0
     assert results[4].cost_usd == 0 and world.budget.reserved == 0
+
+
+def test_a_gemini_batch_over_the_limits_is_split_in_order() -> None:
+    world = World(emulator_options={"batch_completion_s": 0})
+    run = spendguard.batch([content(f"q{i}") for i in range(3)], client=world.gemini(),
+                           polling=world.polling,
+                           limits=spendguard.BatchLimits(gemini_max_requests=2))
+    assert len(run.job_ids) == 2 and world.submissions() == 2
+    assert [r.response.text for r in run.results()] == ["echo: q0", "echo: q1", "echo: q2"]
+    assert inline_requests_received(world) == 3
