@@ -3,8 +3,8 @@
     .venv/bin/python examples/deferred_batch.py
 
 Offline (no API key set) it runs against the emulator on an emulated clock, so the batches'
-hours pass at once; with OPENAI_API_KEY and ANTHROPIC_API_KEY set it uses the real APIs
-(real money, within the $1 budget, and real waiting: batches take minutes to hours).
+hours pass at once; with OPENAI_API_KEY, ANTHROPIC_API_KEY and GEMINI_API_KEY set it uses the
+real APIs (real money, within the $1 budget, and real waiting: batches take minutes to hours).
 """
 
 from __future__ import annotations
@@ -33,10 +33,12 @@ TICKETS = [
 ]
 
 
-def clients(budget: spendguard.Budget) -> tuple[Any, Any, Polling]:
-    """Real clients when both keys are set; else the emulator on a clock that runs at will."""
-    if os.environ.get("OPENAI_API_KEY") and os.environ.get("ANTHROPIC_API_KEY"):
-        return spendguard.OpenAI(budget=budget), spendguard.Anthropic(budget=budget), Polling()
+def clients(budget: spendguard.Budget) -> tuple[Any, Any, Any, Polling]:
+    """Real clients when every key is set; else the emulator on a clock that runs at will."""
+    if all(os.environ.get(key) for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY",
+                                           "GEMINI_API_KEY")):
+        return (spendguard.OpenAI(budget=budget), spendguard.Anthropic(budget=budget),
+                spendguard.Gemini(budget=budget), Polling())
     clock = ManualClock()
     # A batch takes three emulated hours here, so the deadline rescue below has work to do.
     emulator = Emulator(clock=clock, seed=1, reply_tokens=120, batch_completion_s=3 * 3600)
@@ -45,6 +47,8 @@ def clients(budget: spendguard.Budget) -> tuple[Any, Any, Polling]:
                               budget=budget),
             spendguard.Anthropic(api_key="emulated", base_url=ANTHROPIC_BASE_URL,
                                  http_client=http, budget=budget),
+            spendguard.Gemini(api_key="emulated", http_options=emulator.gemini_http_options(),
+                              budget=budget),
             Polling.manual(clock, progress=None))
 
 
@@ -58,7 +62,7 @@ def ticket(text: str) -> dict[str, Any]:
 def main() -> None:
     print(f"calls go to: {_client.where()}")
     budget = spendguard.Budget("1.00", scope="example:batch", ledger=_client.ledger_url())
-    openai_client, anthropic_client, polling = clients(budget)
+    openai_client, anthropic_client, gemini_client, polling = clients(budget)
 
     # 1. Many requests at once: reserved at batch prices, submitted as one OpenAI batch.
     run = spendguard.batch([ticket(t) for t in TICKETS * 5], client=openai_client,
@@ -94,6 +98,18 @@ def main() -> None:
     rescued = urgent.results()
     print(f"deadline in 1 hour: routes {[r.route for r in rescued]}, cost "
           f"{format_usd(sum((r.cost_usd for r in rescued), Decimal(0)))} at full price")
+
+    # 4. Gemini Batch Mode: the generate_content arguments, half price, one batch per model.
+    gemini = spendguard.batch(
+        [{"model": "gemini-2.5-flash", "contents": f"Summarise in one line: {t}",
+          "config": {"max_output_tokens": 120, "thinking_config": {"thinking_budget": 0}}}
+         for t in TICKETS], client=gemini_client, polling=polling)
+    answers = gemini.results()
+    paid = sum((r.cost_usd for r in answers), Decimal(0))
+    ordinary = sum((r.standard_usd for r in answers), Decimal(0))
+    print(f"Gemini batch of {len(answers)}: e.g. {answers[0].response.text[:50]}...; cost "
+          f"{format_usd(paid)} instead of {format_usd(ordinary)} "
+          f"({(ordinary - paid) / ordinary:.0%} saved)")
     print(f"budget: {format_usd(budget.spent)} spent of $1.00, "
           f"{format_usd(budget.reserved)} still reserved")
     print("jobs stay in the ledger: `spendguard batches list --ledger <url>` shows them")

@@ -21,6 +21,7 @@ from spendguard.testing import (
 
 GPT = "gpt-5.5"
 CLAUDE = "claude-sonnet-5"
+FLASH = "gemini-2.5-flash"
 
 
 def echo(prompt: Prompt) -> str:
@@ -38,6 +39,14 @@ def message(text: str, *, model: str = CLAUDE, max_tokens: int = 40) -> dict[str
     """The arguments of an ordinary messages.create() call."""
     return {"model": model, "max_tokens": max_tokens,
             "messages": [{"role": "user", "content": text}]}
+
+
+def content(text: str, *, model: str = FLASH, max_tokens: int = 40) -> dict[str, Any]:
+    """The arguments of an ordinary models.generate_content() call (thinking off, so the
+    output is capped at ``max_tokens``)."""
+    return {"model": model, "contents": text,
+            "config": {"max_output_tokens": max_tokens,
+                       "thinking_config": {"thinking_budget": 0}}}
 
 
 @dataclass
@@ -85,6 +94,15 @@ class World:
             api_key="k", base_url=ANTHROPIC_BASE_URL, max_retries=0,
             http_client=httpx2.AsyncClient(transport=self.emulator.transport()), **options)
 
+    def gemini(self, **options: Any) -> spendguard.Gemini:
+        options.setdefault("budget", self.budget)
+        return spendguard.Gemini(api_key="k", http_options=self.emulator.gemini_http_options(),
+                                 **options)
+
+    def async_gemini(self, **options: Any) -> Any:
+        """A guarded ``google.genai`` async client (a ``spendguard.Gemini``'s ``.aio``)."""
+        return self.gemini(**options).aio
+
     def restarted(self, ledger: str | Ledger) -> World:
         """A new process: same provider and clock, a fresh budget object on ``ledger``."""
         return World(clock=self.clock, limit_usd=self.limit_usd, ledger=ledger,
@@ -96,7 +114,7 @@ class World:
                    if r.method == method and r.path.endswith(suffix))
 
     def submissions(self) -> int:
-        return self.sent("POST", "/batches")
+        return self.sent("POST", "/batches") + self.sent("POST", ":batchGenerateContent")
 
 
 def batch_usd(model: str, usage: spendguard.Usage) -> Decimal:

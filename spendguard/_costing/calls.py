@@ -72,7 +72,9 @@ def _classified(provider: Provider, method: str, path: str,
     if allow_unpriced:
         return None
     hint = ""
-    if path.rstrip("/").endswith("/batches"):
+    # OpenAI and Anthropic submit to .../batches; Gemini to .../models/{model}:batchGenerateContent.
+    if path.rstrip("/").endswith(("/batches", ":batchGenerateContent",
+                                  ":asyncBatchEmbedContent")):
         hint = (" Batch jobs are priced by spendguard.batch(), which reserves the batch's worst "
                 "case before submitting.")
     raise UnsupportedEndpointError(

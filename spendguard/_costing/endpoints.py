@@ -79,13 +79,16 @@ class Endpoint(StrEnum):
 
     @property
     def batchable(self) -> bool:
-        """Whether the provider's batch API runs it (OpenAI Batch, Anthropic Message Batches)."""
+        """Whether the provider's batch API runs it (OpenAI Batch, Anthropic Message Batches,
+        Gemini Batch Mode)."""
         return _FACTS[self].batchable
 
     @property
     def batch_url(self) -> str | None:
-        """The ``url`` of an OpenAI batch input line (and the path a batch job records)."""
-        return self.path if self.batchable else None
+        """The ``url`` of an OpenAI batch input line (and the path a batch job records); for
+        Gemini, whose path names the model, the method's path with ``{model}`` in it."""
+        facts = _FACTS[self]
+        return (facts.batch_path or facts.path) if facts.batchable else None
 
     def method_of(self, client: Any) -> Any:
         """The SDK client's bound method that sends this endpoint's requests."""
@@ -143,6 +146,8 @@ class _Facts:
     """Path endings that name the endpoint behind any prefix (Azure, proxies, a base URL)."""
     platforms: tuple[re.Pattern[str], ...] = ()
     """Platform paths that reach it with the model in the path."""
+    batch_path: str | None = None
+    """What a batch job records as its endpoint, where ``path`` is None."""
 
 
 _FACTS = {
@@ -155,7 +160,9 @@ _FACTS = {
                                 True, ("/embeddings",)),
     Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"), True,
                               ("/messages",), (BEDROCK_INVOKE, VERTEX_PREDICT)),
-    Endpoint.GENERATE: _Facts(Provider.GEMINI, None, ("models", "generate_content"), False),
+    # Gemini Batch Mode runs generateContent requests (ai.google.dev/gemini-api/docs/batch-mode).
+    Endpoint.GENERATE: _Facts(Provider.GEMINI, None, ("models", "generate_content"), True,
+                              batch_path="/v1beta/models/{model}:generateContent"),
     Endpoint.EMBED: _Facts(Provider.GEMINI, None, ("models", "embed_content"), False),
     Endpoint.CACHE: _Facts(Provider.GEMINI, None, ("caches", "create"), False),
     Endpoint.FREE: _Facts(None, None, (), False),

@@ -1,7 +1,8 @@
 """``spendguard batches``: batch jobs kept in the ledger — list, show, resume, results, cancel.
 
 ``resume`` and ``cancel`` talk to the provider with the official SDK, reading the API key from
-``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` (and ``--base-url`` for a proxy or the emulator).
+``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` / ``GEMINI_API_KEY`` (and ``--base-url`` for a proxy
+or the emulator).
 ``resume`` collects: it settles each request and writes each result not yet collected as one
 JSON line, acknowledging it only once the line is written; it never makes ordinary calls (the
 deadline fallback is for the program that asked). ``results`` writes every result of a job
@@ -30,6 +31,7 @@ from spendguard._strategies.batch import (
     reopen_batches,
 )
 from spendguard._strategies.batch.polling import Polling
+from spendguard._strategies.batch.results import response_json
 from spendguard.cli.conventions import SuggestingGroup, emit_json
 
 __all__ = ["batches"]
@@ -66,6 +68,11 @@ def _client(provider: str, base_url: str | None) -> Any:
             import openai  # noqa: PLC0415 - the SDK of the job's provider only
 
             return openai.OpenAI(**options)
+        if provider == "gemini":
+            from google import genai  # noqa: PLC0415
+            from google.genai import types  # noqa: PLC0415
+
+            return genai.Client(http_options=types.HttpOptions(base_url=base_url))
         import anthropic  # noqa: PLC0415
 
         return anthropic.Anthropic(**options)
@@ -147,7 +154,7 @@ def _load(job_id: str, ledger: str | Ledger | None) -> BatchJob:
 
 
 def _line(result: BatchResult) -> str:
-    response = result.response.to_dict(mode="json") if result.response is not None else None
+    response = response_json(result.response) if result.response is not None else None
     return json.dumps({"job_id": result.job_id, "custom_id": result.custom_id,
                        "index": result.index, "status": result.status, "route": result.route,
                        "model": result.model, "cost_usd": str(result.cost_usd),

@@ -39,13 +39,14 @@ class Prompt:
 
     @property
     def last_user_text(self) -> str:
-        """The text of the last user message (or of a plain-string Responses ``input``)."""
-        source = self.body.get("messages", self.body.get("input"))
+        """The text of the last user message (or of a plain-string Responses ``input``, or of
+        Gemini's last user ``contents`` turn)."""
+        source = self.body.get("messages", self.body.get("input", self.body.get("contents")))
         if isinstance(source, str):
             return source
         for message in reversed(source if isinstance(source, list) else []):
             if isinstance(message, dict) and message.get("role") == "user":
-                return _content_text(message.get("content"))
+                return _content_text(message.get("content", message.get("parts")))
         return ""
 
 

@@ -10,6 +10,7 @@ from spendguard.testing import (
     anthropic_batches,
     files,
     gemini_api,
+    gemini_batches,
     openai_api,
     openai_batches,
     openai_responses,
@@ -55,14 +56,22 @@ route("GET", "/v1/messages/batches/{id}", anthropic_batches.retrieve_batch)
 route("DELETE", "/v1/messages/batches/{id}", anthropic_batches.delete_batch)
 route("GET", "/v1/messages/batches/{id}/results", anthropic_batches.batch_results)
 route("POST", "/v1/messages/batches/{id}/cancel", anthropic_batches.cancel_batch)
-for _method, _pattern, _handler in gemini_api.GEMINI_ROUTES:  # model in the path
+for _method, _pattern, _handler in (*gemini_api.GEMINI_ROUTES,  # model in the path
+                                    *gemini_batches.GEMINI_BATCH_ROUTES):
     route(_method, _pattern, _handler)
 ROUTES.extend(PLATFORM_ROUTES)  # Azure, Bedrock and Vertex paths (model in the path)
 
 
+_GEMINI_FIRST: list[Route] = [
+    (method, re.compile(pattern.replace("{id}", "(?P<id>[A-Za-z0-9_.-]+)")), handler)
+    for method, pattern, handler in gemini_batches.GEMINI_BATCH_ROUTES]
+"""google-genai's batches share OpenAI's ``/v1/batches`` paths: tried first for its requests."""
+
+
 def dispatch(ctx: Ctx) -> WireResponse:
     request = ctx.request
-    for method, pattern, handler in ROUTES:
+    for method, pattern, handler in (_GEMINI_FIRST + ROUTES if ctx.provider == "gemini"
+                                     else ROUTES):
         match = pattern.fullmatch(request.path)
         if match is not None and method == request.method:
             return handler(ctx, match.groupdict())

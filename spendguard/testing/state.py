@@ -40,6 +40,8 @@ class BatchLimits:
     openai_max_embedding_inputs: int = 50_000
     anthropic_max_requests: int = 100_000
     anthropic_max_bytes: int = 256 * 1024 * 1024
+    gemini_max_requests: int = 10_000
+    gemini_max_bytes: int = 20 * 1000 * 1000
 
 
 @dataclass(frozen=True, slots=True)

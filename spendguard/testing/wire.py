@@ -167,6 +167,9 @@ def provider_for(path: str, headers: dict[str, str]) -> Provider:
     """Which provider's conventions a request expects (by path, then by Anthropic's headers)."""
     if _GEMINI_PATH.match(path):
         return "gemini"
+    # google-genai's own headers: its batches live at /v1/batches/..., as OpenAI's do.
+    if "x-goog-api-key" in headers or "x-goog-api-client" in headers:
+        return "gemini"
     if path == "/v1/messages" or path.startswith("/v1/messages/"):
         return "anthropic"
     if "anthropic-version" in headers or "x-api-key" in headers:

@@ -57,7 +57,7 @@ def test_each_member_carries_its_provider_path_and_batch_url() -> None:
         (OPENAI, "/v1/responses", "/v1/responses"),
         (OPENAI, "/v1/embeddings", "/v1/embeddings"),
         (ANTHROPIC, "/v1/messages", "/v1/messages"),
-        ("gemini", None, None),
+        ("gemini", None, "/v1beta/models/{model}:generateContent"),
         ("gemini", None, None),
         ("gemini", None, None),
         (None, None, None),
@@ -81,6 +81,8 @@ def test_a_named_endpoint_is_read_from_its_short_name_value_or_path(
 def test_a_batch_url_names_its_endpoint_and_anything_else_none() -> None:
     assert Endpoint.from_batch_url("/v1/responses") is Endpoint.RESPONSES
     assert Endpoint.from_batch_url("/v1/messages/") is Endpoint.MESSAGES
+    assert Endpoint.from_batch_url("/v1beta/models/{model}:generateContent") \
+        is Endpoint.GENERATE
     assert Endpoint.from_batch_url("/v1/completions") is None
     assert Endpoint.from_batch_url(None) is None
 

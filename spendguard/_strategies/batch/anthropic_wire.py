@@ -17,6 +17,7 @@ from anthropic.types import Message
 from spendguard._core.errors import ConfigError, SpendguardError
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.usage import Usage, usage_from
+from spendguard._strategies.batch.requests import request_body
 from spendguard._strategies.batch.wire import LineOutcome, Snapshot, Submitted
 
 __all__ = ["AnthropicBatches"]
@@ -49,6 +50,12 @@ class AnthropicBatches:
     """Anthropic Message Batches, sync and async."""
 
     provider = Provider.ANTHROPIC
+    per_model = False
+    window_s = 24 * 3600.0
+
+    def request_body(self, client: Any, params: Mapping[str, Any], where: str
+                     ) -> dict[str, Any]:
+        return request_body(params, where)
 
     def line_bytes(self, custom_id: str, path: str, body: Mapping[str, Any]) -> int:
         entry = {"custom_id": custom_id, "params": body}

@@ -165,7 +165,8 @@ def _cores(context: ClientContext, ledger: Ledger, job_id: str | None, *,
         if job.provider != context.provider.value:
             raise ConfigError(f"client: job {job_id} ran on {job.provider}, not on "
                               f"{context.provider.value}; resume it with a {job.provider} "
-                              f"client (spendguard.OpenAI / spendguard.Anthropic)")
+                              f"client (spendguard.OpenAI / spendguard.Anthropic / "
+                              f"spendguard.Gemini)")
         if _owned_elsewhere(job) and not take_over:
             raise ConfigError(f"job {job_id} belongs to process {job.owner_pid}, which is "
                               f"still running; pass take_over=True (--take-over) to resume "

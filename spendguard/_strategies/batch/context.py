@@ -39,25 +39,33 @@ class ClientContext:
     store_prompts: bool
 
 
+_CLIENTS = ((Provider.OPENAI, "openai", "OpenAI", "AsyncOpenAI"),
+            (Provider.ANTHROPIC, "anthropic", "Anthropic", "AsyncAnthropic"),
+            (Provider.GEMINI, "google.genai.client", "Client", "AsyncClient"))
+"""Each provider's SDK module and its sync and async client classes (``client.aio`` is
+google-genai's async client)."""
+
+
 def _kind(client: Any) -> tuple[Provider, bool] | None:
-    for provider, package in ((Provider.OPENAI, "openai"), (Provider.ANTHROPIC, "anthropic")):
-        module = sys.modules.get(package)
+    for provider, package, sync_name, async_name in _CLIENTS:
+        module = sys.modules.get(package)  # a client's SDK is imported already
         if module is None:
             continue
-        title = "OpenAI" if package == "openai" else "Anthropic"
-        if isinstance(client, getattr(module, f"Async{title}")):
+        if isinstance(client, getattr(module, async_name)):
             return provider, True
-        if isinstance(client, getattr(module, title)):
+        if isinstance(client, getattr(module, sync_name)):
             return provider, False
     return None
 
 
 def client_context(client: Any) -> ClientContext:
-    """Read an ``openai`` / ``anthropic`` client (guarded or not, sync or async)."""
+    """Read an ``openai`` / ``anthropic`` / ``google.genai`` client (guarded or not, sync or
+    async)."""
     kind = _kind(client)
     if kind is None:
-        raise ConfigError(f"client: expected an openai or anthropic client (spendguard.OpenAI, "
-                          f"spendguard.Anthropic, or the SDKs' own), got {type(client).__name__}")
+        raise ConfigError(f"client: expected an openai, anthropic or google-genai client "
+                          f"(spendguard.OpenAI, spendguard.Anthropic, spendguard.Gemini, or the "
+                          f"SDKs' own), got {type(client).__name__}")
     provider, is_async = kind
     guard = client_guard(client)
     if guard is None:

@@ -3,7 +3,8 @@
 Every request of a batch gets its own reservation of its worst case at batch prices, in every
 budget the call is charged to, so each result can settle (or release) its own share. They are
 taken all or none: a batch that does not fit is refused before anything is submitted. They
-are held for the provider's whole completion window (not the guard's 15 minutes): a process
+are held for the provider's whole completion window (24 hours for OpenAI and Anthropic, 48
+for Gemini; not the guard's 15 minutes): a process
 that dies mid-batch leaves them held until it, or another, resumes the job.
 
 A reservation is stored as ``(ledger URL, id)`` pairs, so a restarted process can close it.
@@ -35,8 +36,11 @@ __all__ = ["HOLD_TTL_S", "Holds", "hold_requests"]
 
 log = logging.getLogger("spendguard.batching")
 
-HOLD_TTL_S = 26 * 3600.0
-"""The providers' 24-hour window, plus time to finalise and to notice it ended."""
+WINDOW_S = 24 * 3600.0
+"""OpenAI's and Anthropic's completion window (a provider's wire may state a longer one)."""
+HOLD_MARGIN_S = 2 * 3600.0
+"""Held past the provider's completion window: time to finalise and to notice it ended."""
+HOLD_TTL_S = WINDOW_S + HOLD_MARGIN_S
 
 
 class Holds:
@@ -85,17 +89,19 @@ class Holds:
 
 
 def hold_requests(client_budget: Budget | None, requests: Sequence[PlannedRequest], *,
-                  provider: str, job_ids: Mapping[str, str], prompt_text: bool) -> Holds:
+                  provider: str, job_ids: Mapping[str, str], prompt_text: bool,
+                  window_s: float = WINDOW_S) -> Holds:
     """Reserve every request's worst case in every budget around it, all or none.
 
-    ``job_ids`` maps each custom id to its job (tagged ``batch_job`` on its ledger record).
+    ``job_ids`` maps each custom id to its job (tagged ``batch_job`` on its ledger record);
+    the reservations are held for the provider's completion window ``window_s`` and a margin.
     Raises ``BudgetExceeded`` naming the batch's total when it does not fit.
     """
     budgets = collect_budgets(client_budget)
     primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
     now = as_utc(primary.clock() if primary is not None else utc_now())
     _check_total(budgets, sum((r.worst_usd for r in requests), ZERO), len(requests), now)
-    expires_at = now + timedelta(seconds=HOLD_TTL_S)
+    expires_at = now + timedelta(seconds=window_s + HOLD_MARGIN_S)
     groups: dict[int, tuple[Ledger, list[ScopeClaim]]] = {}
     for budget in budgets:
         groups.setdefault(id(budget.ledger), (budget.ledger, []))[1].append(budget.claim(now))

@@ -30,7 +30,7 @@ from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import Usage, usage_from
 from spendguard._strategies.batch.holds import Holds
-from spendguard._strategies.batch.results import BatchResult, standard_usd
+from spendguard._strategies.batch.results import BatchResult, response_json, standard_usd
 from spendguard._strategies.batch.times import epoch, moment
 from spendguard._strategies.batch.wire import BatchAPI, LineOutcome, Snapshot, Submitted
 
@@ -213,7 +213,7 @@ class JobCore:
         missing = "; ".join(snapshot.errors) or "the batch returned no result for it"
         latency_s = now_s - epoch(self.job.submitted_at or self.job.created_at)
         changed = [self._apply(item, outcomes.get(item.custom_id) or LineOutcome(
-            item.custom_id, "errored", error={"message": missing}), latency_s)
+            item.custom_id, snapshot.unanswered, error={"message": missing}), latency_s)
             for item in self.items.values()]
         self._save(now_s, changed, state="ended", provider_status=snapshot.status,
                    counts=dict(snapshot.counts), ended_at=moment(now_s))
@@ -293,7 +293,7 @@ class JobCore:
             usage = _usage(self.job.provider, response, self.job.endpoint)
             paid = standard_usd(item.model, usage, self.table)
             new = replace(item, state="succeeded", route="fallback", body=None,
-                          result=response.to_dict(mode="json"),
+                          result=response_json(response),
                           usage=None if usage is None else usage.as_dict(),
                           actual_usd=(item.actual_usd or ZERO) + paid)
         else:

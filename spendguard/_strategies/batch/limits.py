@@ -1,8 +1,8 @@
 """The providers' batch limits, and splitting requests into batches that respect them.
 
-Pure arithmetic over sizes the wire adapters measured: no I/O. OpenAI takes one model and one
-endpoint per batch, so its requests are grouped by both first; an Anthropic Message Batch may
-mix models. Requests keep their order inside each batch.
+Pure arithmetic over sizes the wire adapters measured: no I/O. OpenAI and Gemini take one
+model (and OpenAI one endpoint) per batch, so their requests are grouped first; an Anthropic
+Message Batch may mix models. Requests keep their order inside each batch.
 """
 
 from __future__ import annotations
@@ -34,11 +34,16 @@ class BatchLimits:
     openai_max_embedding_inputs: int = 50_000
     anthropic_max_requests: int = 100_000
     anthropic_max_bytes: int = 256 * _MB
+    gemini_max_requests: int = 10_000
+    """spendguard's own cap, not Google's (which publishes none for inline requests): a
+    batch's inline results all come back in one ``batches.get`` reply."""
+    gemini_max_bytes: int = 20 * _MB
+    """Inline requests, "under 20MB" in all (ai.google.dev/gemini-api/docs/batch-mode)."""
 
     def __post_init__(self) -> None:
         for name in ("openai_max_requests", "openai_max_file_bytes",
                      "openai_max_embedding_inputs", "anthropic_max_requests",
-                     "anthropic_max_bytes"):
+                     "anthropic_max_bytes", "gemini_max_requests", "gemini_max_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"BatchLimits.{name}: expected a positive whole number, "
@@ -49,7 +54,8 @@ class BatchLimits:
         if provider is Provider.OPENAI:
             return (self.openai_max_requests, self.openai_max_file_bytes,
                     self.openai_max_embedding_inputs)
-        return self.anthropic_max_requests, self.anthropic_max_bytes, None
+        return (getattr(self, f"{provider.value}_max_requests"),
+                getattr(self, f"{provider.value}_max_bytes"), None)
 
 
 class Sized(Protocol):

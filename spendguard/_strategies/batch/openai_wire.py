@@ -20,6 +20,7 @@ from openai.types.responses import Response
 from spendguard._core.errors import ConfigError, SpendguardError
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.usage import Usage, usage_from
+from spendguard._strategies.batch.requests import request_body
 from spendguard._strategies.batch.wire import LineOutcome, Snapshot, Submitted
 
 __all__ = ["RESPONSE_TYPES", "OpenAIBatches", "jsonl_line"]
@@ -80,6 +81,12 @@ class OpenAIBatches:
     """OpenAI Files + Batches, sync and async."""
 
     provider = Provider.OPENAI
+    per_model = True
+    window_s = 24 * 3600.0
+
+    def request_body(self, client: Any, params: Mapping[str, Any], where: str
+                     ) -> dict[str, Any]:
+        return request_body(params, where)
 
     def line_bytes(self, custom_id: str, path: str, body: Mapping[str, Any]) -> int:
         return len(jsonl_line(custom_id, path, body))

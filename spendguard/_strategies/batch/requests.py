@@ -62,7 +62,7 @@ class PlannedRequest:
     inputs: int = 1
     """Embedding inputs it carries (OpenAI caps them per batch)."""
     group: tuple[str, ...] = ()
-    """Requests that may share one batch: same endpoint (and, for OpenAI, model)."""
+    """Requests that may share one batch: same endpoint (and, for OpenAI and Gemini, model)."""
 
 
 def batch_endpoint(provider: Provider, endpoint: str | None) -> Endpoint:
@@ -134,8 +134,13 @@ def _embedding_inputs(body: Mapping[str, Any]) -> int:
 def plan_requests(provider: Provider, requests: Iterable[Mapping[str, Any] | BatchRequest], *,
                   endpoint: str | None, table: PriceTable,
                   line_bytes: Callable[[str, str, Mapping[str, Any]], int],
-                  ) -> list[PlannedRequest]:
-    """Every request read, identified and priced at its worst case; nothing is sent."""
+                  body_of: Callable[[Mapping[str, Any], str], dict[str, Any]] = request_body,
+                  per_model: bool = False) -> list[PlannedRequest]:
+    """Every request read, identified and priced at its worst case; nothing is sent.
+
+    ``body_of`` turns ``create()`` arguments into the body sent (the provider's batch
+    adapter's); ``per_model``: a batch runs one model, so requests are grouped by it.
+    """
     planned: list[PlannedRequest] = []
     seen: set[str] = set()
     for index, raw in enumerate(requests):
@@ -146,7 +151,7 @@ def plan_requests(provider: Provider, requests: Iterable[Mapping[str, Any] | Bat
                               f"spendguard.BatchRequest, got {type(item.body).__name__}")
         kind = batch_endpoint(provider, item.endpoint or endpoint)
         path = str(kind.batch_url)
-        body = request_body(item.body, where)
+        body = body_of(item.body, where)
         call = build_call(provider, kind, body)
         custom_id = item.custom_id or _custom_id(index, path, body)
         if not CUSTOM_ID.fullmatch(custom_id):
@@ -163,7 +168,7 @@ def plan_requests(provider: Provider, requests: Iterable[Mapping[str, Any] | Bat
             batch_worst_usd(call, int(input_tokens), output, table), int(input_tokens),
             input_tokens.exact, output, kind, line_bytes(custom_id, path, body),
             _embedding_inputs(body) if kind is Endpoint.EMBEDDINGS else 1,
-            (path, call.model) if provider is Provider.OPENAI else (path,)))
+            (path, call.model) if per_model else (path,)))
     if not planned:
         raise ConfigError("requests: give at least one request to batch")
     return planned

@@ -13,7 +13,7 @@ from spendguard._costing.cost import cost
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import Usage
 
-__all__ = ["BatchResult", "standard_usd"]
+__all__ = ["BatchResult", "response_json", "standard_usd"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +83,14 @@ def standard_usd(model: str, usage: Usage | None, table: PriceTable) -> Decimal:
         return cost(model, plain, table=table).total
     except SpendguardError:
         return ZERO
+
+
+def response_json(response: Any) -> dict[str, Any]:
+    """An SDK response as JSON data: Stainless models (OpenAI, Anthropic) dump themselves;
+    google-genai's pydantic models by their REST (camelCase) names, as the API sent them."""
+    dump = getattr(response, "to_dict", None)
+    if callable(dump):
+        plain: dict[str, Any] = dump(mode="json")
+        return plain
+    dumped: dict[str, Any] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped

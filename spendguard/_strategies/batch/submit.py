@@ -62,8 +62,11 @@ def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
         raise ConfigError(f"fallback_lead_s: {fallback_lead_s!r} must be >= 0 seconds")
     now_s = polling.clock()
     due = deadline_from(deadline, now_s)
-    planned = plan_requests(context.provider, requests, endpoint=endpoint, table=context.table,
-                            line_bytes=context.api.line_bytes)
+    api = context.api
+    planned = plan_requests(
+        context.provider, requests, endpoint=endpoint, table=context.table,
+        line_bytes=api.line_bytes, per_model=api.per_model,
+        body_of=lambda params, where: api.request_body(context.client, params, where))
     parts = split(planned, context.provider, limits or BatchLimits(),
                   overhead_bytes=context.api.overhead_bytes())
     job_ids = [f"sgb_{uuid.uuid4().hex[:20]}" for _ in parts]
@@ -71,7 +74,8 @@ def prepare(context: ClientContext, requests: Requests, *, endpoint: str | None,
               for p in part}
     store = store_for(ledger, context.budget)
     holds = hold_requests(context.budget, planned, provider=context.provider.value,
-                          job_ids=owners, prompt_text=context.store_prompts)
+                          job_ids=owners, prompt_text=context.store_prompts,
+                          window_s=api.window_s)
     cores: list[JobCore] = []
     try:
         for job_id, part in zip(job_ids, parts, strict=True):

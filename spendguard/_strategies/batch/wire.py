@@ -1,16 +1,18 @@
 """What a provider's batch API looks like to the rest of spendguard._strategies.batch.
 
-One adapter per provider (:mod:`.openai_wire`, :mod:`.anthropic_wire`) implements
-:class:`BatchAPI`: pure functions that build payloads and read statuses and result lines, plus
-thin sync and async calls through the official SDK client. Everything else — reserving,
-persisting, polling, falling back — is provider-blind.
+One adapter per provider (:mod:`.openai_wire`, :mod:`.anthropic_wire`, :mod:`.gemini_wire`)
+implements :class:`BatchAPI`: pure functions that build payloads and read statuses and result
+lines, plus thin sync and async calls through the official SDK client. :func:`api_for` finds
+it in one table keyed by provider. Everything else — reserving, persisting, polling, falling
+back — is provider-blind.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from spendguard._costing.calls import Provider
 from spendguard._costing.usage import Usage
@@ -32,6 +34,9 @@ class Snapshot:
     error_file_id: str | None = None
     errors: tuple[str, ...] = ()
     """Why the whole batch failed (OpenAI validation errors), when it did."""
+    unanswered: str = "errored"
+    """The outcome of a request the ended batch returned no result for: ``errored``, or
+    ``cancelled`` / ``expired`` where the provider leaves unrun requests out (Gemini)."""
 
     def describe(self) -> str:
         """``in_progress, 120/500 done, 3 failed`` for progress lines."""
@@ -66,6 +71,15 @@ class BatchAPI(Protocol):
     """One provider's batch endpoints, as spendguard uses them."""
 
     provider: Provider
+    per_model: bool
+    """Whether one batch runs one model only (OpenAI, Gemini): requests are grouped by it."""
+    window_s: float
+    """How long the provider may take before unfinished requests expire (seconds)."""
+
+    def request_body(self, client: Any, params: Mapping[str, Any], where: str
+                     ) -> dict[str, Any]:
+        """The JSON body the ordinary call sends for one request's ``create()`` arguments."""
+        ...
 
     def line_bytes(self, custom_id: str, path: str, body: Mapping[str, Any]) -> int:
         """Bytes one request adds to a batch (an upper bound where the SDK serialises)."""
@@ -110,12 +124,16 @@ class BatchAPI(Protocol):
         ...
 
 
+_WIRES: Mapping[Provider, tuple[str, str]] = {
+    Provider.OPENAI: ("spendguard._strategies.batch.openai_wire", "OpenAIBatches"),
+    Provider.ANTHROPIC: ("spendguard._strategies.batch.anthropic_wire", "AnthropicBatches"),
+    Provider.GEMINI: ("spendguard._strategies.batch.gemini_wire", "GeminiBatches"),
+}
+"""Each provider's batch adapter: (module, class), imported when first asked for (each
+module imports its SDK)."""
+
+
 def api_for(provider: Provider) -> BatchAPI:
     """The adapter of one provider (imports its SDK)."""
-    if provider is Provider.OPENAI:
-        from spendguard._strategies.batch.openai_wire import OpenAIBatches  # noqa: PLC0415
-
-        return OpenAIBatches()
-    from spendguard._strategies.batch.anthropic_wire import AnthropicBatches  # noqa: PLC0415
-
-    return AnthropicBatches()
+    module, name = _WIRES[provider]
+    return cast(BatchAPI, getattr(importlib.import_module(module), name)())

@@ -218,5 +218,5 @@ def test_a_sync_run_is_not_awaited_and_an_async_client_is_not_batched_sync() -> 
     world = World()
     with pytest.raises(ConfigError, match="abatch"):
         spendguard.batch([chat("a")], client=world.async_openai())
-    with pytest.raises(ConfigError, match="openai or anthropic client"):
+    with pytest.raises(ConfigError, match="openai, anthropic or google-genai client"):
         spendguard.batch([chat("a")], client=object())

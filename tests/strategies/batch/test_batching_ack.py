@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 import httpx2
 import pytest
 from click.testing import CliRunner
+from google.genai import types
 
 import spendguard
 from spendguard import Polling, batch_jobs, batch_results
@@ -21,15 +22,17 @@ from spendguard._core.money import ZERO
 from spendguard._strategies.batch.job import JobCore
 from spendguard.cli import main
 from spendguard.testing import Emulator, ManualClock, serve
-from tests.batching_helpers import GPT, World, chat, echo, message
+from tests.batching_helpers import GPT, World, chat, content, echo, message
 
 COUNT = 5
 TRIALS = 24
+PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 def text_of(result: spendguard.BatchResult) -> str:
     response = result.unwrap()
     return str(response.choices[0].message.content if hasattr(response, "choices")
+               else response.text if hasattr(response, "candidates")
                else response.content[0].text)
 
 
@@ -40,6 +43,9 @@ def die(*_: object) -> NoReturn:
 
 def client_for(provider: str, base_url: str, budget: spendguard.Budget) -> Any:
     # Plain HTTP to the loopback emulator: no certificates to load for every client built.
+    if provider == "gemini":  # its own httpx2 client, which it closes (not a given one)
+        return spendguard.Gemini(api_key="k", budget=budget, http_options=types.HttpOptions(
+            base_url=base_url, client_args={"verify": False}))
     http = httpx2.Client(verify=False)
     if provider == "openai":
         return spendguard.OpenAI(api_key="k", base_url=f"{base_url}/v1", budget=budget,
@@ -49,7 +55,7 @@ def client_for(provider: str, base_url: str, budget: spendguard.Budget) -> Any:
 
 
 def requests_for(provider: str) -> list[dict[str, Any]]:
-    build = chat if provider == "openai" else message
+    build = {"openai": chat, "anthropic": message, "gemini": content}[provider]
     return [build(f"q{i}") for i in range(COUNT)]
 
 
@@ -90,10 +96,14 @@ def run_child(*args: Any) -> None:
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
-def kill_points(rng: random.Random) -> list[tuple[str, int, str]]:
-    points = [("submit", -1, ""), ("poll", -1, ""), ("consume", COUNT, "")]  # last: no kill
-    points += [("consume", rng.randrange(COUNT), rng.choice(["in hand", "kept"]))
-               for _ in range(TRIALS - len(points))]
+def kill_points(rng: random.Random) -> list[tuple[str, tuple[str, int, str]]]:
+    """(provider, kill point): each provider killed at submit and at poll, and run to the
+    end (the last: no kill); then random points while consuming."""
+    fixed = [("submit", -1, ""), ("poll", -1, ""), ("consume", COUNT, "")]
+    points = [(provider, kill) for kill in fixed for provider in PROVIDERS]
+    points += [(PROVIDERS[n % len(PROVIDERS)],
+                ("consume", rng.randrange(COUNT), rng.choice(["in hand", "kept"])))
+               for n in range(TRIALS - len(points))]
     return points
 
 
@@ -103,15 +113,15 @@ def test_kill_9_at_any_point_then_resume_delivers_every_result_and_none_twice_on
     emulator = Emulator(clock=ManualClock(), batch_completion_s=0, respond=echo)
     expected = [f"echo: q{i}" for i in range(COUNT)]
     with serve(emulator) as server:
-        for provider in ("openai", "anthropic"):  # import and warm up here, not in each child
+        for provider in PROVIDERS:  # import and warm up here, not in each child
             warm = spendguard.Budget("1", ledger=f"sqlite:///{tmp_path / 'warm.db'}")
             with client_for(provider, server.base_url, warm) as warm_client:
                 spendguard.batch(requests_for(provider), client=warm_client, polling=Polling.manual(
                     ManualClock(), progress=None)).results()
-        for trial, kill in enumerate(kill_points(rng)):
-            provider = "openai" if trial % 2 else "anthropic"
+        for trial, (provider, kill) in enumerate(kill_points(rng)):
             url = f"sqlite:///{tmp_path / f'{trial}.db'}"
             log_path = tmp_path / f"{trial}.log"
+            seen_before = len(emulator.requests)
             run_child(url, server.base_url, provider, kill, log_path)
 
             ledger = SqliteLedger(tmp_path / f"{trial}.db")
@@ -135,6 +145,11 @@ def test_kill_9_at_any_point_then_resume_delivers_every_result_and_none_twice_on
             assert ledger.verify() == [], kill
             records = list(ledger.records(scope="project:ack"))
             assert len([r for r in records if r.status == "ok"]) == COUNT, kill
+            if provider == "gemini":  # found again after a cut-off submission: never resent
+                sent = [r.body for r in emulator.requests[seen_before:]
+                        if r.path.endswith(":batchGenerateContent")]
+                assert [len(b["batch"]["inputConfig"]["requests"]["requests"])
+                        for b in sent] == [COUNT], kill  # what reached it == the records
             assert batch_jobs(ledger=ledger, active=True) == [], kill
             ledger.close()
 

@@ -26,7 +26,7 @@ from spendguard._budget.ledger.jobs import job_store
 from spendguard._strategies.batch.job import JobCore
 from spendguard._strategies.batch.polling import Round, apoll_until, poll_until
 from spendguard.testing import EmulatedError, Prompt
-from tests.batching_helpers import World, chat, echo, message
+from tests.batching_helpers import World, chat, content, echo, message
 
 HOUR_S = 3600.0
 _VOLATILE = {"id", "time", "latency_s"}  # record ids are random; budget times are wall-clock
@@ -56,7 +56,7 @@ class Twin:
         return getattr(self.world, name)(**options)
 
     def request(self, text: str) -> dict[str, Any]:
-        return chat(text) if self.provider == "openai" else message(text)
+        return {"openai": chat, "anthropic": message, "gemini": content}[self.provider](text)
 
     async def call(self, sync: Callable[..., Any], async_: Callable[..., Awaitable[Any]],
                    *args: Any, **kwargs: Any) -> Any:
@@ -127,7 +127,7 @@ async def assert_parity(scenario: Scenario, provider: str, **world: Any) -> None
     assert sync_twin.world.emulator.requests  # the scenario did talk to the provider
 
 
-PROVIDERS = pytest.mark.parametrize("provider", ["openai", "anthropic"])
+PROVIDERS = pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 
 
 @PROVIDERS
@@ -247,7 +247,7 @@ async def test_a_crashed_submission_is_found_again_the_same_way() -> None:
     await assert_parity(scenario, "openai")
 
 
-@PROVIDERS
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])  # client.deferred's clients
 @pytest.mark.parametrize("flush", [False, True])
 async def test_deferred_handles_are_submitted_and_answered_alike(provider: str,
                                                                  flush: bool) -> None:

@@ -18,7 +18,7 @@ from spendguard._budget.ledger.sqlite import SqliteLedger
 from spendguard._core.money import ZERO
 from spendguard._strategies.batch.job import JobCore
 from spendguard.testing import Emulator, ManualClock, serve
-from tests.batching_helpers import World, chat, echo, message
+from tests.batching_helpers import World, chat, content, echo, message
 from tests.paths import TESTS
 
 WORKER = TESTS / "batching_worker.py"
@@ -31,6 +31,7 @@ class Crash(BaseException):
 
 def contents(results: list[spendguard.BatchResult]) -> list[str]:
     return [r.response.choices[0].message.content if hasattr(r.response, "choices")
+            else r.response.text if hasattr(r.response, "candidates")
             else r.response.content[0].text for r in results]
 
 
@@ -74,13 +75,14 @@ def test_a_crash_after_settling_but_before_handing_over_loses_nothing(tmp_path: 
     assert ledger.verify() == []
 
 
-@pytest.mark.parametrize(("provider", "submissions"), [("openai", 1), ("anthropic", 2)])
+@pytest.mark.parametrize(("provider", "submissions"),
+                         [("openai", 1), ("anthropic", 2), ("gemini", 1)])
 def test_a_crash_right_after_submitting_finds_or_resubmits_the_batch(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str,
         submissions: int) -> None:
     world = World(ledger=f"sqlite:///{tmp_path / 'ledger.db'}", scope="project:crash")
-    client, build = ((world.openai(), chat) if provider == "openai"
-                     else (world.anthropic(), message))
+    client, build = {"openai": (world.openai(), chat), "anthropic": (world.anthropic(), message),
+                     "gemini": (world.gemini(), content)}[provider]
 
     def die(self: JobCore, *args: object) -> None:
         raise Crash
@@ -90,8 +92,9 @@ def test_a_crash_right_after_submitting_finds_or_resubmits_the_batch(
         with pytest.raises(Crash):
             spendguard.batch([build("a")], client=client, polling=world.polling,
                              keep_bodies=True)
-    # OpenAI keeps the job id in the batch's metadata, so the batch is found again; an
-    # Anthropic Message Batch carries none, so the request (its body kept) is submitted again.
+    # OpenAI keeps the job id in the batch's metadata and Gemini in its display name, so the
+    # batch is found again; an Anthropic Message Batch carries none, so the request (its body
+    # kept) is submitted again.
     results = spendguard.resume_batches(client, ledger=world.budget.ledger,
                                         polling=world.polling)
     assert contents(results) == ["echo: a"]

@@ -24,9 +24,10 @@ GEMINI_METHOD = re.compile(
 _PRICED = {"generateContent": Endpoint.GENERATE, "streamGenerateContent": Endpoint.GENERATE,
            "embedContent": Endpoint.EMBED, "batchEmbedContents": Endpoint.EMBED}
 _FREE_METHODS = frozenset({"countTokens", "computeTokens"})
-# Uploads (``/upload/v1beta/files``) and file registration cannot spend.
+# Uploads (``/upload/v1beta/files``), file registration and a batch's cancel cannot spend.
 _CACHES = re.compile(r"/cachedContents$")
-_FREE_PATHS = re.compile(r"/files(?::[A-Za-z]+)?$|/files/[^/]+:download$")
+_FREE_PATHS = re.compile(r"/files(?::[A-Za-z]+)?$|/files/[^/]+:download$"
+                         r"|/batches/[^/]+:cancel$")
 
 
 def _clean(path: str) -> str:
@@ -34,8 +35,9 @@ def _clean(path: str) -> str:
 
 
 def endpoint_of(path: str) -> Endpoint | None:
-    """The endpoint a POST to ``path`` reaches; FREE for token counts and uploads; None for
-    one spendguard cannot price (batches, a cache's TTL update, image and video
+    """The endpoint a POST to ``path`` reaches; FREE for token counts, uploads and batch
+    cancels; None for one spendguard cannot price (a batch's submission, which
+    ``spendguard.batch()`` reserves itself; a cache's TTL update, image and video
     generation)."""
     clean = _clean(path)
     match = GEMINI_METHOD.search(clean)

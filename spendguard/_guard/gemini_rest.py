@@ -1,0 +1,95 @@
+"""google-genai's REST path, for what its public methods cannot send as spendguard needs.
+
+``spendguard.batch()`` prices, keeps and resubmits each Gemini request as the REST body the
+ordinary ``generate_content`` call sends (a ``GenerateContentRequest``), and reads a batch's
+``batchStats`` and inline responses, which ``client.batches.get`` leaves out of its
+``BatchJob``. So it sends REST bodies through the client's own ``BaseApiClient``: its auth,
+base URL, API version and retries, on its httpx2 clients, that is through the guard. The
+body of ``generate_content`` arguments is built by the SDK's own converter, as the ordinary
+call builds it. Every reach into google-genai's private modules for this is here, beside
+:mod:`spendguard._guard.gemini`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from spendguard._core.errors import ConfigError
+
+__all__ = ["arest_request", "generate_request", "is_vertex", "response_object",
+           "rest_request"]
+
+_ARGUMENTS = frozenset({"model", "contents", "config"})
+
+
+def is_vertex(client: Any) -> bool:
+    """Whether a ``genai.Client`` (or its ``.aio``) speaks to Vertex AI."""
+    return bool(client._api_client.vertexai)
+
+
+def _model_id(model: str) -> str:
+    return model.rpartition("/")[2]
+
+
+def generate_request(client: Any, params: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The REST ``GenerateContentRequest`` an ordinary ``client.models.generate_content(
+    **params)`` sends, with ``model`` (the bare id) added for pricing."""
+    from google.genai import _common, models, types  # noqa: PLC0415
+
+    unknown = sorted(set(params) - _ARGUMENTS)
+    if unknown:
+        raise ConfigError(f"{where}: {', '.join(unknown)} is not an argument of "
+                          f"generate_content; give model, contents and config (generation "
+                          f"settings, system_instruction and tools go in config)")
+    model = params.get("model")
+    if not isinstance(model, str) or not model:
+        raise ConfigError(f"{where}.model: give the model id, e.g. 'gemini-2.5-flash'")
+    if params.get("contents") is None:
+        raise ConfigError(f"{where}.contents: give the prompt (a string, or Content dicts)")
+    try:
+        parameters = types._GenerateContentParameters(model=model, contents=params["contents"],
+                                                      config=params.get("config"))
+        body = models._GenerateContentParameters_to_mldev(
+            client._api_client, parameters, None, parameters)
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise ConfigError(f"{where}: {exc}") from exc
+    body.pop("_url", None)
+    body.pop("_query", None)
+    body.pop("config", None)  # as generate_content does: what config held is lifted out
+    plain: dict[str, Any] = json.loads(json.dumps(
+        _common.encode_unserializable_types(_common.convert_to_dict(body))))
+    return {"model": _model_id(model), **plain}
+
+
+def _decoded(response: Any) -> dict[str, Any]:
+    body = response.body
+    decoded = json.loads(body) if body else {}
+    return decoded if isinstance(decoded, dict) else {"value": decoded}
+
+
+def rest_request(client: Any, method: str, path: str, body: Mapping[str, Any] | None = None,
+                 headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """One REST call through the client's API client (``path`` after the API version, e.g.
+    ``batches/123``); its JSON reply. The SDK's own errors (``google.genai.errors.APIError``)
+    are raised as they come."""
+    options = {"headers": dict(headers)} if headers else None
+    return _decoded(client._api_client.request(method, path, dict(body or {}), options))
+
+
+async def arest_request(client: Any, method: str, path: str,
+                        body: Mapping[str, Any] | None = None,
+                        headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The async twin of :func:`rest_request`."""
+    options = {"headers": dict(headers)} if headers else None
+    return _decoded(await client._api_client.async_request(method, path, dict(body or {}),
+                                                           options))
+
+
+def response_object(body: Mapping[str, Any]) -> Any:
+    """The ``types.GenerateContentResponse`` the ordinary call returns for a REST reply."""
+    from google.genai import models, types  # noqa: PLC0415
+
+    converted = models._GenerateContentResponse_from_mldev(dict(body), None, None)
+    return types.GenerateContentResponse._from_response(response=converted, kwargs={})
