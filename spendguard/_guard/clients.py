@@ -202,6 +202,11 @@ def _hook_instance(client: Any, provider: Provider, sdk_error: type[Exception]) 
                      platform=this._spendguard_tag.guard.options.platform)
         return copied
 
+    # What inspect.signature shows: the options by name, the SDK's own through **kwargs.
+    varargs = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL, annotation="Any")]
+    rest = [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD, annotation="Any")]
+    copy.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*varargs, *option_parameters(unset=True), *rest], return_annotation="Any")
     hook_prepare_request(client, prepare_request)
     client.copy = client.with_options = copy
 

@@ -51,6 +51,14 @@ def test_a_drop_in_shows_the_declared_options_after_the_sdks_parameters(cls: Any
                                  for name, (annotation, _) in DECLARED.items()}
 
 
+def test_a_wrapped_clients_copy_shows_the_declared_options_kept_when_not_given() -> None:
+    import openai
+
+    copy = spendguard.wrap(openai.OpenAI(api_key="k")).copy
+    assert spelled(copy) == {name: (annotation, UNSET)
+                             for name, (annotation, _) in DECLARED.items()}
+
+
 def test_the_plan_orders_for_the_cache_as_the_clients_do() -> None:
     assert spelled(spendguard.plan) == {"cache_order": DECLARED["cache_order"]}
 
