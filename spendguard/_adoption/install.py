@@ -30,26 +30,27 @@ from __future__ import annotations
 
 import functools
 import gc
-import importlib.abc
-import importlib.machinery
 import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
 from spendguard._adoption.hosts import ProviderHosts, declared_base_urls
 from spendguard._budget.budget import Budget
-from spendguard._caching.order import CacheOrder, as_cache_order
+from spendguard._caching.order import CacheOrder
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
 from spendguard._guard.azure import azure_platform, azure_prices
 from spendguard._guard.clients import Guarded, guard_client
 from spendguard._guard.gemini import is_genai_client
-from spendguard._guard.metering import Guard, GuardOptions
+from spendguard._guard.metering import Guard
+from spendguard._guard.options import ClientOptions, check_budget
+from spendguard._guard.reaches.imports import PatchOnImport
+from spendguard._guard.reaches.stainless import sdk_http_client
 from spendguard._guard.transport import ClientGuard, client_guard, set_traffic_guard
 from spendguard._guard.transport import install as install_dispatcher
 
@@ -78,12 +79,7 @@ _USER_AGENT_ERRORS = (("OpenAI/", "openai", "OpenAIError"),
 
 @dataclass(slots=True)
 class _Settings:
-    budget: Budget | None
-    cap_output: bool
-    allow_unpriced: bool
-    store_prompts: bool
-    prices: PriceTable | None
-    cache_order: bool | CacheOrder
+    options: ClientOptions
     hosts: ProviderHosts
     azure_deployments: Mapping[str, Any] | None
     unmapped_deployments: str
@@ -92,7 +88,7 @@ class _Settings:
 
     def azure(self) -> tuple[PriceTable | None, str]:
         """The price table carrying the deployment mapping, and the Azure platform."""
-        return (azure_prices(self.azure_deployments, self.prices),
+        return (azure_prices(self.azure_deployments, self.options.prices),
                 azure_platform(self.unmapped_deployments))
 
     def traffic_tag(self, request: Any) -> ClientGuard | None:
@@ -100,7 +96,7 @@ class _Settings:
         url = request.url
         host = url.host.lower()
         path = url.path
-        table = self.prices
+        table = self.options.prices
         if table is None:
             from spendguard._costing.prices import default_table  # noqa: PLC0415
 
@@ -114,16 +110,12 @@ class _Settings:
                None if sdk_error is None else sdk_error.__module__)
         tag = self._guards.get(key)
         if tag is None:
-            prices, platform = self.prices, destination.platform
+            prices, platform = self.options.prices, destination.platform
             if platform is not None:
                 prices, platform = self.azure()
-            options = GuardOptions(cap_output=self.cap_output,
-                                   allow_unpriced=self.allow_unpriced,
-                                   store_prompts=self.store_prompts, prices=prices,
-                                   cache_order=as_cache_order(self.cache_order),
-                                   platform=platform)
-            tag = self._guards.setdefault(
-                key, ClientGuard(Guard(destination.provider, self.budget, options), sdk_error))
+            options = replace(self.options, prices=prices).guard_options(platform)
+            tag = self._guards.setdefault(key, ClientGuard(
+                Guard(destination.provider, self.options.budget, options), sdk_error))
         return tag
 
 
@@ -160,10 +152,11 @@ def install(budget: Budget | None = None, *, cap_output: bool = False,
     SDKs' ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` count as declared. Calling it again
     replaces the budget and options. Undo with :func:`uninstall`.
     """
-    if budget is not None and not isinstance(budget, Budget):
-        raise ConfigError(f"budget: expected a spendguard.Budget or None, got "
-                          f"{type(budget).__name__}; write "
-                          f"spendguard.install(budget=spendguard.Budget(\"10.00\"))")
+    check_budget(budget, expected="a spendguard.Budget or None",
+                 example='spendguard.install(budget=spendguard.Budget("10.00"))')
+    options = ClientOptions(budget=budget, cap_output=cap_output,
+                            allow_unpriced=allow_unpriced, store_prompts=store_prompts,
+                            prices=prices, cache_order=cache_order)
     ProviderHosts.declare(base_urls)  # a mistake in it is reported as the caller wrote it
     hosts = ProviderHosts.declare(declared_base_urls(os.environ, base_urls or {}))
     if azure_deployments is not None and not isinstance(azure_deployments, Mapping):
@@ -175,8 +168,7 @@ def install(budget: Budget | None = None, *, cap_output: bool = False,
     global _settings  # noqa: PLW0603 - install() is process-wide by design
     with _lock:
         first = _settings is None
-        _settings = _Settings(budget, cap_output, allow_unpriced, store_prompts, prices,
-                              cache_order, hosts, azure_deployments, unmapped_deployments)
+        _settings = _Settings(options, hosts, azure_deployments, unmapped_deployments)
         set_traffic_guard(_traffic_tag)
         for package, names in {**SDK_CLASSES, **HTTP_CLASSES}.items():
             module = sys.modules.get(package)
@@ -248,7 +240,7 @@ def _guarding(original: Callable[..., None]) -> Callable[..., None]:
         original(self, *args, **kwargs)
         settings = _settings
         if settings is None or isinstance(self, Guarded) or _is_guarded(self) \
-                or (getattr(self, "_client", None) is None and not is_genai_client(self)):
+                or (sdk_http_client(self) is None and not is_genai_client(self)):
             return  # not installed, already guarded, or a subclass still building
         _guard_sdk_client(self, settings)
 
@@ -260,17 +252,15 @@ def _guard_sdk_client(client: Any, settings: _Settings) -> None:
     openai: Any = sys.modules.get("openai")  # never imported here for an Anthropic client
     if openai is not None and isinstance(client, (openai.AzureOpenAI, openai.AsyncAzureOpenAI)):
         prices, platform = settings.azure()
-        guard_client(client, Provider.OPENAI, openai.OpenAIError, settings.budget,
-                     cap_output=settings.cap_output, allow_unpriced=settings.allow_unpriced,
-                     store_prompts=settings.store_prompts, prices=prices,
-                     cache_order=settings.cache_order, platform=platform)
+        guard_client(client, Provider.OPENAI, openai.OpenAIError,
+                     replace(settings.options, prices=prices).as_dict(), platform=platform)
         return
     from spendguard._guard.clients import wrap  # noqa: PLC0415
 
-    gemini = is_genai_client(client)  # neither option applies to Gemini clients yet
-    wrap(client, settings.budget, cap_output=settings.cap_output and not gemini,
-         allow_unpriced=settings.allow_unpriced, store_prompts=settings.store_prompts,
-         prices=settings.prices, cache_order=False if gemini else settings.cache_order)
+    options = settings.options
+    if is_genai_client(client):  # neither option applies to Gemini clients yet
+        options = replace(options, cap_output=False, cache_order=False)
+    wrap(client, **options.as_dict())
 
 
 def _dispatching(original: Callable[..., None]) -> Callable[..., None]:
@@ -288,30 +278,17 @@ def _is_guarded(client: Any) -> bool:
     return client_guard(client) is not None  # a budget belongs to the SDK client
 
 
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when a package is imported, patches it right after it ran."""
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        names = SDK_CLASSES.get(fullname) or HTTP_CLASSES.get(fullname)
-        if names is None:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        loader = None if spec is None else spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return None  # let the normal machinery find it (or say it is missing)
-        execute = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            execute(module)
-            with _lock:
-                if _settings is not None:
-                    _patch(module, names)
-
-        # On this loader object only (one per module file), so the spec and the package's
-        # resources stay the SDK's own.
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
+def _patched_classes(package: str) -> tuple[str, ...] | None:
+    return SDK_CLASSES.get(package) or HTTP_CLASSES.get(package)
 
 
-_HOOK = _PatchOnImport()
+def _patch_imported(module: ModuleType) -> None:
+    """Patch a package the program just imported (while installed)."""
+    names = _patched_classes(module.__name__)
+    with _lock:
+        if _settings is not None and names is not None:
+            _patch(module, names)
+
+
+_HOOK = PatchOnImport(lambda name: _patched_classes(name) is not None, _patch_imported)
+"""Patches each package of :data:`SDK_CLASSES` and :data:`HTTP_CLASSES` when it is imported."""

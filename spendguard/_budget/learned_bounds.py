@@ -44,7 +44,7 @@ from spendguard._budget.scopes import collect_budgets
 from spendguard._core.periods import utc_now
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.estimate import Estimate, max_output_tokens, worst_call_usd
+from spendguard._costing.estimate import Estimate, max_output_tokens, worst_cost_usd
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.tokens import TokenCount
 
@@ -223,5 +223,5 @@ def learned_input_bound(budget: Budget | None, call: Call, estimate: Estimate,
     model_price = estimate.price or table.get(call.model)
     output = max_output_tokens(call, model_price, value)
     tightened = replace(estimate, input_tokens=learned, output_tokens_worst=output,
-                        worst_usd=worst_call_usd(call, model_price, value, output))
+                        worst_usd=worst_cost_usd(call, value, output, price=model_price))
     return tightened, {STATIC_BOUND_TAG: str(int(counted))}

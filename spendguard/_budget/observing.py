@@ -62,8 +62,8 @@ def reserve_observed(ledger: Ledger, claims: Sequence[ScopeClaim], amount_usd: D
                 {scope: str(refusal.limit_usd) for scope, refusal in over.items()},
                 sort_keys=True)
         try:
-            reservation_id = ledger.reserve(current, amount_usd, call, time=time,
-                                            expires_at=expires_at, tags=marked)
+            call_id = ledger.reserve(current, amount_usd, call, time=time,
+                                     expires_at=expires_at, tags=marked)
             break
         except BudgetExceeded as exc:
             if exc.scope not in observed or exc.scope in over:
@@ -74,12 +74,12 @@ def reserve_observed(ledger: Ledger, claims: Sequence[ScopeClaim], amount_usd: D
     try:
         for scope, refusal in over.items():
             period_key = next((c.period_key for c in claims if c.scope == scope), "")
-            _tell(scope, period_key, refusal, call, budgets, reservation_id)
+            _tell(scope, period_key, refusal, call, budgets, call_id)
     except BaseException:
         # Warnings turned into errors (-W error): the call is not sent, so hold nothing.
-        ledger.release(reservation_id, reason="observe-mode warning raised", time=time)
+        ledger.release(call_id, reason="observe-mode warning raised", time=time)
         raise
-    return reservation_id
+    return call_id
 
 
 def would_refuse_limits(tags: Mapping[str, str]) -> dict[str, Decimal]:
@@ -95,7 +95,7 @@ def would_refuse_limits(tags: Mapping[str, str]) -> dict[str, Decimal]:
 
 
 def _tell(scope: str, period_key: str, exc: BudgetExceeded, call: CallInfo,
-          budgets: Sequence[Budget], reservation_id: str) -> None:
+          budgets: Sequence[Budget], call_id: str) -> None:
     message = (f"spendguard observe mode: budget {scope!r} (period {period_key}) would have "
                f"refused a {call.model} call that could cost up to "
                f"{format_usd(exc.estimate_usd)} ({format_usd(max(exc.remaining_usd, Decimal(0)))}"
@@ -103,7 +103,7 @@ def _tell(scope: str, period_key: str, exc: BudgetExceeded, call: CallInfo,
                f"enforce=False")
     log.info(message)
     publish(Stage.WOULD_REFUSE, provider=call.provider, model=call.model,
-            endpoint=call.endpoint, attempt=call.attempt, call_id=reservation_id,
+            endpoint=call.endpoint, attempt=call.attempt, call_id=call_id,
             scopes=tuple(b.scope for b in budgets), budgets=tuple(budgets),
             worst_usd=exc.estimate_usd, scope=scope, message=message,
             estimated_input_tokens=call.estimated_input_tokens)

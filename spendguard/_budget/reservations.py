@@ -108,8 +108,8 @@ class Reservation:
         settlement = Settlement(as_utc(self._clock()), actual, counts, bool(usage_estimated),
                                 table_version, float(latency_s), request_id, status, note)
         crossings: list[Crossing] = []
-        for ledger, reservation_id in self._held:
-            crossings.extend(ledger.settle(reservation_id, settlement))
+        for ledger, call_id in self._held:
+            crossings.extend(ledger.settle(call_id, settlement))
         warned = self._warned(crossings) if crossings else []
         if listening():  # events cost nothing while nobody subscribes
             for scope, event in warned:  # told before "settled", which ends the call's events
@@ -135,8 +135,8 @@ class Reservation:
         if not self._close("released"):
             return
         now = as_utc(self._clock())
-        for ledger, reservation_id in self._held:
-            ledger.release(reservation_id, reason=reason, time=now)
+        for ledger, call_id in self._held:
+            ledger.release(call_id, reason=reason, time=now)
         if listening():
             publish(Stage.RELEASED, **self._event_fields(), status="released", message=reason)
 
@@ -257,8 +257,8 @@ def _reserve(client_budget: Budget | None, budgets: tuple[Budget, ...], worst: D
             held.append((ledger, reserve_observed(ledger, claims, worst, call, budgets,
                                                   time=now, expires_at=expires_at, tags=tags)))
     except BaseException:
-        for ledger, reservation_id in held:  # all or none: undo the ledgers that agreed
-            ledger.release(reservation_id, reason="refused by another ledger", time=now)
+        for ledger, call_id in held:  # all or none: undo the ledgers that agreed
+            ledger.release(call_id, reason="refused by another ledger", time=now)
         raise
     reservation = Reservation(tuple(held), budgets, worst_usd=worst, call=call, time=now,
                               clock=clock)

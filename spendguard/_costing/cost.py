@@ -172,15 +172,19 @@ def total_usd(model_price: ModelPrice, usage: Usage, *, service_tier: str | None
 
 def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: int, *,
                    cache_ttls: tuple[str, ...] = (), service_tier: str | None = None,
-                   speed: str | None = None, inference_geo: str | None = None) -> Decimal:
-    """The dearest way these tokens can be billed: the input uncached, or written to the cache
-    at one of ``cache_ttls`` (cache writes cost more than plain input), the output as output.
+                   speed: str | None = None, inference_geo: str | None = None,
+                   batch: bool = False) -> Decimal:
+    """The worst case: the dearest way these tokens can be billed, the input uncached or
+    written to the cache at one of ``cache_ttls`` (cache writes cost more than plain input),
+    the output as output; at Batch API rates with ``batch``.
 
-    The same amount as the greatest :func:`total_usd` over one ``Usage`` per place the input
-    may land (the same rates, order and precision, the first of equal amounts kept), without
-    building those ``Usage`` values: the guard prices every call's worst case before sending it.
+    The one computation of a worst case (the guard's, the plan's, the batch's and the
+    cascade's all come here). The same amount as the greatest :func:`total_usd` over one
+    ``Usage`` per place the input may land (the same rates, order and precision, the first of
+    equal amounts kept), without building those ``Usage`` values: the guard prices every
+    call's worst case before sending it.
     """
-    names = _modifier_names(_NO_USAGE, batch=False, service_tier=billable_tier(service_tier),
+    names = _modifier_names(_NO_USAGE, batch=batch, service_tier=billable_tier(service_tier),
                             speed=speed, inference_geo=inference_geo)
     tier = model_price.tier_for(input_tokens) if model_price.tiers else None
     output = ([("output", output_tokens)]

@@ -23,7 +23,7 @@ from spendguard._costing.providers.openai import unpriced_audio
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 from spendguard._costing.usage import Usage
 
-__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_call_usd", "worst_cost_usd"]
+__all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,20 +74,18 @@ def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) ->
 
 
 def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
-                   table: PriceTable | None = None, *, at: datetime | None = None) -> Decimal:
-    """The dearest way the provider could bill these tokens, at the rates in force at ``at``.
+                   table: PriceTable | None = None, *, at: datetime | None = None,
+                   price: ModelPrice | None = None) -> Decimal:
+    """The call's worst case for these tokens (:func:`~spendguard._costing.cost.worst_case_usd`
+    with the call's cache TTLs, service tier, speed and region), at the rates in force at
+    ``at``; ``price``: the call's entry when it was looked up already.
 
     Input is priced at the highest rate it could land in: uncached, or written to a cache
     (cache writes cost more than plain input) when the request may write one.
     """
-    return worst_call_usd(call, (table or default_table()).get(call.model, at), input_tokens,
-                          output_tokens)
-
-
-def worst_call_usd(call: Call, model_price: ModelPrice, input_tokens: int,
-                   output_tokens: int) -> Decimal:
-    """:func:`worst_cost_usd` with the call's price entry already looked up."""
-    return worst_case_usd(model_price, input_tokens, output_tokens, cache_ttls=call.cache_ttls,
+    if price is None:
+        price = (table or default_table()).get(call.model, at)
+    return worst_case_usd(price, input_tokens, output_tokens, cache_ttls=call.cache_ttls,
                           service_tier=call.service_tier, speed=call.speed,
                           inference_geo=call.inference_geo)
 
@@ -136,7 +134,7 @@ def estimate_call(call: Call, table: PriceTable | None = None, *,
     # str() of a StrEnum member is its value, without the enum's property lookup.
     input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
-    worst = worst_call_usd(call, model_price, int(input_tokens), output_tokens)
+    worst = worst_cost_usd(call, int(input_tokens), output_tokens, price=model_price)
     if call.endpoint is Endpoint.CACHE:  # an explicit cache also bills storage for its TTL
         from spendguard._costing.providers.gemini.requests import (  # noqa: PLC0415
             cache_ttl_seconds,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from google import genai
 
 from spendguard._guard.gemini import guard_genai_client
+from spendguard._guard.options import ClientOptions
 
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget
@@ -30,5 +31,7 @@ class Gemini(genai.Client):
                  prices: PriceTable | None = None, cache_order: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        guard_genai_client(self, budget, cap_output=cap_output, allow_unpriced=allow_unpriced,
-                           store_prompts=store_prompts, prices=prices, cache_order=cache_order)
+        options = ClientOptions(budget=budget, cap_output=cap_output,
+                                allow_unpriced=allow_unpriced, store_prompts=store_prompts,
+                                prices=prices, cache_order=cache_order)
+        guard_genai_client(self, options)

@@ -15,8 +15,8 @@ google-genai is not a Stainless SDK: it has no per-request hook to tag requests 
   certificate (google-auth's own session), and async calls over aiohttp (pointed back to the
   httpx2 client instead).
 
-Every reach into google-genai's private attributes is in this module, named and tested
-against the installed version.
+Every reach into google-genai's private attributes is named in
+:mod:`spendguard._guard.reaches.genai` and tested against the installed version.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 
 import httpx2
 
-from spendguard._budget.budget import Budget
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Provider
-from spendguard._costing.prices import PriceTable
-from spendguard._guard.metering import Guard, GuardOptions
+from spendguard._guard.metering import Guard
+from spendguard._guard.options import ClientOptions
+from spendguard._guard.reaches import genai as reach
 from spendguard._guard.transport import ClientGuard, install, tag_request
 
 __all__ = ["guard_genai_client", "is_genai_client"]
@@ -85,59 +85,47 @@ def _real(http_client: Any) -> Any:
     return http_client._spendguard_inner if isinstance(http_client, _Tagging) else http_client
 
 
-def guard_genai_client(client: Any, budget: Budget | None, *, cap_output: bool = False,
-                       allow_unpriced: bool = False, store_prompts: bool = False,
-                       prices: PriceTable | None = None, cache_order: Any = False) -> None:
+def guard_genai_client(client: Any, options: ClientOptions) -> None:
     """Give a ``genai.Client`` (or its ``.aio``) its own guard over its httpx2 clients.
 
     The client's ``.aio``, ``.chats`` and every other module share its API client, so they are
     guarded with it; wrapping again replaces the guard.
     """
-    if budget is not None and not isinstance(budget, Budget):
-        raise ConfigError(f"budget: expected a spendguard.Budget, got {type(budget).__name__}; "
-                          'write budget=spendguard.Budget("10.00")')
-    if cache_order:
+    if options.cache_order:
         raise ConfigError("cache_order: not supported for Gemini clients yet (Gemini caches "
                           "prompt prefixes implicitly); leave it False")
-    if cap_output:
+    if options.cap_output:
         raise ConfigError("cap_output: not supported for Gemini clients yet (the cap sits in "
                           "generationConfig); set max_output_tokens yourself")
-    api = client._api_client
-    if api._use_google_auth_sync():
+    api = reach.api_client(client)
+    if reach.uses_google_auth_session(api):
         raise ConfigError(
             "spendguard cannot guard a Vertex AI client that uses an mTLS client certificate: "
             "google-auth then sends requests through its own session, not httpx2. Use an API "
             "key or default credentials without a client certificate.")
-    options = GuardOptions(allow_unpriced=allow_unpriced, store_prompts=store_prompts,
-                           prices=prices)
-    tag = ClientGuard(Guard(Provider.GEMINI, budget, options), None)
-    sync_client = _real(api._httpx_client)
+    tag = ClientGuard(Guard(Provider.GEMINI, options.budget, options.guard_options()), None)
+    sync_client = _real(reach.sync_http_client(api))
     if not isinstance(sync_client, httpx2.Client):
         raise ConfigError(
             f"http_options.httpx_client: spendguard guards httpx2 clients; got "
             f"{type(sync_client).__module__}.{type(sync_client).__name__}. Pass an "
             "httpx2.Client (or set GOOGLE_GENAI_HTTP_CLIENT=httpx2).")
     install(sync_client)
-    api._httpx_client = _TaggingClient(sync_client, tag)
-    async_client = _real(api._async_httpx_client)
+    reach.set_sync_http_client(api, _TaggingClient(sync_client, tag))
+    async_client = _real(reach.async_http_client(api))
     if async_client is not None:
         if not isinstance(async_client, httpx2.AsyncClient):
             raise ConfigError(
                 f"http_options.httpx_async_client: spendguard guards httpx2 clients; got "
                 f"{type(async_client).__module__}.{type(async_client).__name__}")
-        if getattr(async_client, "_per_loop", False):
-            # One pool per event loop: those pools are built per loop without the guard, so
-            # the client's own pool serves every loop instead.
-            async_client._per_loop = False  # type: ignore[attr-defined]
+        reach.serve_every_loop_from_own_pool(async_client)
         install(async_client)
-        api._async_httpx_client = _AsyncTaggingClient(async_client, tag)
-        if api._use_aiohttp():  # aiohttp would bypass httpx2: send through the guarded one
-            api._http_options.httpx_async_client = api._async_httpx_client
+        tagging = _AsyncTaggingClient(async_client, tag)
+        reach.set_async_http_client(api, tagging)
+        if reach.uses_aiohttp(api):  # aiohttp would bypass httpx2: send through the guarded one
+            reach.send_async_through(api, tagging)
     client._spendguard_tag = tag
-    client._spendguard_options = {
-        "budget": budget, "cap_output": cap_output, "allow_unpriced": allow_unpriced,
-        "store_prompts": store_prompts, "prices": prices, "cache_order": cache_order,
-    }
-    aio = getattr(client, "_aio", None)
+    client._spendguard_options = options.as_dict()
+    aio = reach.async_twin(client)
     if aio is not None:  # the client's .aio shares its API client: it finds the guard too
         aio._spendguard_tag = tag

@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 
+from spendguard._guard.reaches.httpx_private import wrap_transports
 from spendguard._guard.transport import (
     Wire,
     _AsyncMeteredStream,
     _FailedBody,
     _MeteredStream,
-    _mount,
     _WriteTracked,
     handle,
     handle_async,
@@ -79,8 +79,8 @@ class LegacyAsyncGuardTransport(httpx.AsyncBaseTransport):
 def install(http_client: Any) -> None:
     """Put the dispatcher on a classic ``httpx`` client (idempotent)."""
     if isinstance(http_client, httpx.AsyncClient):
-        _mount(http_client, LegacyAsyncGuardTransport)
+        wrap_transports(http_client, LegacyAsyncGuardTransport)
     elif isinstance(http_client, httpx.Client):
-        _mount(http_client, LegacyGuardTransport)
+        wrap_transports(http_client, LegacyGuardTransport)
     else:
         raise TypeError(f"not an httpx or httpx2 client: {type(http_client).__name__}")

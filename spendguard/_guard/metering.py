@@ -42,6 +42,7 @@ from spendguard._costing.tokens import TokenCount
 from spendguard._costing.usage import Usage
 from spendguard._guard.facts import call_facts, response_facts
 from spendguard._guard.policies import AttemptLinks, call_tags, check_runaways, degrade
+from spendguard._guard.reaches.httpx_private import raw_header_items
 from spendguard._guard.settling import (
     base_rate_usage,
     check_readable,
@@ -338,7 +339,7 @@ def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, 
     copy of it, and the names would be lowered again.
     """
     found: dict[str, str] = {}
-    for _, name, value in headers._list:
+    for _, name, value in raw_header_items(headers):
         if name in names:
             text = name.decode("ascii")
             if text in found or not value.isascii():

@@ -113,7 +113,7 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash
         if trip is not None:
             _tell(scoped, trip, call, now)
         if refuse and scoped.enforce:  # observe mode: told and recorded, never refused
-            _refuse(scoped, call, trip, estimate_usd)
+            _refuse(scoped, call, trip, worst_usd=estimate_usd)
 
 
 def _spend_since(budget: Budget) -> Callable[[datetime], Decimal]:
@@ -145,8 +145,8 @@ def _tell(budget: Budget, trip: RunawayTrip, call: Call, now: datetime) -> None:
             log.exception("spendguard: on_warn raised while told of a runaway trip")
 
 
-def _refuse(budget: Budget, call: Call, trip: RunawayTrip | None,
-            estimate_usd: Decimal) -> None:
+def _refuse(budget: Budget, call: Call, trip: RunawayTrip | None, *,
+            worst_usd: Decimal) -> None:
     scope = budget.scope
     totals = budget.totals()
     detail = trip.message() if trip is not None else (
@@ -155,14 +155,14 @@ def _refuse(budget: Budget, call: Call, trip: RunawayTrip | None,
         f"it now: spendguard.lift_runaway({scope!r})")
     if listening():  # telemetry: an error span with a spendguard.refused event
         publish(Stage.REFUSED, provider=call.provider.value, model=call.model,
-                endpoint=call.endpoint.value, worst_usd=estimate_usd, scopes=(scope,),
+                endpoint=call.endpoint.value, worst_usd=worst_usd, scopes=(scope,),
                 scope=scope, status="runaway", message=detail)
     raise RunawayRefused(
         detail, scope=scope, rule=None if trip is None else trip.rule,
         until=None if trip is None else trip.until,
         limit_usd=budget.limit_usd, spent_usd=totals.spent_usd,
         reserved_usd=totals.reserved_usd,
-        estimate_usd=estimate_usd)
+        estimate_usd=worst_usd)
 
 
 def request_shape(body: Mapping[str, Any], body_hash: str) -> str:

@@ -23,6 +23,7 @@ import httpx2
 from spendguard._core.errors import SpendguardError
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE
 from spendguard._guard.metering import Attempt, Guard, StreamMeter, response_headers
+from spendguard._guard.reaches.httpx_private import wrap_transports
 from spendguard._guard.settling import describe
 
 __all__ = ["HTTPX2", "AsyncGuardTransport", "ClientGuard", "GuardTransport", "Wire",
@@ -469,21 +470,12 @@ def install(http_client: Any) -> None:
     clients, each with its own, may share it.
     """
     if isinstance(http_client, httpx2.AsyncClient):
-        _mount(http_client, AsyncGuardTransport)
+        wrap_transports(http_client, AsyncGuardTransport)
     elif isinstance(http_client, httpx2.Client):
-        _mount(http_client, GuardTransport)
+        wrap_transports(http_client, GuardTransport)
     else:
         from spendguard._guard import legacy  # noqa: PLC0415 - classic httpx, only when used
 
         legacy.install(http_client)
 
 
-def _mount(http_client: Any, dispatcher: type[Any]) -> None:
-    # httpx2 (and httpx) keep the default transport and proxy mounts on these attributes;
-    # wrapping them keeps the client's defaults (keep-alive, proxies).
-    if not isinstance(http_client._transport, dispatcher):
-        http_client._transport = dispatcher(http_client._transport)
-    mounts = http_client._mounts
-    for pattern, transport in list(mounts.items()):
-        if transport is not None and not isinstance(transport, dispatcher):
-            mounts[pattern] = dispatcher(transport)

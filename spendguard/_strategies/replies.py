@@ -36,7 +36,7 @@ __all__ = [
     "reply_text",
     "reply_usage",
     "tagged",
-    "worst_case_usd",
+    "worst_usd",
 ]
 
 def provider_of(client: object) -> str:
@@ -152,8 +152,9 @@ def rank_usd(model: str) -> Decimal:
     return cost_usd(model, Usage(input_tokens=1_000_000, output_tokens=1_000_000))
 
 
-def worst_case_usd(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> Decimal:
-    """The most this request could cost (input counted offline, output at its cap), in USD."""
+def worst_usd(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> Decimal:
+    """The request's worst case as the guard estimates it (input counted offline, output at
+    its cap), in USD."""
     call_ = build_call(Provider(provider), endpoint, dict(body))
     return estimate_call(call_).worst_usd
 

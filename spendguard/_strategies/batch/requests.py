@@ -18,11 +18,10 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint, Provider, build_call
-from spendguard._costing.cost import cost
+from spendguard._costing.cost import worst_case_usd
 from spendguard._costing.estimate import max_output_tokens
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.tokens import count_request_tokens
-from spendguard._costing.usage import Usage
 
 __all__ = ["BatchRequest", "PlannedRequest", "batch_endpoint", "batch_worst_usd",
            "plan_requests"]
@@ -116,13 +115,10 @@ def request_body(params: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def batch_worst_usd(call: Call, input_tokens: int, output_tokens: int,
                     table: PriceTable) -> Decimal:
-    """The dearest way these tokens can be billed at batch prices (input uncached or written
-    to a cache, whichever costs more)."""
-    candidates = [Usage(input_tokens=input_tokens, output_tokens=output_tokens)]
-    model_price = table.get(call.model)
-    candidates += [Usage(cache_write_tokens={ttl: input_tokens}, output_tokens=output_tokens)
-                   for ttl in call.cache_ttls if ttl in model_price.cache_write_usd_per_million]
-    return max(cost(call.model, usage, batch=True, table=table).total for usage in candidates)
+    """The worst case of these tokens at batch prices (input uncached or written to a cache,
+    whichever costs more)."""
+    return worst_case_usd(table.get(call.model), input_tokens, output_tokens,
+                          cache_ttls=call.cache_ttls, batch=True)
 
 
 def _embedding_inputs(body: Mapping[str, Any]) -> int:

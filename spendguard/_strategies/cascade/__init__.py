@@ -185,8 +185,8 @@ class _Run:
             limit = self._limit_usd()
             self._worst = None
             if limit is not None:
-                self._worst = replies.worst_case_usd(self.provider, self.endpoint,
-                                                     self.body(model))
+                self._worst = replies.worst_usd(self.provider, self.endpoint,
+                                                self.body(model))
                 if self._worst > limit:
                     self.attempts.append(CascadeAttempt(
                         model, AttemptOutcome.UNAFFORDABLE,

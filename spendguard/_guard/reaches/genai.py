@@ -1,0 +1,72 @@
+"""Reaches into the private parts of ``google-genai``.
+
+google-genai is not a Stainless SDK: a ``genai.Client`` keeps one ``BaseApiClient`` (shared by
+its ``.aio``, ``.models``, ``.chats`` and every other module) that builds and sends each request
+on its own httpx2 clients. What the guard reads and replaces there is named here; each reach
+is checked against the installed version by ``tests/guard/test_private_reaches.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["api_client", "async_http_client", "async_twin", "send_async_through",
+           "serve_every_loop_from_own_pool", "set_async_http_client", "set_sync_http_client",
+           "sync_http_client", "uses_aiohttp", "uses_google_auth_session"]
+
+
+def api_client(client: Any) -> Any:
+    """The client's ``BaseApiClient`` (its private ``_api_client``)."""
+    return client._api_client
+
+
+def async_twin(client: Any) -> Any:
+    """The client's ``.aio`` (its private ``_aio``, built with the client), None on a client
+    that has none (an ``AsyncClient`` itself)."""
+    return getattr(client, "_aio", None)
+
+
+def uses_google_auth_session(api: Any) -> bool:
+    """Whether sync requests go through google-auth's own session instead of httpx2 (Vertex AI
+    with an mTLS client certificate): the private ``_use_google_auth_sync()``."""
+    return bool(api._use_google_auth_sync())
+
+
+def uses_aiohttp(api: Any) -> bool:
+    """Whether async requests go through aiohttp instead of httpx2: ``_use_aiohttp()``."""
+    return bool(api._use_aiohttp())
+
+
+def sync_http_client(api: Any) -> Any:
+    """The httpx2 client sync requests are sent on (the private ``_httpx_client``)."""
+    return api._httpx_client
+
+
+def set_sync_http_client(api: Any, http_client: Any) -> None:
+    """Send sync requests on ``http_client`` from now on."""
+    api._httpx_client = http_client
+
+
+def async_http_client(api: Any) -> Any:
+    """The httpx2 client async requests are sent on (``_async_httpx_client``; None when there
+    is none)."""
+    return api._async_httpx_client
+
+
+def set_async_http_client(api: Any, http_client: Any) -> None:
+    """Send async requests on ``http_client`` from now on."""
+    api._async_httpx_client = http_client
+
+
+def send_async_through(api: Any, http_client: Any) -> None:
+    """Make the client's options name ``http_client`` as the async httpx2 client, which the
+    SDK then prefers to aiohttp (``_http_options.httpx_async_client``)."""
+    api._http_options.httpx_async_client = http_client
+
+
+def serve_every_loop_from_own_pool(async_client: Any) -> None:
+    """Turn off the SDK's one-pool-per-event-loop mode of its async httpx2 client (the private
+    ``_per_loop`` flag): the per-loop pools are built without the guard on their transport, so
+    the client's own pool, which carries it, serves every loop instead."""
+    if getattr(async_client, "_per_loop", False):
+        async_client._per_loop = False

@@ -1,0 +1,35 @@
+"""Reaches into the private parts of the HTTP clients, ``httpx2`` and classic ``httpx``.
+
+Both keep the same internals (httpx2 began as a fork of httpx); each is checked against the
+installed versions by ``tests/guard/test_private_reaches.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["raw_header_items", "wrap_transports"]
+
+
+def raw_header_items(headers: Any) -> Iterable[tuple[bytes, bytes, bytes]]:
+    """A ``Headers``' own list of ``(name as sent, name in lower case, value)`` byte triples
+    (its private ``_list``): read in place, where ``raw`` would build a copy of it and the
+    names would be lowered again."""
+    items: Iterable[tuple[bytes, bytes, bytes]] = headers._list
+    return items
+
+
+def wrap_transports(http_client: Any, dispatcher: type[Any]) -> None:
+    """Put ``dispatcher(transport)`` around the client's default transport and every proxy
+    mount, each once (idempotent).
+
+    A client keeps them in its private ``_transport`` and ``_mounts`` (a dict of URL pattern to
+    transport or None); wrapping them, rather than passing a transport, keeps the client's
+    own settings (keep-alive, proxies)."""
+    if not isinstance(http_client._transport, dispatcher):
+        http_client._transport = dispatcher(http_client._transport)
+    mounts = http_client._mounts
+    for pattern, transport in list(mounts.items()):
+        if transport is not None and not isinstance(transport, dispatcher):
+            mounts[pattern] = dispatcher(transport)
