@@ -6,8 +6,8 @@ ordinary ``generate_content`` call sends (a ``GenerateContentRequest``), and rea
 ``BatchJob``. So it sends REST bodies through the client's own ``BaseApiClient``: its auth,
 base URL, API version and retries, on its httpx2 clients, that is through the guard. The
 body of ``generate_content`` arguments is built by the SDK's own converter, as the ordinary
-call builds it. Every reach into google-genai's private modules for this is here, beside
-:mod:`spendguard._guard.gemini`'s.
+call builds it. The reaches into google-genai's private parts this needs are named in
+:mod:`spendguard._guard.reaches.genai`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spendguard._core.errors import ConfigError
+from spendguard._guard.reaches import genai as reach
 
 __all__ = ["arest_request", "generate_request", "is_vertex", "response_object",
            "rest_request"]
@@ -24,9 +25,7 @@ __all__ = ["arest_request", "generate_request", "is_vertex", "response_object",
 _ARGUMENTS = frozenset({"model", "contents", "config"})
 
 
-def is_vertex(client: Any) -> bool:
-    """Whether a ``genai.Client`` (or its ``.aio``) speaks to Vertex AI."""
-    return bool(client._api_client.vertexai)
+is_vertex = reach.is_vertex
 
 
 def _model_id(model: str) -> str:
@@ -36,8 +35,6 @@ def _model_id(model: str) -> str:
 def generate_request(client: Any, params: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The REST ``GenerateContentRequest`` an ordinary ``client.models.generate_content(
     **params)`` sends, with ``model`` (the bare id) added for pricing."""
-    from google.genai import _common, models, types  # noqa: PLC0415
-
     unknown = sorted(set(params) - _ARGUMENTS)
     if unknown:
         raise ConfigError(f"{where}: {', '.join(unknown)} is not an argument of "
@@ -49,17 +46,11 @@ def generate_request(client: Any, params: Mapping[str, Any], where: str) -> dict
     if params.get("contents") is None:
         raise ConfigError(f"{where}.contents: give the prompt (a string, or Content dicts)")
     try:
-        parameters = types._GenerateContentParameters(model=model, contents=params["contents"],
-                                                      config=params.get("config"))
-        body = models._GenerateContentParameters_to_mldev(
-            client._api_client, parameters, None, parameters)
+        body = reach.generate_content_body(reach.api_client(client), model, params["contents"],
+                                           params.get("config"))
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         raise ConfigError(f"{where}: {exc}") from exc
-    body.pop("_url", None)
-    body.pop("_query", None)
-    body.pop("config", None)  # as generate_content does: what config held is lifted out
-    plain: dict[str, Any] = json.loads(json.dumps(
-        _common.encode_unserializable_types(_common.convert_to_dict(body))))
+    plain: dict[str, Any] = json.loads(json.dumps(body))
     return {"model": _model_id(model), **plain}
 
 
@@ -75,7 +66,7 @@ def rest_request(client: Any, method: str, path: str, body: Mapping[str, Any] | 
     ``batches/123``); its JSON reply. The SDK's own errors (``google.genai.errors.APIError``)
     are raised as they come."""
     options = {"headers": dict(headers)} if headers else None
-    return _decoded(client._api_client.request(method, path, dict(body or {}), options))
+    return _decoded(reach.api_client(client).request(method, path, dict(body or {}), options))
 
 
 async def arest_request(client: Any, method: str, path: str,
@@ -83,13 +74,10 @@ async def arest_request(client: Any, method: str, path: str,
                         headers: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The async twin of :func:`rest_request`."""
     options = {"headers": dict(headers)} if headers else None
-    return _decoded(await client._api_client.async_request(method, path, dict(body or {}),
-                                                           options))
+    return _decoded(await reach.api_client(client).async_request(method, path,
+                                                                 dict(body or {}), options))
 
 
 def response_object(body: Mapping[str, Any]) -> Any:
     """The ``types.GenerateContentResponse`` the ordinary call returns for a REST reply."""
-    from google.genai import models, types  # noqa: PLC0415
-
-    converted = models._GenerateContentResponse_from_mldev(dict(body), None, None)
-    return types.GenerateContentResponse._from_response(response=converted, kwargs={})
+    return reach.generate_content_response(dict(body))

@@ -193,3 +193,20 @@ def test_a_package_is_patched_right_after_it_is_imported(tmp_path: Path,
     assert reach_probe.__spec__ is not None and reach_probe.__spec__.origin == str(
         tmp_path / "reach_probe.py")
     monkeypatch.delitem(sys.modules, "reach_probe")
+
+
+def test_genai_builds_the_generate_content_body_and_reads_its_reply_with_its_own_converters(
+) -> None:
+    client = genai.Client(api_key="k")
+    assert not genai_reach.is_vertex(client)
+    body = genai_reach.generate_content_body(
+        genai_reach.api_client(client), "gemini-2.5-flash", "Hello",
+        {"max_output_tokens": 64, "system_instruction": "Be brief"})
+    assert body["contents"] == [{"parts": [{"text": "Hello"}], "role": "user"}]
+    assert body["generationConfig"] == {"maxOutputTokens": 64}
+    assert body["systemInstruction"]["parts"] == [{"text": "Be brief"}]
+    reply = genai_reach.generate_content_response({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1}})
+    assert reply.text == "Hi"
+    assert reply.usage_metadata.prompt_token_count == 3

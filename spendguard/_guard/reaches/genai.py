@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["api_client", "async_http_client", "async_twin", "send_async_through",
+__all__ = ["api_client", "async_http_client", "async_twin", "generate_content_body",
+           "generate_content_response", "is_vertex", "send_async_through",
            "serve_every_loop_from_own_pool", "set_async_http_client", "set_sync_http_client",
            "sync_http_client", "uses_aiohttp", "uses_google_auth_session"]
 
@@ -70,3 +71,34 @@ def serve_every_loop_from_own_pool(async_client: Any) -> None:
     the client's own pool, which carries it, serves every loop instead."""
     if getattr(async_client, "_per_loop", False):
         async_client._per_loop = False
+
+
+def is_vertex(client: Any) -> bool:
+    """Whether a ``genai.Client`` (or its ``.aio``) speaks to Vertex AI (``vertexai`` on its
+    ``BaseApiClient``)."""
+    return bool(client._api_client.vertexai)
+
+
+def generate_content_body(api: Any, model: str, contents: Any, config: Any) -> dict[str, Any]:
+    """The Gemini Developer API body ``models.generate_content(model=, contents=, config=)``
+    sends, built by the SDK's own private converter (``_GenerateContentParameters`` through
+    ``_GenerateContentParameters_to_mldev``) and made JSON-ready as the SDK does before
+    sending. Raises ``ValueError`` / ``TypeError`` (pydantic's validation) on bad arguments."""
+    from google.genai import _common, models, types  # noqa: PLC0415
+
+    parameters = types._GenerateContentParameters(model=model, contents=contents, config=config)
+    body = models._GenerateContentParameters_to_mldev(api, parameters, None, parameters)
+    body.pop("_url", None)
+    body.pop("_query", None)
+    body.pop("config", None)  # as generate_content does: what config held is lifted out
+    ready: dict[str, Any] = _common.encode_unserializable_types(_common.convert_to_dict(body))
+    return ready
+
+
+def generate_content_response(body: dict[str, Any]) -> Any:
+    """The ``types.GenerateContentResponse`` the ordinary call returns for a Gemini Developer
+    API reply body (``_GenerateContentResponse_from_mldev``, then ``_from_response``)."""
+    from google.genai import models, types  # noqa: PLC0415
+
+    converted = models._GenerateContentResponse_from_mldev(body, None, None)
+    return types.GenerateContentResponse._from_response(response=converted, kwargs={})
