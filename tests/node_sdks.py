@@ -7,6 +7,7 @@ missing or the install fails (no registry reachable).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -28,10 +29,19 @@ def node_modules() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for the Node SDK tests; install Node.js 20+")
     folder = _cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    # One install per machine even when several test workers ask at once: the others wait
+    # on the lock, then find the packages in place.
+    with (folder / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _install(folder)
+    return folder / "node_modules"
+
+
+def _install(folder: Path) -> None:
     modules = folder / "node_modules"
     if all((modules / name / "package.json").is_file() for name in PACKAGES):
-        return modules
-    folder.mkdir(parents=True, exist_ok=True)
+        return
     if not (folder / "package.json").exists():
         (folder / "package.json").write_text('{"private": true}\n', encoding="utf-8")
     try:
@@ -42,7 +52,6 @@ def node_modules() -> Path:
         pytest.skip("npm install of the Node SDKs took over 300 s (is the registry reachable?)")
     if done.returncode != 0:
         pytest.skip(f"npm install of the Node SDKs failed: {done.stderr.strip()[-300:]}")
-    return modules
 
 
 def node_program(folder: Path, modules: Path, name: str, source: str) -> Path:
