@@ -15,7 +15,7 @@ import time as _clock
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from decimal import Decimal
 from operator import attrgetter
@@ -114,36 +114,36 @@ class Call:
     def reopened(cls, row: CallRow) -> Call:
         """The open call a stored row describes (its record's fields, exactly)."""
         r = row.record
-        info = CallInfo(r.provider, r.model, r.endpoint, r.attempt, r.request_id, r.prompt_hash,
-                        r.prompt_text, r.estimated_input_tokens, r.estimated_output_tokens,
-                        r.input_exact)
+        info = CallInfo(**dict(zip(_INFO_NAMES, _INFO_OF_RECORD(r), strict=True)))
         call = cls(r.id, r.time, row.claims, r.tags, info, r.estimated_usd, row.expires_at,
                    row.owner_pid, row.owner_host)
         call.state = row.state
-        call.scopes, call.period_keys, call.limits_usd = r.scopes, r.period_keys, r.limits_usd
-        call.actual_usd, call.tokens, call.usage_estimated = (r.actual_usd, r.tokens,
-                                                              r.usage_estimated)
-        call.table_version, call.latency_s, call.status, call.note = (r.table_version,
-                                                                      r.latency_s, r.status,
-                                                                      r.note)
+        for name, value in zip(_CALL_NAMES, _CALL_OF_RECORD(r), strict=True):
+            setattr(call, name, value)
         return call
 
     @property
     def record(self) -> SpendRecord:
         """The call's record as it stands (built on each read: reads are rare, calls not)."""
-        info = self.info
-        return SpendRecord(
-            self.id, self.time, self.scopes, self.tags, info.provider, info.model,
-            info.endpoint, self.tokens, self.estimated_usd, self.actual_usd,
-            self.usage_estimated, self.table_version, self.latency_s, self.request_id,
-            info.attempt, self.status, info.prompt_hash, info.prompt_text,
-            info.estimated_input_tokens, info.estimated_output_tokens, info.input_exact,
-            self.note, self.period_keys, self.limits_usd)
+        return SpendRecord(*_RECORD_OF_CALL(self))
 
     def row(self) -> CallRow:
         """The call as a stored row, fixed as it is now."""
         return CallRow(self.record, self.claims, self.state, self.expires_at, self.owner_pid,
                        self.owner_host)
+
+
+# Where each field of a record is on a Call: its own, or the CallInfo it was made with.
+_RECORD_NAMES = tuple(f.name for f in fields(SpendRecord))
+_RECORD_OF_CALL = attrgetter(*(name if name in Call.__slots__ else f"info.{name}"
+                               for name in _RECORD_NAMES))
+_INFO_NAMES = tuple(f.name for f in fields(CallInfo) if f.name in _RECORD_NAMES)
+_INFO_OF_RECORD = attrgetter(*_INFO_NAMES)
+# What a reopened call takes from its record beyond its CallInfo and constructor.
+_CALL_NAMES = tuple(name for name in _RECORD_NAMES
+                    if name in Call.__slots__ and name not in (
+                        "id", "time", "claims", "tags", "estimated_usd"))
+_CALL_OF_RECORD = attrgetter(*_CALL_NAMES)
 
 
 @dataclass(frozen=True, slots=True)

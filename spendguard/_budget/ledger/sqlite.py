@@ -67,9 +67,11 @@ from typing import Any
 
 from spendguard._budget.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
 from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.migrations import migrate
+from spendguard._budget.ledger.rows import RowCodec
 from spendguard._budget.ledger.sqlite_files import (
     check_existing,
     create_atomically,
@@ -83,18 +85,12 @@ from spendguard._core.periods import as_utc, utc_now
 __all__ = ["SqliteLedger", "open_sqlite"]
 
 _BUSY_TIMEOUT_S = 30.0
-_CALL_COLUMNS = (
-    "id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags, "
-    "provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, "
-    "estimated_input_tokens, estimated_output_tokens, input_exact, estimated_usd, actual_usd, "
-    "tokens, usage_estimated, table_version, latency_s, status, note"
-)
-_INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * 28)})"
+_CALL_COLUMNS = column_list()
+_INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
 # The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
 # keyed by its text, so these are compiled once per connection.
-_SET_CLOSED = ("UPDATE calls SET state = ?, actual_usd = ?, tokens = ?, usage_estimated = ?, "
-               "table_version = ?, latency_s = ?, request_id = ?, status = ?, note = ? ")
+_SET_CLOSED = f"UPDATE calls SET {', '.join(f'{f.name} = ?' for f in CLOSING)} "
 _CLOSE_CALL = f"{_SET_CLOSED}WHERE id = ?"
 # The close of an open row this process remembers: the state test replaces reading it first,
 # and the row is found by the rowid its insert returned, without a search of the index on ids
@@ -442,9 +438,9 @@ class _Tx:
 
     def insert_call(self, row: Call | CallRow) -> None:
         if not isinstance(row, Call):
-            self.run(_INSERT_CALL, _call_to_row(row))
+            self.run(_INSERT_CALL, _ROWS.values(row))
             return
-        rowid = self.run(_INSERT_CALL, _open_call_to_row(row)).lastrowid
+        rowid = self.run(_INSERT_CALL, _ROWS.values(row)).lastrowid
         if row.state == OPEN and rowid is not None:
             self.open_rows[row.id] = (rowid, row)
 
@@ -460,9 +456,7 @@ class _Tx:
     def update_call(self, call: Call) -> None:
         # Forgotten first: should this transaction fail, the call is read from the file again.
         self.open_rows.pop(call.id, None)
-        values = (call.state, str(call.actual_usd), _json_object(call.tokens),
-                  int(call.usage_estimated), call.table_version, call.latency_s,
-                  call.request_id, call.status, call.note)
+        values = _ROWS.closing_values(call)
         unverified = self.unverified
         if unverified is None or unverified[0] != call.id:
             self.run(_CLOSE_CALL, (*values, call.id))
@@ -538,50 +532,39 @@ def _json_object(mapping: Mapping[str, Any]) -> str:
     return _json(dict(mapping)) if mapping else "{}"
 
 
-def _claims_text(claims: tuple[ScopeClaim, ...], scopes: tuple[str, ...],
-                 period_keys: tuple[str, ...]) -> tuple[str, str, str]:
-    """The JSON columns of a call's claims, scopes and period keys."""
+@functools.lru_cache(maxsize=256)
+def _claims_json(rows: tuple[tuple[str | int | None, ...], ...]) -> str:
+    # A budget claims the same for a whole period: encoded once per period, not per call.
+    return _json([list(row) for row in rows])
+
+
+def _claims_text(claims: tuple[ScopeClaim, ...]) -> str:
+    """A call's claims as JSON: ``[[scope, period_key, limit, warn, max_calls], ...]``."""
     # Amounts as their own text, so equal amounts written differently ("8", "8.00") keep it.
-    rows = tuple([(c.scope, c.period_key, None if c.limit_usd is None else str(c.limit_usd),
-                   None if c.warn_usd is None else str(c.warn_usd), c.max_calls)
-                  for c in claims])
-    return _encoded_claims(rows, scopes, period_keys)
+    return _claims_json(tuple([(c.scope, c.period_key,
+                                None if c.limit_usd is None else str(c.limit_usd),
+                                None if c.warn_usd is None else str(c.warn_usd), c.max_calls)
+                               for c in claims]))
 
 
 @functools.lru_cache(maxsize=256)
-def _encoded_claims(rows: tuple[tuple[str | int | None, ...], ...], scopes: tuple[str, ...],
-                    period_keys: tuple[str, ...]) -> tuple[str, str, str]:
-    # A budget claims the same for a whole period: encoded once per period, not per call.
-    return _json([list(row) for row in rows]), _json(list(scopes)), _json(list(period_keys))
+def _list_text(items: tuple[str, ...]) -> str:
+    # A call's scopes and period keys are its budget's for a whole period: encoded once.
+    return _json(list(items))
 
 
-def _open_call_to_row(call: Call) -> tuple[Any, ...]:
-    """A call just reserved as its columns, from the call itself (no record is built)."""
-    info = call.info
-    return (
-        call.id, _ts(call.time), call.state,
-        None if call.expires_at is None else _ts(call.expires_at), call.owner_pid,
-        call.owner_host, *_claims_text(call.claims, call.scopes, call.period_keys),
-        _json_object(call.tags), info.provider, info.model, info.endpoint, info.attempt,
-        call.request_id, info.prompt_hash, info.prompt_text, info.estimated_input_tokens,
-        info.estimated_output_tokens, None if info.input_exact is None else int(info.input_exact),
-        str(call.estimated_usd), str(call.actual_usd), _json_object(call.tokens),
-        int(call.usage_estimated), call.table_version, call.latency_s, call.status, call.note,
-    )
+def _claims(text: str) -> tuple[ScopeClaim, ...]:
+    # A call cap is the fifth element (claims written before call caps have four).
+    return tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
+                            cap[0] if cap else None)
+                 for scope, key, limit, warn, *cap in json.loads(text))
 
 
-def _call_to_row(row: CallRow) -> tuple[Any, ...]:
-    r = row.record
-    return (
-        r.id, _ts(r.time), row.state, None if row.expires_at is None else _ts(row.expires_at),
-        row.owner_pid, row.owner_host, *_claims_text(row.claims, r.scopes, r.period_keys),
-        _json_object(r.tags), r.provider, r.model,
-        r.endpoint, r.attempt, r.request_id, r.prompt_hash, r.prompt_text,
-        r.estimated_input_tokens, r.estimated_output_tokens,
-        None if r.input_exact is None else int(r.input_exact), str(r.estimated_usd),
-        str(r.actual_usd), _json_object(r.tokens), int(r.usage_estimated), r.table_version,
-        r.latency_s, r.status, r.note,
-    )
+_ROWS = RowCodec(
+    encode={"time": _ts, "usd": str, "flag": int, "map": _json_object, "list": _list_text,
+            "claims": _claims_text},
+    decode={"time": datetime.fromisoformat, "usd": Decimal, "flag": bool, "map": json.loads,
+            "list": lambda text: tuple(json.loads(text)), "claims": _claims})
 
 
 def _stored_call(row: tuple[Any, ...]) -> Call | CallRow:
@@ -590,29 +573,4 @@ def _stored_call(row: tuple[Any, ...]) -> Call | CallRow:
     return Call.reopened(stored) if stored.state == OPEN else stored
 
 
-def _row_to_call(row: tuple[Any, ...]) -> CallRow:
-    (call_id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags,
-     provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, est_in, est_out,
-     input_exact, estimated, actual, tokens, usage_estimated, table_version, latency_s, status,
-     note) = row
-    claim_rows = json.loads(claims)
-    record = SpendRecord(
-        id=call_id, time=datetime.fromisoformat(time), scopes=tuple(json.loads(scopes)),
-        tags=json.loads(tags), provider=provider, model=model, endpoint=endpoint,
-        tokens=json.loads(tokens), estimated_usd=Decimal(estimated), actual_usd=Decimal(actual),
-        usage_estimated=bool(usage_estimated), table_version=table_version, latency_s=latency_s,
-        request_id=request_id, attempt=attempt, status=status, prompt_hash=prompt_hash,
-        prompt_text=prompt_text, estimated_input_tokens=est_in, estimated_output_tokens=est_out,
-        input_exact=None if input_exact is None else bool(input_exact), note=note,
-        period_keys=tuple(json.loads(period_keys)),
-        limits_usd=tuple(_optional_decimal(claim[2]) for claim in claim_rows),
-    )
-    return CallRow(
-        record=record,
-        # A call cap is the fifth element (claims written before call caps have four).
-        claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
-                                cap[0] if cap else None)
-                     for scope, key, limit, warn, *cap in claim_rows),
-        state=state, expires_at=None if expires_at is None else datetime.fromisoformat(expires_at),
-        owner_pid=owner_pid, owner_host=owner_host,
-    )
+_row_to_call = _ROWS.call_row
