@@ -72,7 +72,14 @@ from spendguard._budget.ledger.base import (
     SpendRecord,
     Totals,
 )
-from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.engine import (
+    OPEN,
+    Call,
+    CallRow,
+    Event,
+    TransactionalLedger,
+    add_to_totals,
+)
 from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
@@ -535,6 +542,14 @@ class _Tx:
         self.seen[(scope, period_key)] = totals
         self.cursor.execute(self.sql["put_totals"], (scope, period_key, totals.spent_usd,
                                                      totals.reserved_usd, totals.calls))
+
+    def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
+                      reserved_usd: Decimal, calls: int) -> Totals:
+        return add_to_totals(self, scope, period_key, spent_usd, reserved_usd, calls)
+
+    def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
+             now: datetime) -> tuple[list[Totals], bool] | None:
+        return None  # recovery takes row locks first (FOR UPDATE SKIP LOCKED): step by step
 
     def insert_call(self, row: Call | CallRow) -> None:
         self.cursor.execute(self.sql["insert_call"], _ROWS.values(row))

@@ -33,20 +33,30 @@ longer checkpoint interval measured no faster for reserve + settle, so they stay
 
 What a call costs is mostly the pages its two commits write (each page whole, with its
 checksum, two writes to the ``-wal`` file): one per b-tree a commit changes, plus the
-occasional split, about a dozen per reserve + settle. So the schema keeps them few: an index
-only where a read needs one (calls by id, by time for reports, open reservations by expiry);
-call ids that begin with their time, so a new id goes on the last page of its index, already
-in memory; an event log without ``AUTOINCREMENT``, which wrote ``sqlite_sequence`` in every
-commit.
+occasional split. So the schema keeps them few: an index only where a read needs one (calls
+by id, by time for reports, open reservations by expiry); call ids that begin with their time,
+so a new id goes on the last page of its index, already in memory; and no table for the event
+log, which is read from the calls' rows (each row is its call's reservation and close). A
+reserve + settle pair runs 8 statements (``BEGIN``, one ``INSERT … ON CONFLICT DO UPDATE …
+RETURNING`` per claim's totals, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the call's
+``UPDATE``, its totals' upsert, ``COMMIT``) and writes about 9.6 pages of 1 KiB: the calls
+table (twice), the partial index of open calls (its entry made, then removed), the totals
+(twice), the indexes on id and time, their splits, and page 1 when the file grows.
+
+The crash argument is unchanged by how few statements there are: a reservation is one
+transaction (the call's open row with its held totals, all or nothing) committed before its
+request is sent, and a close is one transaction (the row closed with its totals), so a
+``kill -9`` anywhere loses no committed close and leaves every committed reservation open in
+the file, for ``recover_expired`` to charge.
 
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
-settings of its own. Each reserve first asks the partial index of open reservations whether
-any has expired (``LIMIT 1``), and reads rows only when one has.
+settings of its own. Each reserve asks the partial index of open reservations whether any has
+expired (``LIMIT 1``) inside its first totals upsert, and reads rows only when one has.
 
-Money is TEXT holding an exact Decimal, so totals are read, added in Python and written back
-inside the transaction: ``SET spent_usd = spent_usd + ?`` would have SQLite add them as
-floating-point numbers.
+Money is TEXT holding an exact Decimal, so totals are added by ``usd_add``, a function every
+connection registers (Python's Decimal, inside the statement): ``SET spent_usd = spent_usd +
+?`` would have SQLite add them as floating-point numbers.
 """
 
 from __future__ import annotations
@@ -66,7 +76,14 @@ from types import TracebackType
 from typing import Any
 
 from spendguard._budget.ledger.base import Crossing, ScopeClaim, Settlement, SpendRecord, Totals
-from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.engine import (
+    OPEN,
+    Call,
+    CallRow,
+    Event,
+    TransactionalLedger,
+    add_to_totals,
+)
 from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
@@ -80,6 +97,7 @@ from spendguard._budget.ledger.sqlite_files import (
     read_only_uris,
 )
 from spendguard._core.errors import LedgerError, LedgerNotFound
+from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc, utc_now
 
 __all__ = ["SqliteLedger", "open_sqlite"]
@@ -96,12 +114,30 @@ _CLOSE_CALL = f"{_SET_CLOSED}WHERE id = ?"
 # and the row is found by the rowid its insert returned, without a search of the index on ids
 # (the id test keeps it right should the rowid have changed, as a VACUUM may do).
 _CLOSE_OPEN_CALL = f"{_SET_CLOSED}WHERE rowid = ? AND id = ? AND state = 'open'"
-_INSERT_EVENT = ("INSERT INTO events (call_id, kind, time, amount_usd, detail) "
-                 "VALUES (?, ?, ?, ?, ?)")
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
                   "WHERE scope = ? AND period_key = ?")
 _UPDATE_TOTALS = ("UPDATE totals SET spent_usd = ?, reserved_usd = ?, calls = ? "
                   "WHERE scope = ? AND period_key = ?")
+# A period's totals changed in one step, read back as they are after it. Money is added by
+# usd_add (exact Decimal text, see _usd_add), never by SQLite's floating point.
+_CHANGE_TOTALS = ("INSERT INTO totals (scope, period_key, spent_usd, reserved_usd, calls) "
+                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, period_key) DO UPDATE SET "
+                  "spent_usd = usd_add(spent_usd, excluded.spent_usd), "
+                  "reserved_usd = usd_add(reserved_usd, excluded.reserved_usd), "
+                  "calls = calls + excluded.calls RETURNING spent_usd, reserved_usd, calls")
+_HOLD = ("INSERT INTO totals (scope, period_key, spent_usd, reserved_usd, calls) "
+         "VALUES (?, ?, '0', ?, 1) ON CONFLICT (scope, period_key) DO UPDATE SET "
+         "reserved_usd = usd_add(reserved_usd, excluded.reserved_usd), calls = calls + 1 "
+         "RETURNING spent_usd, reserved_usd, calls")
+# A reservation's first hold also asks the partial index of open calls whether any has
+# expired: the probe every reserve makes, without a statement of its own.
+_HOLD_PROBING = (f"{_HOLD}, EXISTS (SELECT 1 FROM calls WHERE state = 'open' "
+                 f"AND expires_at <= ?)")
+# UPSERT arrived in SQLite 3.24, RETURNING in 3.35 (2021): older libraries read and write.
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+# The log's events, read from the calls they are about (see all_events).
+_CALL_EVENTS = "SELECT id, time, state, estimated_usd, actual_usd, note FROM calls ORDER BY rowid"
+_CLOSED_BY = {"settled": "settle", "released": "release", "recovered": "recover"}
 _ANY_EXPIRED = "SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ? LIMIT 1"
 _PUT_TOTALS = ("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
                "calls) VALUES (?, ?, ?, ?, ?)")
@@ -182,6 +218,7 @@ class SqliteLedger(TransactionalLedger):
                              check_same_thread=False, uri=isinstance(self._target, str))
         if not self.read_only:
             _tune(db)
+        db.create_function("usd_add", 2, _usd_add, deterministic=True)
         cursor = db.cursor()
         # IMMEDIATE takes the write lock before the limits are read, so nothing another
         # process writes can come between a read and the write that depends on it. A read-only
@@ -436,6 +473,38 @@ class _Tx:
                                str(totals.reserved_usd), totals.calls))
         self.stored.add(key)
 
+    def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
+                      reserved_usd: Decimal, calls: int) -> Totals:
+        if not _RETURNING:
+            return add_to_totals(self, scope, period_key, spent_usd, reserved_usd, calls)
+        spent, reserved, counted = self.run(_CHANGE_TOTALS, (
+            scope, period_key, str(spent_usd), str(reserved_usd), calls)).fetchone()
+        return self._after(scope, period_key, Totals(Decimal(spent), Decimal(reserved), counted))
+
+    def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
+             now: datetime) -> tuple[list[Totals], bool] | None:
+        if not _RETURNING:
+            return None
+        amount = str(amount_usd)
+        before: list[Totals] = []
+        expired = False
+        for claim in claims:
+            scope, key = claim.scope, claim.period_key
+            if before:
+                spent, reserved, counted = self.run(_HOLD, (scope, key, amount)).fetchone()
+            else:
+                spent, reserved, counted, expired = self.run(
+                    _HOLD_PROBING, (scope, key, amount, _ts(now))).fetchone()
+            after = self._after(scope, key, Totals(Decimal(spent), Decimal(reserved), counted))
+            before.append(Totals(after.spent_usd, after.reserved_usd - amount_usd,
+                                 after.calls - 1))
+        return before, bool(expired)
+
+    def _after(self, scope: str, period_key: str, totals: Totals) -> Totals:
+        self.seen[(scope, period_key)] = totals
+        self.stored.add((scope, period_key))
+        return totals
+
     def insert_call(self, row: Call | CallRow) -> None:
         if not isinstance(row, Call):
             self.run(_INSERT_CALL, _ROWS.values(row))
@@ -469,7 +538,7 @@ class _Tx:
 
     def append_event(self, call_id: str, kind: str, time: datetime, amount_usd: Decimal,
                      detail: str | None = None) -> None:
-        self.run(_INSERT_EVENT, (call_id, kind, _ts(time), str(amount_usd), detail))
+        """Nothing to write: the call's row is its log (see :meth:`all_events`)."""
 
     def expired_open_calls(self, now: datetime) -> list[Call]:
         # Asked on every reserve, and almost always none: one probe of the partial index
@@ -488,9 +557,23 @@ class _Tx:
         return cursor.rowcount == 1
 
     def all_events(self) -> Iterator[Event]:
-        for call_id, kind, time, amount, detail in self.db.execute(
-                "SELECT call_id, kind, time, amount_usd, detail FROM events ORDER BY id"):
-            yield Event(call_id, kind, datetime.fromisoformat(time), Decimal(amount), detail)
+        """The log, read from the calls: each row is a call's reservation and, once closed,
+        its close (the amount it charged, why), or one correction. Nothing an event said is
+        missing from its row but the moment of the close, so no table of its own is written
+        (one more b-tree, page and statement per step); ledgers made before keep theirs, as
+        it was, beside (their calls say the same)."""
+        for call_id, time, state, worst, actual, note in self.db.execute(_CALL_EVENTS):
+            at = datetime.fromisoformat(time)
+            if state == "adjustment":
+                yield Event(call_id, "adjust", at, Decimal(actual), note)
+                continue
+            yield Event(call_id, "reserve", at, Decimal(worst))
+            closed = _CLOSED_BY.get(state)
+            if closed == "settle":
+                yield Event(call_id, closed, at, Decimal(actual))
+            elif closed is not None:
+                yield Event(call_id, closed, at,
+                            ZERO if closed == "release" else Decimal(actual), note)
 
     def all_calls(self) -> Iterator[CallRow]:
         return (_row_to_call(row) for row in self.db.execute(_SELECT_CALL).fetchall())
@@ -511,6 +594,11 @@ def _ts(moment: datetime) -> str:
     if moment.tzinfo is UTC:
         return moment.isoformat(timespec="microseconds")
     return as_utc(moment).isoformat(timespec="microseconds")
+
+
+def _usd_add(a: str, b: str) -> str:
+    """Exact Decimal text added up, for SQL (its own ``+`` would add them as floats)."""
+    return str(Decimal(a) + Decimal(b))
 
 
 def _amount_key(amount: Decimal) -> str:
