@@ -37,9 +37,10 @@ occasional split. So the schema keeps them few: an index only where a read needs
 by id, by time for reports, open reservations by expiry); call ids that begin with their time,
 so a new id goes on the last page of its index, already in memory; and no table for the event
 log, which is read from the calls' rows (each row is its call's reservation and close). A
-reserve + settle pair runs 8 statements (``BEGIN``, one ``INSERT … ON CONFLICT DO UPDATE …
-RETURNING`` per claim's totals, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the call's
-``UPDATE``, its totals' upsert, ``COMMIT``) and writes about 9.6 pages of 1 KiB: the calls
+reserve + settle pair runs 8 statements (``BEGIN``, one ``UPDATE`` per claim's totals that
+also asks whether a reservation expired, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the
+call's ``UPDATE``, its totals' ``UPDATE``, ``COMMIT``) and writes about 9.6 pages of 1 KiB:
+the calls
 table (twice), the partial index of open calls (its entry made, then removed), the totals
 (twice), the indexes on id and time, their splits, and page 1 when the file grows.
 
@@ -54,9 +55,9 @@ opens the ledger (``recover_expired``): recovery reads committed rows only, so i
 settings of its own. Each reserve asks the partial index of open reservations whether any has
 expired (``LIMIT 1``) inside its first totals upsert, and reads rows only when one has.
 
-Money is TEXT holding an exact Decimal, so totals are added by ``usd_add``, a function every
-connection registers (Python's Decimal, inside the statement): ``SET spent_usd = spent_usd +
-?`` would have SQLite add them as floating-point numbers.
+Money is TEXT holding an exact Decimal, so totals are added by functions every connection
+registers (Python's Decimal, inside the statement): ``SET spent_usd = spent_usd + ?`` would
+have SQLite add them as floating-point numbers.
 """
 
 from __future__ import annotations
@@ -118,23 +119,23 @@ _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
                   "WHERE scope = ? AND period_key = ?")
 _UPDATE_TOTALS = ("UPDATE totals SET spent_usd = ?, reserved_usd = ?, calls = ? "
                   "WHERE scope = ? AND period_key = ?")
-# A period's totals changed in one step, read back as they are after it. Money is added by
-# usd_add (exact Decimal text, see _usd_add), never by SQLite's floating point.
-_CHANGE_TOTALS = ("INSERT INTO totals (scope, period_key, spent_usd, reserved_usd, calls) "
-                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, period_key) DO UPDATE SET "
-                  "spent_usd = usd_add(spent_usd, excluded.spent_usd), "
-                  "reserved_usd = usd_add(reserved_usd, excluded.reserved_usd), "
-                  "calls = calls + excluded.calls RETURNING spent_usd, reserved_usd, calls")
-_HOLD = ("INSERT INTO totals (scope, period_key, spent_usd, reserved_usd, calls) "
-         "VALUES (?, ?, '0', ?, 1) ON CONFLICT (scope, period_key) DO UPDATE SET "
-         "reserved_usd = usd_add(reserved_usd, excluded.reserved_usd), calls = calls + 1 "
-         "RETURNING spent_usd, reserved_usd, calls")
+# A period's totals changed in one step. The new values are computed by functions each
+# connection registers (exact Decimal, never SQLite's floating point) which also keep them
+# for the transaction to read: a RETURNING clause would do the same at several times the
+# cost. Each statement changes one row (its key is the primary key), so what they keep is
+# that row's. A row not there yet changes nothing, and is inserted.
+_CHANGE_TOTALS = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, ?), "
+                  "reserved_usd = sg_reserved(reserved_usd, ?), calls = sg_calls(calls, ?, 0) "
+                  "WHERE scope = ? AND period_key = ?")
 # A reservation's first hold also asks the partial index of open calls whether any has
 # expired: the probe every reserve makes, without a statement of its own.
-_HOLD_PROBING = (f"{_HOLD}, EXISTS (SELECT 1 FROM calls WHERE state = 'open' "
-                 f"AND expires_at <= ?)")
-# UPSERT arrived in SQLite 3.24, RETURNING in 3.35 (2021): older libraries read and write.
-_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+_HOLD_PROBING = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, NULL), "
+                 "reserved_usd = sg_reserved(reserved_usd, ?), calls = sg_calls(calls, 1, "
+                 "EXISTS (SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ?)) "
+                 "WHERE scope = ? AND period_key = ?")
+_HOLD = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, NULL), "
+         "reserved_usd = sg_reserved(reserved_usd, ?), calls = sg_calls(calls, 1, 0) "
+         "WHERE scope = ? AND period_key = ?")
 # The log's events, read from the calls they are about (see all_events).
 _CALL_EVENTS = "SELECT id, time, state, estimated_usd, actual_usd, note FROM calls ORDER BY rowid"
 _CLOSED_BY = {"settled": "settle", "released": "release", "recovered": "recover"}
@@ -218,13 +219,13 @@ class SqliteLedger(TransactionalLedger):
                              check_same_thread=False, uri=isinstance(self._target, str))
         if not self.read_only:
             _tune(db)
-        db.create_function("usd_add", 2, _usd_add, deterministic=True)
         cursor = db.cursor()
         # IMMEDIATE takes the write lock before the limits are read, so nothing another
         # process writes can come between a read and the write that depends on it. A read-only
         # ledger only reads (verify), and could not take it.
         handles = (db, cursor, _Transaction(self, db, cursor,
                                             "BEGIN" if self.read_only else "BEGIN IMMEDIATE"))
+        handles[2].tx.register(db)
         self._local.held = (os.getpid(), self._generation, handles)
         with self._all_lock:
             self._all.append(db)
@@ -381,20 +382,20 @@ class _Transaction(AbstractContextManager["_Tx"]):
     rolled back when it raises. A plain class rather than a ``@contextmanager`` generator,
     made once per connection with its storage operations: entered twice per guarded call."""
 
-    __slots__ = ("_begin", "_cursor", "_db", "_path", "_tx")
+    __slots__ = ("_begin", "_cursor", "_db", "_path", "tx")
 
     def __init__(self, ledger: SqliteLedger, db: sqlite3.Connection, cursor: sqlite3.Cursor,
                  begin: str) -> None:
         self._path = ledger.path
         self._db, self._cursor, self._begin = db, cursor, begin
-        self._tx = _Tx(db, ledger._open_rows, cursor)
+        self.tx = _Tx(db, ledger._open_rows, cursor)
 
     def __enter__(self) -> _Tx:
         try:
             self._cursor.execute(self._begin)
         except sqlite3.Error as exc:
             raise ledger_error(self._path, "lock", exc) from exc
-        tx = self._tx
+        tx = self.tx
         # What the last transaction read may have changed since: nothing of it is kept.
         tx.seen.clear()
         tx.stored.clear()
@@ -432,6 +433,9 @@ class _Tx:
         self.db = db
         self.run = (db if cursor is None else cursor).execute
         self.open_rows = open_rows
+        # What the totals functions computed for the row the last statement changed: spent,
+        # held, calls, and whether an open call had expired (see register).
+        self.kept: list[Any] = [None, None, None, None]
         self.seen: dict[tuple[str, str], Totals] = {}
         self.stored: set[tuple[str, str]] = set()
         # An open row from memory, its state not yet read: its id and rowid.
@@ -473,32 +477,61 @@ class _Tx:
                                str(totals.reserved_usd), totals.calls))
         self.stored.add(key)
 
+    def register(self, db: sqlite3.Connection) -> None:
+        """The functions the totals statements compute with, keeping what they computed."""
+        kept = self.kept
+
+        def spent(old: str, change: str | None) -> str:
+            new = old if change is None else str(Decimal(old) + Decimal(change))
+            kept[0] = new
+            return new
+
+        def reserved(old: str, change: str) -> str:
+            new = str(Decimal(old) + Decimal(change))
+            kept[1] = new
+            return new
+
+        def calls(old: int, change: int, expired: int) -> int:
+            kept[2], kept[3] = old + change, expired
+            return old + change
+
+        db.create_function("sg_spent", 2, spent)
+        db.create_function("sg_reserved", 2, reserved)
+        db.create_function("sg_calls", 3, calls)
+
     def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
                       reserved_usd: Decimal, calls: int) -> Totals:
-        if not _RETURNING:
+        if self.run(_CHANGE_TOTALS, (str(spent_usd), str(reserved_usd), calls, scope,
+                                     period_key)).rowcount == 0:
             return add_to_totals(self, scope, period_key, spent_usd, reserved_usd, calls)
-        spent, reserved, counted = self.run(_CHANGE_TOTALS, (
-            scope, period_key, str(spent_usd), str(reserved_usd), calls)).fetchone()
+        spent, reserved, counted, _ = self.kept
         return self._after(scope, period_key, Totals(Decimal(spent), Decimal(reserved), counted))
 
     def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
              now: datetime) -> tuple[list[Totals], bool] | None:
-        if not _RETURNING:
-            return None
         amount = str(amount_usd)
         before: list[Totals] = []
         expired = False
         for claim in claims:
             scope, key = claim.scope, claim.period_key
             if before:
-                spent, reserved, counted = self.run(_HOLD, (scope, key, amount)).fetchone()
+                changed = self.run(_HOLD, (amount, scope, key)).rowcount
             else:
-                spent, reserved, counted, expired = self.run(
-                    _HOLD_PROBING, (scope, key, amount, _ts(now))).fetchone()
+                changed = self.run(_HOLD_PROBING, (amount, _ts(now), scope, key)).rowcount
+                expired = bool(changed and self.kept[3])
+            if changed == 0:  # the period's first call: its row is made, the probe asked
+                if not before:
+                    expired = self.run(_ANY_EXPIRED, (_ts(now),)).fetchone() is not None
+                old = self.totals(scope, key)
+                self.put_totals(scope, key, Totals(old.spent_usd, old.reserved_usd + amount_usd,
+                                                   old.calls + 1))
+                before.append(old)
+                continue
+            spent, reserved, counted, _ = self.kept
             after = self._after(scope, key, Totals(Decimal(spent), Decimal(reserved), counted))
             before.append(Totals(after.spent_usd, after.reserved_usd - amount_usd,
                                  after.calls - 1))
-        return before, bool(expired)
+        return before, expired
 
     def _after(self, scope: str, period_key: str, totals: Totals) -> Totals:
         self.seen[(scope, period_key)] = totals
@@ -594,11 +627,6 @@ def _ts(moment: datetime) -> str:
     if moment.tzinfo is UTC:
         return moment.isoformat(timespec="microseconds")
     return as_utc(moment).isoformat(timespec="microseconds")
-
-
-def _usd_add(a: str, b: str) -> str:
-    """Exact Decimal text added up, for SQL (its own ``+`` would add them as floats)."""
-    return str(Decimal(a) + Decimal(b))
 
 
 def _amount_key(amount: Decimal) -> str:
