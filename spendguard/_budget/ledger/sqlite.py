@@ -125,17 +125,15 @@ _UPDATE_TOTALS = ("UPDATE totals SET spent_usd = ?, reserved_usd = ?, calls = ? 
 # cost. Each statement changes one row (its key is the primary key), so what they keep is
 # that row's. A row not there yet changes nothing, and is inserted.
 _CHANGE_TOTALS = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, ?), "
-                  "reserved_usd = sg_reserved(reserved_usd, ?), calls = sg_calls(calls, ?, 0) "
-                  "WHERE scope = ? AND period_key = ?")
+                  "reserved_usd = sg_held(NULL, reserved_usd, ?, calls + ?, 0), "
+                  "calls = calls + ? WHERE scope = ? AND period_key = ?")
 # A reservation's first hold also asks the partial index of open calls whether any has
 # expired: the probe every reserve makes, without a statement of its own.
-_HOLD_PROBING = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, NULL), "
-                 "reserved_usd = sg_reserved(reserved_usd, ?), calls = sg_calls(calls, 1, "
-                 "EXISTS (SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ?)) "
-                 "WHERE scope = ? AND period_key = ?")
-_HOLD = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, NULL), "
-         "reserved_usd = sg_reserved(reserved_usd, ?), calls = sg_calls(calls, 1, 0) "
-         "WHERE scope = ? AND period_key = ?")
+_HOLD_PROBING = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, "
+                 "calls + 1, EXISTS (SELECT 1 FROM calls WHERE state = 'open' AND "
+                 "expires_at <= ?)), calls = calls + 1 WHERE scope = ? AND period_key = ?")
+_HOLD = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, calls + 1, 0), "
+         "calls = calls + 1 WHERE scope = ? AND period_key = ?")
 # The log's events, read from the calls they are about (see all_events).
 _CALL_EVENTS = "SELECT id, time, state, estimated_usd, actual_usd, note FROM calls ORDER BY rowid"
 _CLOSED_BY = {"settled": "settle", "released": "release", "recovered": "recover"}
@@ -481,27 +479,26 @@ class _Tx:
         """The functions the totals statements compute with, keeping what they computed."""
         kept = self.kept
 
-        def spent(old: str, change: str | None) -> str:
-            new = old if change is None else str(Decimal(old) + Decimal(change))
+        def spent(old: str, change: str) -> str:
+            new = str(Decimal(old) + Decimal(change))
             kept[0] = new
             return new
 
-        def reserved(old: str, change: str) -> str:
+        def held(spent: str | None, old: str, change: str, calls: int, expired: int) -> str:
+            # The row's other values come as arguments (a column in SET reads its value
+            # before the statement), so one call per statement keeps them all.
             new = str(Decimal(old) + Decimal(change))
-            kept[1] = new
+            if spent is not None:
+                kept[0] = spent
+            kept[1], kept[2], kept[3] = new, calls, expired
             return new
 
-        def calls(old: int, change: int, expired: int) -> int:
-            kept[2], kept[3] = old + change, expired
-            return old + change
-
         db.create_function("sg_spent", 2, spent)
-        db.create_function("sg_reserved", 2, reserved)
-        db.create_function("sg_calls", 3, calls)
+        db.create_function("sg_held", 5, held)
 
     def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
                       reserved_usd: Decimal, calls: int) -> Totals:
-        if self.run(_CHANGE_TOTALS, (str(spent_usd), str(reserved_usd), calls, scope,
+        if self.run(_CHANGE_TOTALS, (str(spent_usd), str(reserved_usd), calls, calls, scope,
                                      period_key)).rowcount == 0:
             return add_to_totals(self, scope, period_key, spent_usd, reserved_usd, calls)
         spent, reserved, counted, _ = self.kept

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from spendguard._budget.ledger import CallInfo, ScopeClaim, Settlement, SpendRec
 from spendguard._budget.ledger.engine import CallRow
 from spendguard._budget.ledger.fields import COLUMNS, FIELDS
 from spendguard._budget.ledger.postgres import PostgresLedger
-from spendguard._budget.ledger.redis.codec import record_from_json, record_json
+from spendguard._budget.ledger.redis.codec import open_record_json, record_from_json, record_json
 from tests.postgres_helpers import (
     PG_SERVER,
     fixture_postgres_schema,  # noqa: F401 - a fixture: pytest finds it here
@@ -78,3 +79,11 @@ def test_every_field_of_a_record_round_trips_through_sqlite_and_the_redis_codec(
         "openai", 2, "req-1", "hi", 20, False, {"a": "b"}, {"input": 10}, True, "v1", 1.5,
         "error", "why", (D("8.00"),))
     assert record_from_json(record_json(record)) == record
+
+
+def test_the_redis_codecs_record_of_a_new_reservation_has_every_field_of_a_record() -> None:
+    claims = (ScopeClaim("team", "2026-05", D("8"), None),)
+    text = open_record_json("c1", claims, D("0.5"), CallInfo("openai", "gpt-4o-mini", "chat"),
+                            NOW, {})
+    assert set(json.loads(text)) == {f.name for f in fields(SpendRecord)}
+    assert record_from_json(text).limits_usd == (D("8"),)
