@@ -53,7 +53,7 @@ the file, for ``recover_expired`` to charge.
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
 settings of its own. Each reserve asks the partial index of open reservations whether any has
-expired (``LIMIT 1``) inside its first totals upsert, and reads rows only when one has.
+expired (``LIMIT 1``) inside its first totals ``UPDATE``, and reads rows only when one has.
 
 Money is TEXT holding an exact Decimal, so totals are added by functions every connection
 registers (Python's Decimal, inside the statement): ``SET spent_usd = spent_usd + ?`` would
