@@ -15,7 +15,7 @@ import time as _clock
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from decimal import Decimal
 from operator import attrgetter
@@ -34,8 +34,8 @@ from spendguard._core.errors import LedgerError
 from spendguard._core.money import ZERO
 from spendguard._core.periods import held_key, warning_key, window_keys
 
-__all__ = ["OPEN", "Call", "CallRow", "Event", "TransactionalLedger", "Tx", "event_changes",
-           "merge_claims", "sum_totals", "window_totals"]
+__all__ = ["OPEN", "Call", "CallRow", "Event", "TransactionalLedger", "Tx", "add_to_totals",
+           "event_changes", "merge_claims", "sum_totals", "window_totals"]
 
 OPEN = "open"
 _HOST = socket.gethostname()
@@ -114,36 +114,36 @@ class Call:
     def reopened(cls, row: CallRow) -> Call:
         """The open call a stored row describes (its record's fields, exactly)."""
         r = row.record
-        info = CallInfo(r.provider, r.model, r.endpoint, r.attempt, r.request_id, r.prompt_hash,
-                        r.prompt_text, r.estimated_input_tokens, r.estimated_output_tokens,
-                        r.input_exact)
+        info = CallInfo(**dict(zip(_INFO_NAMES, _INFO_OF_RECORD(r), strict=True)))
         call = cls(r.id, r.time, row.claims, r.tags, info, r.estimated_usd, row.expires_at,
                    row.owner_pid, row.owner_host)
         call.state = row.state
-        call.scopes, call.period_keys, call.limits_usd = r.scopes, r.period_keys, r.limits_usd
-        call.actual_usd, call.tokens, call.usage_estimated = (r.actual_usd, r.tokens,
-                                                              r.usage_estimated)
-        call.table_version, call.latency_s, call.status, call.note = (r.table_version,
-                                                                      r.latency_s, r.status,
-                                                                      r.note)
+        for name, value in zip(_CALL_NAMES, _CALL_OF_RECORD(r), strict=True):
+            setattr(call, name, value)
         return call
 
     @property
     def record(self) -> SpendRecord:
         """The call's record as it stands (built on each read: reads are rare, calls not)."""
-        info = self.info
-        return SpendRecord(
-            self.id, self.time, self.scopes, self.tags, info.provider, info.model,
-            info.endpoint, self.tokens, self.estimated_usd, self.actual_usd,
-            self.usage_estimated, self.table_version, self.latency_s, self.request_id,
-            info.attempt, self.status, info.prompt_hash, info.prompt_text,
-            info.estimated_input_tokens, info.estimated_output_tokens, info.input_exact,
-            self.note, self.period_keys, self.limits_usd)
+        return SpendRecord(*_RECORD_OF_CALL(self))
 
     def row(self) -> CallRow:
         """The call as a stored row, fixed as it is now."""
         return CallRow(self.record, self.claims, self.state, self.expires_at, self.owner_pid,
                        self.owner_host)
+
+
+# Where each field of a record is on a Call: its own, or the CallInfo it was made with.
+_RECORD_NAMES = tuple(f.name for f in fields(SpendRecord))
+_RECORD_OF_CALL = attrgetter(*(name if name in Call.__slots__ else f"info.{name}"
+                               for name in _RECORD_NAMES))
+_INFO_NAMES = tuple(f.name for f in fields(CallInfo) if f.name in _RECORD_NAMES)
+_INFO_OF_RECORD = attrgetter(*_INFO_NAMES)
+# What a reopened call takes from its record beyond its CallInfo and constructor.
+_CALL_NAMES = tuple(name for name in _RECORD_NAMES
+                    if name in Call.__slots__ and name not in (
+                        "id", "time", "claims", "tags", "estimated_usd"))
+_CALL_OF_RECORD = attrgetter(*_CALL_NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +163,16 @@ class Tx(Protocol):
     def totals(self, scope: str, period_key: str) -> Totals: ...
     def totals_sum(self, scope: str, period_keys: Sequence[str]) -> Totals: ...
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None: ...
+    def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
+                      reserved_usd: Decimal, calls: int) -> Totals:
+        """Add to a period's totals (made if new); the totals after (:func:`add_to_totals`
+        for a storage that has no single step for it)."""
+    def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
+             now: datetime) -> tuple[list[Totals], bool] | None:
+        """Hold ``amount_usd`` and count one call in each claim's totals (calendar periods,
+        each its own held key), in one step each: the totals before, and whether any open
+        call had expired by ``now``. None where the storage has no such step: the rules then
+        recover, read, check and write one by one."""
     def insert_call(self, row: Call | CallRow) -> None: ...
     def get_call(self, call_id: str) -> Call | CallRow | None: ...
     def update_call(self, call: Call) -> None:
@@ -209,12 +219,33 @@ def event_changes(kind: str, amount_usd: Decimal, worst_usd: Decimal,
     return ((held, ZERO, -worst_usd, -1), (period_key, spent, ZERO, counted))
 
 
+def add_to_totals(tx: Tx, scope: str, period_key: str, spent_usd: Decimal,
+                  reserved_usd: Decimal, calls: int) -> Totals:
+    """``Tx.change_totals`` as a read and a write."""
+    old = tx.totals(scope, period_key)
+    new = Totals(old.spent_usd + spent_usd, old.reserved_usd + reserved_usd, old.calls + calls)
+    tx.put_totals(scope, period_key, new)
+    return new
+
+
+@functools.lru_cache(maxsize=4096)
+def _calendar(period_key: str) -> bool:
+    """A period whose open calls are held in its own totals and checked against them alone
+    (not a rolling window's steps)."""
+    return _held_key(period_key) == period_key and len(_window_keys(period_key)) == 1
+
+
 def window_totals(tx: Tx, claim: ScopeClaim) -> Totals:
     """What a limit is checked against: the period's totals, or a rolling window's sum."""
     keys = _window_keys(claim.period_key)
     if len(keys) == 1:
         return tx.totals(claim.scope, claim.period_key)
     return tx.totals_sum(claim.scope, keys)
+
+
+def _without(totals: Totals, held_usd: Decimal) -> Totals:
+    """Totals as they were before one call holding ``held_usd`` was added to them."""
+    return Totals(totals.spent_usd, totals.reserved_usd - held_usd, totals.calls - 1)
 
 
 class TransactionalLedger(ABC):
@@ -238,22 +269,37 @@ class TransactionalLedger(ABC):
         row = Call(call_id, time, merged, dict(tags), call, amount_usd, expires_at, os.getpid(),
                    _HOST)
         with self._transaction() as tx:
-            # Abandoned reservations are charged first, so they can't hold a budget forever.
-            self._recover(tx, time)
-            current = [window_totals(tx, c) for c in merged]
+            held = (tx.hold(merged, amount_usd, time)
+                    if all(_calendar(c.period_key) for c in merged) else None)
+            if held is None:
+                # Abandoned reservations are charged first, so they can't hold a budget forever.
+                self._recover(tx, time)
+                current = [window_totals(tx, c) for c in merged]
+            else:
+                # Held already, checked below: a refusal rolls the hold back with the rest.
+                current, expired = held
+                if expired:
+                    # Charged now, before the check, as above; a recovery moves a call's worst
+                    # case from held to spent, so the check's answer is the same, and its
+                    # message shows the totals after it.
+                    self._recover(tx, time)
+                    current = [_without(tx.totals(c.scope, c.period_key), amount_usd)
+                               for c in merged]
             refused = refusal(merged, current, amount_usd)
             if refused is not None:
                 raise refused
             tx.insert_call(row)
             tx.append_event(call_id, "reserve", time, amount_usd)
+            if held is not None:
+                return call_id
             for claim, checked in zip(merged, current, strict=True):
                 # An open call is held apart from a rolling window's steps (its held key,
                 # summed by every check of the window): it counts until it closes.
                 key = _held_key(claim.period_key)
-                held = checked if key == claim.period_key else tx.totals(claim.scope, key)
+                held_now = checked if key == claim.period_key else tx.totals(claim.scope, key)
                 tx.put_totals(claim.scope, key,
-                              Totals(held.spent_usd, held.reserved_usd + amount_usd,
-                                     held.calls + 1))
+                              Totals(held_now.spent_usd, held_now.reserved_usd + amount_usd,
+                                     held_now.calls + 1))
         return call_id
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
@@ -372,10 +418,7 @@ class TransactionalLedger(ABC):
         for claim in row.claims:
             for key, spent, held, counted in event_changes(kind, spent_usd, row.estimated_usd,
                                                            claim.period_key):
-                old = tx.totals(claim.scope, key)
-                tx.put_totals(claim.scope, key,
-                              Totals(old.spent_usd + spent, old.reserved_usd + held,
-                                     old.calls + counted))
+                tx.change_totals(claim.scope, key, spent, held, counted)
 
     def _recover(self, tx: Tx, now: datetime) -> list[str]:
         recovered = []
@@ -407,10 +450,7 @@ class TransactionalLedger(ABC):
         tx.insert_call(row)
         tx.append_event(row.record.id, "adjust", time, row.record.actual_usd, row.record.note)
         for claim in row.claims:
-            old = tx.totals(claim.scope, claim.period_key)
-            tx.put_totals(claim.scope, claim.period_key,
-                          Totals(old.spent_usd + row.record.actual_usd, old.reserved_usd,
-                                 old.calls))
+            tx.change_totals(claim.scope, claim.period_key, row.record.actual_usd, ZERO, 0)
 
     def _crossings(self, tx: Tx, claims: Iterable[ScopeClaim], time: datetime) -> list[Crossing]:
         """Warning levels reached and not yet reported by any process sharing this ledger."""

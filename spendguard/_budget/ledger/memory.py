@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from spendguard._budget.ledger.base import SpendRecord, Totals
-from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.base import ScopeClaim, SpendRecord, Totals
+from spendguard._budget.ledger.engine import (
+    OPEN,
+    Call,
+    CallRow,
+    Event,
+    TransactionalLedger,
+    add_to_totals,
+)
 from spendguard._budget.ledger.filters import record_matches
 from spendguard._budget.ledger.limits import sum_totals
 
@@ -41,6 +48,14 @@ class _Store:
 
     def put_totals(self, scope: str, period_key: str, totals: Totals) -> None:
         self.totals_by_key[(scope, period_key)] = totals
+
+    def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
+                      reserved_usd: Decimal, calls: int) -> Totals:
+        return add_to_totals(self, scope, period_key, spent_usd, reserved_usd, calls)
+
+    def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
+             now: datetime) -> tuple[list[Totals], bool] | None:
+        return None  # a read and a write cost nothing here: the rules go step by step
 
     def insert_call(self, row: Call | CallRow) -> None:
         if not isinstance(row, Call):

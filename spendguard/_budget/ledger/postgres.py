@@ -72,10 +72,19 @@ from spendguard._budget.ledger.base import (
     SpendRecord,
     Totals,
 )
-from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, TransactionalLedger
+from spendguard._budget.ledger.engine import (
+    OPEN,
+    Call,
+    CallRow,
+    Event,
+    TransactionalLedger,
+    add_to_totals,
+)
+from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.postgres_migrations import lock_key, migrate
+from spendguard._budget.ledger.rows import RowCodec
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
 from spendguard._core.periods import as_utc, utc_now
 from spendguard._core.terminal import masked_url
@@ -90,13 +99,11 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _CONNECT_TIMEOUT_S = 5
 _ATTEMPTS = 5  # runs of one step that failed before its commit (deadlock, lost connection)
 _T = TypeVar("_T")
-_CALL_COLUMNS = (
-    "id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags, "
-    "provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, "
-    "estimated_input_tokens, estimated_output_tokens, input_exact, estimated_usd, actual_usd, "
-    "tokens, usage_estimated, table_version, latency_s, status, note"
-)
-_CALL_VALUES = ", ".join(["%s"] * 9 + ["%s::json"] + ["%s"] * 12 + ["%s::json"] + ["%s"] * 5)
+_CALL_COLUMNS = column_list()
+# JSON columns take their text cast: psycopg sends parameters as text of unknown type.
+_PLACEHOLDER = {"map": "%s::json"}
+_CALL_VALUES = ", ".join(_PLACEHOLDER.get(f.kind, "%s") for f in COLUMNS)
+_SET_CLOSED = ", ".join(f"{f.name} = {_PLACEHOLDER.get(f.kind, '%s')}" for f in CLOSING)
 # Connections inherited through fork(): never used nor closed in the child (closing one would
 # end the parent's session on the shared socket), kept here so they are never collected.
 _inherited: list[Any] = []
@@ -395,12 +402,10 @@ def _statements(schema: str) -> dict[str, str]:
     """The hot path's SQL with the ledger's schema written in (no search_path needed, so a
     transaction-pooling PgBouncer can hand each transaction any server connection)."""
     s = f'"{schema}".'
-    set_closed = ("state = %s, actual_usd = %s, tokens = %s::json, usage_estimated = %s, "
-                  "table_version = %s, latency_s = %s, request_id = %s, status = %s, note = %s")
     return {
         "select_call": f"SELECT {_CALL_COLUMNS} FROM {s}calls",
         "insert_call": f"INSERT INTO {s}calls ({_CALL_COLUMNS}) VALUES ({_CALL_VALUES})",
-        "close_call": f"UPDATE {s}calls SET {set_closed} WHERE id = %s",
+        "close_call": f"UPDATE {s}calls SET {_SET_CLOSED} WHERE id = %s",
         "insert_event": f"INSERT INTO {s}events (call_id, kind, time, amount_usd, detail) "
                         f"VALUES (%s, %s, %s, %s, %s)",
         "select_totals": f"SELECT spent_usd, reserved_usd, calls FROM {s}totals "
@@ -538,9 +543,16 @@ class _Tx:
         self.cursor.execute(self.sql["put_totals"], (scope, period_key, totals.spent_usd,
                                                      totals.reserved_usd, totals.calls))
 
+    def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
+                      reserved_usd: Decimal, calls: int) -> Totals:
+        return add_to_totals(self, scope, period_key, spent_usd, reserved_usd, calls)
+
+    def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
+             now: datetime) -> tuple[list[Totals], bool] | None:
+        return None  # recovery takes row locks first (FOR UPDATE SKIP LOCKED): step by step
+
     def insert_call(self, row: Call | CallRow) -> None:
-        values = _open_call_values(row) if isinstance(row, Call) else _call_values(row)
-        self.cursor.execute(self.sql["insert_call"], values)
+        self.cursor.execute(self.sql["insert_call"], _ROWS.values(row))
 
     def get_call(self, call_id: str) -> Call | CallRow | None:
         self.cursor.execute(f"{self.sql['select_call']} WHERE id = %s FOR UPDATE", (call_id,))
@@ -552,10 +564,7 @@ class _Tx:
         return Call.reopened(stored) if stored.state == OPEN else stored
 
     def update_call(self, call: Call) -> None:
-        self.cursor.execute(self.sql["close_call"], (
-            call.state, call.actual_usd, _json_object(call.tokens), call.usage_estimated,
-            call.table_version, call.latency_s, call.request_id, call.status, call.note,
-            call.id))
+        self.cursor.execute(self.sql["close_call"], (*_ROWS.closing_values(call), call.id))
 
     def append_event(self, call_id: str, kind: str, time: datetime, amount_usd: Decimal,
                      detail: str | None = None) -> None:
@@ -596,10 +605,6 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
 
 
-def _optional_utc(moment: datetime | None) -> datetime | None:
-    return None if moment is None else as_utc(moment)
-
-
 def _amount_key(amount: Decimal) -> str:
     """Equal amounts as equal text (``8.0`` and ``8.00`` are one warning level)."""
     return format(amount.normalize(), "f")
@@ -630,54 +635,15 @@ def _claims_text(claims: tuple[ScopeClaim, ...]) -> str:
                                for c in claims]))
 
 
-def _open_call_values(call: Call) -> tuple[Any, ...]:
-    info = call.info
-    return (
-        call.id, as_utc(call.time), call.state, _optional_utc(call.expires_at),
-        call.owner_pid, call.owner_host,
-        _claims_text(call.claims), list(call.scopes), list(call.period_keys),
-        _json_object(call.tags), info.provider, info.model, info.endpoint, info.attempt,
-        call.request_id, info.prompt_hash, info.prompt_text, info.estimated_input_tokens,
-        info.estimated_output_tokens, info.input_exact, call.estimated_usd, call.actual_usd,
-        _json_object(call.tokens), call.usage_estimated, call.table_version, call.latency_s,
-        call.status, call.note,
-    )
+def _claims(text: str) -> tuple[ScopeClaim, ...]:
+    # A call cap is the fifth element (claims written before call caps have four).
+    return tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
+                            cap[0] if cap else None)
+                 for scope, key, limit, warn, *cap in json.loads(text))
 
 
-def _call_values(row: CallRow) -> tuple[Any, ...]:
-    r = row.record
-    return (
-        r.id, as_utc(r.time), row.state, _optional_utc(row.expires_at), row.owner_pid,
-        row.owner_host,
-        _claims_text(row.claims), list(r.scopes), list(r.period_keys), _json_object(r.tags),
-        r.provider, r.model, r.endpoint, r.attempt, r.request_id, r.prompt_hash,
-        r.prompt_text, r.estimated_input_tokens, r.estimated_output_tokens, r.input_exact,
-        r.estimated_usd, r.actual_usd, _json_object(r.tokens), r.usage_estimated,
-        r.table_version, r.latency_s, r.status, r.note,
-    )
-
-
-def _row_to_call(row: Sequence[Any]) -> CallRow:
-    (call_id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags,
-     provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, est_in, est_out,
-     input_exact, estimated, actual, tokens, usage_estimated, table_version, latency_s, status,
-     note) = row
-    claim_rows = json.loads(claims)
-    record = SpendRecord(
-        id=call_id, time=_utc(time), scopes=tuple(scopes), tags=tags, provider=provider,
-        model=model, endpoint=endpoint, tokens=tokens, estimated_usd=estimated,
-        actual_usd=actual, usage_estimated=usage_estimated, table_version=table_version,
-        latency_s=latency_s, request_id=request_id, attempt=attempt, status=status,
-        prompt_hash=prompt_hash, prompt_text=prompt_text, estimated_input_tokens=est_in,
-        estimated_output_tokens=est_out, input_exact=input_exact, note=note,
-        period_keys=tuple(period_keys),
-        limits_usd=tuple(_optional_decimal(claim[2]) for claim in claim_rows),
-    )
-    return CallRow(
-        record=record,
-        claims=tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
-                                cap[0] if cap else None)
-                     for scope, key, limit, warn, *cap in claim_rows),
-        state=state, expires_at=None if expires_at is None else _utc(expires_at),
-        owner_pid=owner_pid, owner_host=owner_host,
-    )
+# Amounts go as Decimal into NUMERIC, times into TIMESTAMPTZ, flags into BOOLEAN: as they are.
+_ROWS = RowCodec(
+    encode={"time": as_utc, "map": _json_object, "list": list, "claims": _claims_text},
+    decode={"time": _utc, "list": tuple, "claims": _claims})
+_row_to_call = _ROWS.call_row

@@ -98,7 +98,8 @@ def test_migrations_build_the_schema_once_and_record_their_names(tmp_path: Path)
     db = sqlite3.connect(path)
     assert [name for (name,) in db.execute("SELECT name FROM _migrations")] == [
         "m001_initial", "m002_batch_jobs", "m003_call_counts",
-        "m004_events_without_autoincrement", "m005_open_calls_held_apart"]
+        "m004_events_without_autoincrement", "m005_open_calls_held_apart",
+        "m006_events_read_from_calls"]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
 
@@ -143,8 +144,8 @@ def test_an_old_ledger_keeps_its_events_and_their_ids_when_upgraded(
     schema = db.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()[0]
     db.close()
     assert "AUTOINCREMENT" not in schema
-    assert events[:len(old_events)] == old_events
-    assert [event[0] for event in events] == list(range(1, len(old_events) + 3))
+    # Kept as they were; the calls made since are their own log (read from their rows).
+    assert events == old_events
     assert upgraded.ledger.totals("project", "all").spent_usd == D("0.75")
     assert upgraded.ledger.verify() == []
 
@@ -314,3 +315,23 @@ def test_call_ids_are_32_hex_digits_that_sort_in_the_order_the_calls_were_made(
     ids = [spend(budget, "0.1", "0.1").id for _ in range(50)]
     assert all(len(call_id) == 32 and int(call_id, 16) >= 0 for call_id in ids)
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
+
+
+def test_a_spendguard_that_still_writes_events_refuses_a_ledger_that_reads_them_from_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "ledger.db"
+    budget = Budget("10", scope="project", ledger=SqliteLedger(path))
+    spend(budget, "1", "0.25")
+    budget.ledger.close()
+    with monkeypatch.context() as older:
+        older.setattr(migrations_module, "MIGRATIONS",
+                      migrations_module.MIGRATIONS[:migrations_module.MIGRATIONS.index(
+                          migrations_module.m006_events_read_from_calls)])
+        with pytest.raises(LedgerError, match="newer spendguard"):
+            SqliteLedger(path)
+    reopened = SqliteLedger(path)
+    assert reopened.verify() == []
+    with reopened._snapshot() as tx:  # the log, read from the one call's row
+        assert [(event.kind, event.amount_usd) for event in tx.all_events()] == [
+            ("reserve", D("1")), ("settle", D("0.25"))]
+    reopened.close()

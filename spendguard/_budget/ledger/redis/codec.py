@@ -22,6 +22,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from typing import Any, Literal
 
 from spendguard._budget.ledger.base import CallInfo, Crossing, ScopeClaim, Settlement, SpendRecord
+from spendguard._budget.ledger.fields import FIELDS
 from spendguard._core.errors import ConfigError
 from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc, warning_key
@@ -98,28 +99,34 @@ def micros(moment: datetime) -> int:
 
 # -- records as JSON: every field of SpendRecord, so a field added later round-trips too ----
 
+# How each field is held, from the one declaration of a stored call's fields.
+_KIND = {f.name: f.kind for f in FIELDS}
+
+
 def _encode(name: str, value: Any) -> Any:
-    if name == "time":
+    kind = _KIND[name]
+    if kind == "time":
         return as_utc(value).isoformat()
-    if name in ("estimated_usd", "actual_usd"):
+    if kind == "usd":
         return str(value)
-    if name == "limits_usd":
+    if kind == "limits":
         return [None if limit is None else str(limit) for limit in value]
-    if isinstance(value, tuple):
+    if kind == "list":
         return list(value)
-    if name in ("tags", "tokens"):
+    if kind == "map":
         return dict(value)
     return value
 
 
 def _decode(name: str, value: Any) -> Any:
-    if name == "time":
+    kind = _KIND[name]
+    if kind == "time":
         return datetime.fromisoformat(value)
-    if name in ("estimated_usd", "actual_usd"):
+    if kind == "usd":
         return Decimal(value)
-    if name == "limits_usd":
+    if kind == "limits":
         return tuple(None if limit is None else Decimal(limit) for limit in value)
-    if name in ("scopes", "period_keys"):
+    if kind == "list":
         return tuple(value)
     return value
 
