@@ -99,6 +99,8 @@ _LAZY: dict[str, str] = {
     "CascadeFailed": "spendguard._core.errors",
     "Learning": "spendguard._strategies.cascade.learning",
     "MemoryStats": "spendguard._strategies.cascade.learning",
+    "Savings": "spendguard._strategies.cascade.learning",
+    "TierStats": "spendguard._strategies.cascade.learning",
     "LedgerStats": "spendguard._strategies.cascade.learning",
     "Candidate": "spendguard._strategies.cascade.checks",
     "Check": "spendguard._strategies.cascade.checks",
@@ -112,6 +114,7 @@ _LAZY: dict[str, str] = {
     "check_with": "spendguard._strategies.cascade.checks",
     "loop": "spendguard._strategies.loop",
     "LoopGuard": "spendguard._strategies.loop",
+    "LoopState": "spendguard._strategies.loop.stops",
     "StopReason": "spendguard._strategies.loop.stops",
     "stop_after_seconds": "spendguard._strategies.loop.stops",
     "stop_after_steps": "spendguard._strategies.loop.stops",
@@ -140,6 +143,7 @@ _LAZY: dict[str, str] = {
     # spend logs for finance
     "export_spend": "spendguard._reporting.export",
     "validate_focus": "spendguard._reporting.export",
+    "FocusProblem": "spendguard._reporting.export",
     "report_spend": "spendguard._reporting.report",
     "reconcile_spend": "spendguard._reporting.reconcile",
     # deferrable work through the batch APIs
@@ -249,6 +253,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._dropin.openai import AzureOpenAI as AzureOpenAI
     from spendguard._dropin.openai import OpenAI as OpenAI
     from spendguard._guard.clients import wrap as wrap
+    from spendguard._reporting.export import FocusProblem as FocusProblem
     from spendguard._reporting.export import export_spend as export_spend
     from spendguard._reporting.export import validate_focus as validate_focus
     from spendguard._reporting.reconcile import reconcile_spend as reconcile_spend
@@ -294,10 +299,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._strategies.cascade.learning import Learning as Learning
     from spendguard._strategies.cascade.learning import LedgerStats as LedgerStats
     from spendguard._strategies.cascade.learning import MemoryStats as MemoryStats
+    from spendguard._strategies.cascade.learning import Savings as Savings
+    from spendguard._strategies.cascade.learning import TierStats as TierStats
     from spendguard._strategies.loop import LoopGuard as LoopGuard
     from spendguard._strategies.loop import loop as loop
     from spendguard._strategies.loop.novelty import exact as exact_finding  # noqa: F401 - public under another name
     from spendguard._strategies.loop.novelty import normalise as normalise_finding  # noqa: F401 - public under another name
+    from spendguard._strategies.loop.stops import LoopState as LoopState
     from spendguard._strategies.loop.stops import StopReason as StopReason
     from spendguard._strategies.loop.stops import project_next_usd as project_next_usd
     from spendguard._strategies.loop.stops import stop_after_seconds as stop_after_seconds

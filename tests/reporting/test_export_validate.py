@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from spendguard import Budget, ConfigError, export_spend, validate_focus
-from spendguard._reporting.export import FocusProblem
+from spendguard import Budget, ConfigError, FocusProblem, export_spend, validate_focus
 from spendguard.cli import main
 from tests.finance_helpers import book, read_csv
 from tests.ledger_helpers import FakeClock

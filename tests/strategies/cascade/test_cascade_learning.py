@@ -7,8 +7,15 @@ from decimal import Decimal
 
 import pytest
 
-from spendguard import ConfigError, Learning, LedgerStats, MemoryStats, open_ledger
-from spendguard._strategies.cascade.learning import Savings, TierStats
+from spendguard import (
+    ConfigError,
+    Learning,
+    LedgerStats,
+    MemoryStats,
+    Savings,
+    TierStats,
+    open_ledger,
+)
 
 
 def fill(store: MemoryStats, task: str, model: str, passes: int, fails: int) -> None:

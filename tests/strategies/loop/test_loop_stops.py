@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spendguard import (
+    LoopState,
     StopReason,
     project_next_usd,
     stop_after_seconds,
@@ -17,7 +18,6 @@ from spendguard import (
     stop_never,
     stop_when_unaffordable,
 )
-from spendguard._strategies.loop.stops import LoopState
 
 CENTS = st.decimals(min_value=0, max_value=100, places=2)
 
