@@ -11,11 +11,13 @@ through ``json.loads`` itself, so the value (and every error) is what ``json.loa
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["loads"]
 
-_scan = json.JSONDecoder().scan_once  # json.loads' own defaults: strict, no hooks
+# The scanner a decoder with json.loads' own defaults (strict, no hooks) sets on itself.
+_scan: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 _OPENERS = ("{", "[")
 _JSON_SPACE = " \t\n\r"  # JSON's white space (str.isspace would take more)
 
