@@ -407,8 +407,9 @@ class Guard:
         (``endpoint`` and ``found`` are what :meth:`admit` gave).
 
         Its phases, named as in the per-call profile (``benchmarks/profile_call.py``):
-        :meth:`_parse`, :meth:`_estimate` (count and price), :meth:`_apply_policies`,
-        :meth:`_describe` (the call record) and the reservation itself.
+        :meth:`_parse`, :meth:`_estimate` (count and price), policies (:meth:`_apply_policies`,
+        then the runaway check on the body as sent), :meth:`_describe` (the call record) and
+        reserve (:func:`reserve_call`).
         """
         table = self.table  # once per call: the default table is looked up under a lock
         # Once per call: every policy below and the reservation read the same budgets.
