@@ -98,8 +98,8 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 
 def _int_field(body: dict[str, Any], name: str) -> int | None:
     value = body.get(name)
-    if value is None:
-        return None
+    if value is None or (value.__class__ is int and value >= 0):  # no isinstance calls
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"{name}: expected a non-negative integer, got {value!r}")
     return value

@@ -186,11 +186,10 @@ def request_shape(body: Mapping[str, Any], body_hash: str) -> str:
 def _any_volatile(body: Any) -> bool:
     # Every guarded call walks its whole body here, so the walk makes as few calls as it can:
     # the children of a dict or list are looked at in place, by exact type (an attribute read,
-    # not a call); only containers (and the rare subclass or other mapping) go on the stack.
-    stack = [body]
-    push = stack.append
-    while stack:
-        value = stack.pop()
+    # not a call); only containers (and the rare subclass or other mapping) are queued, by
+    # ``+=`` onto the list being iterated (no call, where append and pop are one each).
+    queue = [body]
+    for value in queue:
         kind = value.__class__
         if kind is dict:
             children: Any = value.values()
@@ -212,7 +211,7 @@ def _any_volatile(body: Any) -> bool:
                 if has_volatile(child):
                     return True
             elif child_kind not in _SCALARS:
-                push(child)
+                queue += (child,)
     return False
 
 
