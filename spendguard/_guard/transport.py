@@ -468,11 +468,6 @@ def install(http_client: Any) -> None:
     LiteLLM still hand those to the SDKs). The dispatcher holds no budget: several SDK
     clients, each with its own, may share it.
     """
-    # Every attempt asks (the SDK client's http client may have been replaced): one that
-    # already has the dispatcher and no proxy mounts has nothing left to wrap.
-    if getattr(http_client, "_transport", None).__class__ in _DISPATCHERS \
-            and not getattr(http_client, "_mounts", True):
-        return
     if isinstance(http_client, httpx2.AsyncClient):
         _mount(http_client, AsyncGuardTransport)
     elif isinstance(http_client, httpx2.Client):
@@ -492,6 +487,3 @@ def _mount(http_client: Any, dispatcher: type[Any]) -> None:
     for pattern, transport in list(mounts.items()):
         if transport is not None and not isinstance(transport, dispatcher):
             mounts[pattern] = dispatcher(transport)
-
-
-_DISPATCHERS = (GuardTransport, AsyncGuardTransport)
