@@ -40,9 +40,9 @@ from spendguard._core.money import MAX_LIMIT_USD, ZERO, normalised, parse_usd
 from spendguard._core.periods import (
     Clock,
     Period,
-    as_utc,
     check_period,
     period_key,
+    read_clock,
     utc_now,
     window_keys,
 )
@@ -165,7 +165,7 @@ class Budget:
 
     def now(self) -> datetime:
         """The budget clock's current time, in UTC."""
-        return as_utc(self.clock())
+        return read_clock(self.clock)
 
     @property
     def period_key(self) -> str:

@@ -105,7 +105,7 @@ def unsubscribe(subscriber: Subscriber) -> None:
 
 def listening() -> bool:
     """Whether any subscriber is registered."""
-    return bool(_subscribers)
+    return _subscribers != ()  # a tuple; a comparison, not a call (asked several times a call)
 
 
 def publish(stage: Stage, **fields: Any) -> None:

@@ -35,7 +35,7 @@ from spendguard._budget.templates import over_cap, with_templates
 from spendguard._budget.thresholds import CallOverrun, ThresholdCrossed, announce
 from spendguard._core.errors import BudgetExceeded, ConfigError, LedgerError
 from spendguard._core.money import format_usd, parse_usd
-from spendguard._core.periods import Clock, as_utc, utc_now
+from spendguard._core.periods import Clock, as_utc, read_clock, utc_now
 
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget
@@ -105,7 +105,7 @@ class Reservation:
         if not self._close("settled"):
             raise LedgerError(f"reservation {self.id} was already {self._state}; a call is "
                               f"settled once")
-        settlement = Settlement(as_utc(self._clock()), actual, counts, bool(usage_estimated),
+        settlement = Settlement(read_clock(self._clock), actual, counts, bool(usage_estimated),
                                 table_version, float(latency_s), request_id, status, note)
         crossings: list[Crossing] = []
         for ledger, call_id in self._held:
@@ -134,7 +134,7 @@ class Reservation:
         """
         if not self._close("released"):
             return
-        now = as_utc(self._clock())
+        now = read_clock(self._clock)
         for ledger, call_id in self._held:
             ledger.release(call_id, reason=reason, time=now)
         if listening():
@@ -240,7 +240,7 @@ def _reserve(client_budget: Budget | None, budgets: tuple[Budget, ...], worst: D
     """Reserve ``worst`` in ``budgets``, one transaction per ledger, all or none."""
     primary = client_budget if client_budget is not None else (budgets[-1] if budgets else None)
     clock = utc_now if primary is None else primary.clock
-    now = as_utc(clock())
+    now = read_clock(clock)
     ttl_s = DEFAULT_RESERVATION_TTL_S if primary is None else primary.reservation_ttl_s
     expires_at = now + timedelta(seconds=ttl_s)
     # Budgets may live in different ledgers; each ledger takes its claims in one transaction.

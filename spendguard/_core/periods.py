@@ -32,7 +32,8 @@ from spendguard._core.errors import BudgetConfigError
 
 __all__ = [
     "ALL_TIME", "PERIODS", "WINDOW_STEPS", "Clock", "Period", "as_utc", "check_period",
-    "held_key", "period_key", "utc_now", "warning_key", "window_keys", "window_seconds",
+    "held_key", "period_key", "read_clock", "utc_now", "warning_key", "window_keys",
+    "window_seconds",
 ]
 
 Period = str
@@ -58,6 +59,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def utc_now() -> datetime:
     """The current time, timezone-aware in UTC: the default clock of every budget."""
     return datetime.now(UTC)
+
+
+def read_clock(clock: Clock) -> datetime:
+    """``as_utc(clock())``. The default clock is read directly: its time is UTC already, and
+    every guarded call reads a clock several times."""
+    return datetime.now(UTC) if clock is _SYSTEM_CLOCK else as_utc(clock())
+
+
+_SYSTEM_CLOCK = utc_now
 
 
 def check_period(value: object) -> Period | None:

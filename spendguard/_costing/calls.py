@@ -9,11 +9,11 @@ default so unpriced spend never slips through).
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from spendguard._core.errors import ConfigError, UnsupportedEndpointError
+from spendguard._core.jsontext import loads
 from spendguard._costing.endpoints import Endpoint, Provider
 
 __all__ = ["Call", "Endpoint", "Provider", "classify", "parse_body"]
@@ -89,7 +89,7 @@ def _classified(provider: Provider, method: str, path: str,
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The JSON object of a request body; a clear error for anything else."""
     try:
-        body = json.loads(raw or b"{}")
+        body = loads(raw or b"{}")
     except ValueError as exc:
         raise ConfigError(f"request body is not JSON ({exc}); spendguard cannot price it") \
             from exc
@@ -100,8 +100,8 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 
 def _int_field(body: dict[str, Any], name: str) -> int | None:
     value = body.get(name)
-    if value is None:
-        return None
+    if value is None or (value.__class__ is int and value >= 0):  # no isinstance calls
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"{name}: expected a non-negative integer, got {value!r}")
     return value

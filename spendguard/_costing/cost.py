@@ -184,7 +184,8 @@ def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: in
     equal amounts kept), without building those ``Usage`` values: the guard prices every
     call's worst case before sending it.
     """
-    names = _modifier_names(_NO_USAGE, batch=batch, service_tier=billable_tier(service_tier),
+    # _modifier_names applies billable_tier itself (the same answer for an answer of it).
+    names = _modifier_names(_NO_USAGE, batch=batch, service_tier=service_tier,
                             speed=speed, inference_geo=inference_geo)
     tier = model_price.tier_for(input_tokens) if model_price.tiers else None
     output = ([("output", output_tokens)]
@@ -254,7 +255,9 @@ def _modifier_names(usage: Usage, *, batch: bool, service_tier: str | None,
                     speed: str | None = None, inference_geo: str | None = None,
                     ) -> tuple[str, ...]:
     """The modifiers that price ``usage`` (its labels, or the given ones where it has none)."""
-    tier = billable_tier(usage.service_tier if usage.service_tier is not None else service_tier)
+    tier = usage.service_tier if usage.service_tier is not None else service_tier
+    if tier is not None:  # None is the base rate: no call for the usual case
+        tier = billable_tier(tier)
     speed = usage.speed if usage.speed is not None else speed
     geo = usage.inference_geo if usage.inference_geo is not None else inference_geo
     names = []

@@ -112,9 +112,18 @@ def _asks_for_audio(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _refuse_audio(call: Call) -> None:
-    """No table prices audio tokens: a request for them is refused, never priced as text."""
+def _refuse_audio(call: Call, raw: bytes | None) -> None:
+    """No table prices audio tokens: a request for them is refused, never priced as text.
+
+    ``raw``: the JSON the call's body was parsed from, when it was. UTF-8 bytes (no NUL: JSON
+    in UTF-16 or UTF-32 has one in every ASCII character) that hold neither ``audio`` nor a
+    ``\\u00`` escape (the only other way JSON spells an ASCII letter) cannot ask for audio,
+    and C substring scans tell so without walking the messages.
+    """
     if call.provider is not Provider.OPENAI or call.endpoint is Endpoint.EMBEDDINGS:
+        return
+    if raw is not None and b"audio" not in raw and b"\\u00" not in raw \
+            and b"\x00" not in raw:
         return
     asked = _asks_for_audio(call.body)
     if asked is not None:
@@ -122,12 +131,13 @@ def _refuse_audio(call: Call) -> None:
 
 
 def estimate_call(call: Call, table: PriceTable | None = None, *,
-                  at: datetime | None = None) -> Estimate:
+                  at: datetime | None = None, raw: bytes | None = None) -> Estimate:
     """The worst case of one call, ready to reserve, at the rates in force at ``at`` (the
-    call's time; None: now)."""
+    call's time; None: now). ``raw``: the JSON bytes ``call.body`` was parsed from, when the
+    caller has them (a quicker test for a request that cannot ask for audio)."""
     table = table or default_table()
     model_price = table.get(call.model, at)
-    _refuse_audio(call)
+    _refuse_audio(call, raw)
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}

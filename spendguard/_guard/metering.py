@@ -31,18 +31,26 @@ from spendguard._budget.reservations import Reservation, remaining_for_call, res
 from spendguard._budget.scopes import collect_budgets
 from spendguard._budget.templates import end_user_of
 from spendguard._core.errors import UnknownModelError
+from spendguard._core.jsontext import loads
 from spendguard._costing.calls import Call, Endpoint, Provider, build_call, classify, parse_body
 from spendguard._costing.cost import billable_tier, total_usd
 from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
 from spendguard._costing.providers import stream_reader, usage_reader
-from spendguard._costing.routing import route_request
+from spendguard._costing.routing import Route, route_request
 from spendguard._costing.tokens import TokenCount
 from spendguard._costing.usage import Usage
 from spendguard._guard.facts import call_facts, response_facts
-from spendguard._guard.policies import AttemptLinks, call_tags, check_runaways, degrade
+from spendguard._guard.policies import (
+    AttemptLinks,
+    Degraded,
+    call_tags,
+    check_runaways,
+    degrade,
+)
 from spendguard._guard.reaches.httpx_private import raw_header_items
+from spendguard._guard.reaches.stainless import RETRY_COUNT_HEADER
 from spendguard._guard.settling import (
     base_rate_usage,
     check_readable,
@@ -281,7 +289,7 @@ class Attempt:
             if encoding:
                 decoder = ContentDecoder(encoding)
                 raw = decoder.decode(raw) + decoder.flush()
-            body = json.loads(raw)
+            body = loads(raw)
             if (self.call.endpoint is Endpoint.RESPONSES and isinstance(body, dict)
                     and body.get("status") in ("queued", "in_progress")
                     and body.get("usage") is None):
@@ -325,7 +333,7 @@ class Attempt:
 
 _RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
                                b"content-type"})
-_REQUEST_HEADERS = frozenset({b"authorization", b"x-stainless-retry-count",
+_REQUEST_HEADERS = frozenset({b"authorization", RETRY_COUNT_HEADER.encode(),
                               PRERESERVED_HEADER.encode()})
 
 
@@ -398,14 +406,44 @@ class Guard:
     def begin(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,
               found: Mapping[str, str]) -> tuple[httpx2.Request, Attempt]:
         """Reserve the worst case of a request to a priced ``endpoint``, or refuse it
-        (``endpoint`` and ``found`` are what :meth:`admit` gave)."""
+        (``endpoint`` and ``found`` are what :meth:`admit` gave).
+
+        Its phases, named as in the per-call profile (``benchmarks/profile_call.py``):
+        :meth:`_parse`, :meth:`_estimate` (count and price), policies (:meth:`_apply_policies`,
+        then the runaway check on the body as sent), :meth:`_describe` (the call record) and
+        reserve (:func:`reserve_call`).
+        """
         table = self.table  # once per call: the default table is looked up under a lock
         # Once per call: every policy below and the reservation read the same budgets.
         budgets = collect_budgets(self.budget)
-        parsed = parse_body(body)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
         rewritable = not found.get("authorization", "").startswith(_SIGV4)
+        request, body, parsed, route, call = self._parse(request, body, endpoint, rewritable,
+                                                         table)
+        unguarded = route is not None and route.unguarded
+        estimate = self._estimate(call, body if route is None else None, table, unguarded)
+        request, body, parsed, call, estimate, degraded, bound_tags = self._apply_policies(
+            request, body, parsed, call, estimate, route is None and rewritable,
+            rewritable and not unguarded, budgets, table)
+        attempt_number = _attempt_number(found.get(RETRY_COUNT_HEADER, "0"))
+        prompt_hash = hashlib.sha256(body).hexdigest()
+        check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
+                       worst_usd=estimate.worst_usd, budgets=budgets, at=estimate.at)
+        info, tags = self._describe(request, body, parsed, call, estimate, route,
+                                    attempt_number, prompt_hash, degraded, bound_tags, table,
+                                    unguarded)
+        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags,
+                                   budgets=budgets)
+        return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
+                                attempt_number, routed=route is not None and not unguarded,
+                                unguarded=unguarded)
+
+    def _parse(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,
+               rewritable: bool, table: PriceTable,
+               ) -> tuple[httpx2.Request, bytes, dict[str, Any], Route | None, Call]:
+        """Phase "parse": the JSON body (cache-ordered when asked), its route, the call."""
+        parsed = parse_body(body)
         if self.options.cache_order is not None and rewritable:
             ordered = self.options.cache_order(self.provider.value, endpoint, parsed)
             if ordered != parsed:
@@ -417,38 +455,52 @@ class Guard:
         except UnknownModelError as exc:
             self._record_refused(exc.name, endpoint, exc)
             raise
-        unguarded = route is not None and route.unguarded
         call = build_call(self.provider, endpoint,
                           parsed if route is None else route.priced_body(parsed))
+        return request, body, parsed, route, call
+
+    def _estimate(self, call: Call, raw: bytes | None, table: PriceTable,
+                  unguarded: bool) -> Estimate:
+        """Phases "count" and "price": the call's worst case (``raw``: the bytes its body was
+        parsed from, when it was)."""
         if unguarded:
-            estimate = Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
-                                Decimal(0), table.version)
-        else:
-            # The rates in force at the call's time, on the budget's clock when it has one.
-            try:
-                estimate = estimate_call(call, table, at=self.budget.now()
-                                         if self.budget is not None else None)
-            except UnknownModelError as exc:
-                self._record_refused(call.model, call.endpoint, exc)
-                raise
+            return Estimate(call.model, TokenCount(0, exact=False, method="unguarded"), 0,
+                            Decimal(0), table.version)
+        # The rates in force at the call's time, on the budget's clock when it has one.
+        try:
+            return estimate_call(call, table, raw=raw,
+                                 at=self.budget.now() if self.budget is not None else None)
+        except UnknownModelError as exc:
+            self._record_refused(call.model, call.endpoint, exc)
+            raise
+
+    def _apply_policies(self, request: httpx2.Request, body: bytes, parsed: dict[str, Any],
+                        call: Call, estimate: Estimate, may_degrade: bool, may_cap: bool,
+                        budgets: tuple[Budget, ...], table: PriceTable,
+                        ) -> tuple[httpx2.Request, bytes, dict[str, Any], Call, Estimate,
+                                   Degraded | None, Mapping[str, str]]:
+        """Phase "policies": a cheaper model (degrade), a learned input bound, an output cap
+        that fits the budget; the record's tags they add."""
         # Degrading rewrites the model in the body sent: only where the body names the model
         # it is priced as (not a platform route, nor a signed body).
         degraded = (degrade(self.budget, call, estimate, table, budgets=budgets)
-                    if route is None and rewritable else None)
+                    if may_degrade else None)
         if degraded is not None:
             call, estimate = degraded.call, degraded.estimate
             parsed = call.body
             request, body = _with_body(request, call.body)
         estimate, bound_tags = learned_input_bound(self.budget, call, estimate, table,
                                                    budgets=budgets)
-        if self.options.cap_output and call.cap_field is not None and rewritable \
-                and not unguarded:
+        if self.options.cap_output and call.cap_field is not None and may_cap:
             request, call, estimate = self._fit_output(request, call, estimate, parsed,
                                                        budgets)
-        attempt_number = _attempt_number(found.get("x-stainless-retry-count", "0"))
-        prompt_hash = hashlib.sha256(body).hexdigest()
-        check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
-                       estimate_usd=estimate.worst_usd, budgets=budgets)
+        return request, body, parsed, call, estimate, degraded, bound_tags
+
+    def _describe(self, request: httpx2.Request, body: bytes, parsed: dict[str, Any],
+                  call: Call, estimate: Estimate, route: Route | None, attempt_number: int,
+                  prompt_hash: str, degraded: Degraded | None, bound_tags: Mapping[str, str],
+                  table: PriceTable, unguarded: bool) -> tuple[CallInfo, dict[str, str]]:
+        """Phase "describe": the call's record (``CallInfo``) and the tags spendguard adds."""
         # A StrEnum's str() is its value, as .value is; a route may bill another provider
         # (Gemini's OpenAI-compatible endpoint speaks OpenAI and is billed by Google).
         provider = route.provider if route is not None and route.provider else str(call.provider)
@@ -468,7 +520,8 @@ class Guard:
                    if listening() else None),  # for telemetry, only while someone listens
         )
         tags = call_tags(self.links.call_id(prompt_hash, attempt_number), degraded)
-        tags.update(bound_tags)
+        if bound_tags:
+            tags.update(bound_tags)
         entry = None if unguarded else estimate.price or table.get(call.model)
         deployment = None if entry is None else entry.self_hosted
         if deployment is not None:
@@ -476,11 +529,7 @@ class Guard:
             # allocated per-token cost, for `spendguard breakeven --from-ledger`.
             tags["deployment_usd_per_hour"] = str(deployment.usd_per_gpu_hour
                                                   * deployment.gpu_count)
-        reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags,
-                                   budgets=budgets)
-        return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
-                                info.attempt, routed=route is not None and not unguarded,
-                                unguarded=unguarded)
+        return info, tags
 
     def _record_refused(self, model: str, endpoint: Endpoint, exc: UnknownModelError) -> None:
         """Leave a trace of a call refused for want of a price, for ``spendguard prices

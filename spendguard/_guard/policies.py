@@ -88,12 +88,15 @@ def degrade(budget: Budget | None, call: Call, estimate: Estimate, table: PriceT
 
 
 def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash: str,
-                   estimate_usd: Decimal, budgets: tuple[Budget, ...] | None = None) -> None:
+                   worst_usd: Decimal, budgets: tuple[Budget, ...] | None = None,
+                   at: datetime | None = None) -> None:
     """Raise :class:`RunawayRefused` when a runaway rule of any of the call's scopes refuses it.
 
     A newly tripped rule is logged, handed to the budget's ``on_warn`` and written to the
     ledger once; refusals during the cool-down that follows are silent. ``budgets`` are the
-    call's (``collect_budgets(budget)``), when the caller has them already.
+    call's (``collect_budgets(budget)``), when the caller has them already. ``at``: the
+    call's time on ``budget``'s clock when the caller read it already (the estimate's), the
+    time too of every scope that shares that clock.
     """
     if budgets is None:
         budgets = collect_budgets(budget)
@@ -105,7 +108,8 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash
             continue
         if shape is None:
             shape = request_shape(call.body, body_hash)
-        now = scoped.now()
+        now = at if at is not None and budget is not None and scoped.clock is budget.clock \
+            else scoped.now()
         # The ledger reader only for a velocity rule, the one rule that reads spend.
         spend_since = None if rules.max_usd_per_minute is None else _spend_since(scoped)
         trip, refuse = RUNAWAYS.check(scoped.scope, rules, shape=shape, attempt=attempt,
@@ -113,7 +117,7 @@ def check_runaways(budget: Budget | None, call: Call, *, attempt: int, body_hash
         if trip is not None:
             _tell(scoped, trip, call, now)
         if refuse and scoped.enforce:  # observe mode: told and recorded, never refused
-            _refuse(scoped, call, trip, worst_usd=estimate_usd)
+            _refuse(scoped, call, trip, worst_usd=worst_usd)
 
 
 def _spend_since(budget: Budget) -> Callable[[datetime], Decimal]:
@@ -182,11 +186,10 @@ def request_shape(body: Mapping[str, Any], body_hash: str) -> str:
 def _any_volatile(body: Any) -> bool:
     # Every guarded call walks its whole body here, so the walk makes as few calls as it can:
     # the children of a dict or list are looked at in place, by exact type (an attribute read,
-    # not a call); only containers (and the rare subclass or other mapping) go on the stack.
-    stack = [body]
-    push = stack.append
-    while stack:
-        value = stack.pop()
+    # not a call); only containers (and the rare subclass or other mapping) are queued, by
+    # ``+=`` onto the list being iterated (no call, where append and pop are one each).
+    queue = [body]
+    for value in queue:
         kind = value.__class__
         if kind is dict:
             children: Any = value.values()
@@ -208,7 +211,7 @@ def _any_volatile(body: Any) -> bool:
                 if has_volatile(child):
                     return True
             elif child_kind not in _SCALARS:
-                push(child)
+                queue += (child,)
     return False
 
 

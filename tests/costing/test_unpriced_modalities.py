@@ -61,3 +61,26 @@ def test_a_reply_with_unexpected_audio_is_recorded_at_the_worst_case(tmp_path: P
     [record] = spendguard.open_ledger(ledger_url).records()
     assert record.status == "usage_unreadable" and "audio" in (record.note or "")
     assert record.actual_usd == record.estimated_usd > Decimal(0)
+
+
+@pytest.mark.parametrize("raw", [
+    # JSON may spell a letter as a \u escape: the bytes then hold no "audio" at all.
+    b'{"model":"gpt-4o","max_tokens":50,"modalities":["text","\\u0061udio"],'
+    b'"messages":[{"role":"user","content":"hi"}]}',
+    b'{"model":"gpt-4o","max_tokens":50,"messages":[{"role":"user","content":'
+    b'[{"type":"input_\\u0061udio","input_audio":{"data":"UklGRg==","format":"wav"}}]}]}',
+    # The same request in UTF-16: json reads it, and no byte string "audio" is in it.
+    '{"model":"gpt-4o","max_tokens":50,"modalities":["text","audio"],'
+    '"messages":[{"role":"user","content":"hi"}]}'.encode("utf-16"),
+])
+def test_a_request_for_audio_is_refused_however_its_json_is_spelled(tmp_path: Path,
+                                                                     raw: bytes) -> None:
+    budget = spendguard.Budget("1", ledger=f"sqlite:///{tmp_path / 'ledger.db'}")
+    client = spendguard.OpenAI(api_key="sk-test", budget=budget)
+    with respx.mock:
+        route = respx.post(OPENAI_CHAT).respond(200, json=_audio_reply())
+        with pytest.raises(UnknownModelError, match="asks for audio"):
+            client.post("/chat/completions", cast_to=object, content=raw,
+                        options={"headers": {"Content-Type": "application/json"}})
+        assert not route.called
+    assert budget.spent == 0
