@@ -3,7 +3,8 @@
     .venv/bin/python examples/gemini_client.py
 
 Calls, streams, chats and client.aio all charge one budget; a call the budget cannot cover is
-refused before it is sent; an explicit context cache is charged its storage for its TTL.
+refused before it is sent; an explicit context cache is charged its storage for its TTL, and
+extending the TTL charges the storage it adds.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ def main() -> None:
     cache = client.caches.create(model="gemini-2.5-flash", config=types.CreateCachedContentConfig(
         contents="A shared reference document. " * 300, ttl="3600s"))
     print(f"explicit cache {cache.name}: its tokens and one hour of storage, "
+          f"spent ${budget.spent:.6f}")
+    client.caches.update(name=cache.name or "",
+                         config=types.UpdateCachedContentConfig(ttl="7200s"))
+    print(f"its TTL extended to two hours from now: the storage added, "
           f"spent ${budget.spent:.6f}")
 
     try:  # no thinking budget: the worst case is the model's whole 65,536-token output

@@ -59,6 +59,8 @@ class Endpoint(StrEnum):
     """Gemini ``embedContent`` / ``batchEmbedContents``."""
     CACHE = "cached_contents"
     """Gemini ``cachedContents.create``: an explicit context cache (its tokens and storage)."""
+    CACHE_UPDATE = "cached_contents.update"
+    """Gemini ``cachedContents.patch``: a cache's new TTL (the storage it adds)."""
     FREE = "free"
 
     @property
@@ -158,6 +160,7 @@ _FACTS = {
     Endpoint.GENERATE: _Facts(Provider.GEMINI, None, ("models", "generate_content"), False),
     Endpoint.EMBED: _Facts(Provider.GEMINI, None, ("models", "embed_content"), False),
     Endpoint.CACHE: _Facts(Provider.GEMINI, None, ("caches", "create"), False),
+    Endpoint.CACHE_UPDATE: _Facts(Provider.GEMINI, None, ("caches", "update"), False),
     Endpoint.FREE: _Facts(None, None, (), False),
 }
 _SHORT_NAMES = {"chat": Endpoint.CHAT.value}

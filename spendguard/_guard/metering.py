@@ -301,7 +301,19 @@ class Attempt:
             return body
         if isinstance(body, dict) and listening():  # for telemetry: the response's id
             self._note_response(body)
-        self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
+        note = None
+        if self.call.endpoint in (Endpoint.CACHE, Endpoint.CACHE_UPDATE):
+            from spendguard._costing.providers.gemini.caches import (  # noqa: PLC0415
+                note_cache,
+            )
+
+            # A later TTL update is priced from what this reply says.
+            note_cache(body, update=self.call.endpoint is Endpoint.CACHE_UPDATE)
+            if self.call.endpoint is Endpoint.CACHE_UPDATE and not any(
+                    usage.tool_requests.values()):
+                note = "TTL not extended: storage already charged to a later expiry"
+        self.settle(usage, model=body.get("model") if isinstance(body, dict) else None,
+                    note=note)
         return body
 
     def _note_response(self, body: Mapping[str, Any]) -> None:

@@ -61,6 +61,7 @@ def test_each_member_carries_its_provider_path_and_batch_url() -> None:
         (Provider.GEMINI, None, None),
         (Provider.GEMINI, None, None),
         (Provider.GEMINI, None, None),
+        (Provider.GEMINI, None, None),
         (None, None, None),
     ]
     assert Endpoint.of(OPENAI) == (Endpoint.CHAT, Endpoint.RESPONSES, Endpoint.EMBEDDINGS)
