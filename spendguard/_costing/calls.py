@@ -58,14 +58,6 @@ def classify(provider: Provider, method: str, path: str, *,
     ``UnsupportedEndpointError`` for it otherwise. The answer depends on its arguments alone,
     and a client sends the same few paths again and again: each is decided once (an LRU).
     """
-    if provider is Provider.GEMINI and method.upper() == "PATCH":
-        # A cache's TTL update is priced only for a cache this process saw (not per path: the
-        # answer changes as caches are created).
-        from spendguard._costing.providers.gemini.caches import (  # noqa: PLC0415
-            update_endpoint,
-        )
-
-        return update_endpoint(path, allow_unpriced=allow_unpriced)
     return _classified(provider, method, path, allow_unpriced)
 
 

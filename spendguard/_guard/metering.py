@@ -404,6 +404,13 @@ class Guard:
             return None
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
+        if endpoint is Endpoint.CACHE_UPDATE:  # priced only for a cache this process saw
+            from spendguard._costing.providers.gemini.caches import (  # noqa: PLC0415
+                update_endpoint,
+            )
+
+            endpoint = update_endpoint(request.url.path,
+                                       allow_unpriced=self.options.allow_unpriced)
         return None if endpoint is None or endpoint is Endpoint.FREE else (endpoint, found)
 
     def begin(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,

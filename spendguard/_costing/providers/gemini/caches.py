@@ -31,13 +31,9 @@ from typing import Any
 
 from spendguard._core.errors import ProviderResponseError, UnsupportedEndpointError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.prices import CACHE_STORAGE
-from spendguard._costing.providers import read_count
-from spendguard._costing.providers.gemini.requests import field
-from spendguard._costing.usage import Usage
 
-__all__ = ["CacheTerm", "cache_name", "cache_usage", "forget_caches", "note_cache",
-           "update_endpoint", "update_usage"]
+__all__ = ["CacheTerm", "added_storage", "cache_name", "created_storage", "forget_caches",
+           "note_cache", "update_endpoint"]
 
 PROVIDER = "gemini"
 MAX_CACHES = 10_000
@@ -93,6 +89,15 @@ def update_endpoint(path: str, *, allow_unpriced: bool) -> Endpoint | None:
         "allow_unpriced=True to send the update uncounted.", method="PATCH", path=path)
 
 
+def field(container: Any, camel: str) -> Any:
+    """A field by its REST name or the SDK's snake_case one."""
+    if not isinstance(container, Mapping):
+        return None
+    if camel in container:
+        return container[camel]
+    return container.get("".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
+
+
 def _time(data: Mapping[str, Any], name: str) -> datetime:
     value = field(data, name)
     try:
@@ -107,31 +112,34 @@ def _tokens(data: Mapping[str, Any]) -> int:
     if not isinstance(meta, Mapping):
         raise ProviderResponseError("gemini: the cached content has no usageMetadata",
                                     provider=PROVIDER, field="usageMetadata")
-    key = "totalTokenCount" if "totalTokenCount" in meta else "total_token_count"
-    return read_count(meta, key, provider=PROVIDER, path="usageMetadata", required=True)
+    value = field(meta, "totalTokenCount")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProviderResponseError(
+            f"gemini: usageMetadata.totalTokenCount is {value!r}, expected a whole number >= 0",
+            provider=PROVIDER, field="usageMetadata.totalTokenCount")
+    return value
 
 
 def _seconds(later: datetime, earlier: datetime) -> int:
     return math.ceil((later - earlier).total_seconds())
 
 
-def cache_usage(data: Mapping[str, Any]) -> Usage:
-    """A cache as created: its tokens (billed as input when written) and their storage for
-    the TTL it was given (``expireTime - createTime``)."""
-    tokens = _tokens(data)
+def created_storage(data: Mapping[str, Any]) -> tuple[int, int]:
+    """``(tokens, seconds)`` of a cache as created: its tokens (billed as input when written)
+    stored for the TTL it was given (``expireTime - createTime``)."""
     seconds = _seconds(_time(data, "expireTime"), _time(data, "createTime"))
-    return Usage(input_tokens=tokens, tool_requests={CACHE_STORAGE: tokens * max(seconds, 0)})
+    return _tokens(data), max(seconds, 0)
 
 
-def update_usage(data: Mapping[str, Any]) -> Usage:
-    """A TTL update's reply: the storage from the expiry already charged to the new one
-    (nothing when shortened). A cache forgotten since its update was sent is charged from
+def added_storage(data: Mapping[str, Any]) -> tuple[int, int]:
+    """``(tokens, seconds)`` a TTL update's reply adds: from the expiry already charged to the
+    new one (0 when shortened). A cache forgotten since its update was sent is charged from
     ``updateTime``: the most it can have added."""
     tokens = _tokens(data)
     expire = _time(data, "expireTime")
     known = term(cache_name(str(field(data, "name"))) or "")
     since = known.charged_until if known is not None else _time(data, "updateTime")
-    return Usage(tool_requests={CACHE_STORAGE: tokens * max(_seconds(expire, since), 0)})
+    return tokens, max(_seconds(expire, since), 0)
 
 
 def note_cache(data: object, *, update: bool) -> None:

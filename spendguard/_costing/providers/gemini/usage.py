@@ -21,8 +21,9 @@ from typing import Any
 
 from spendguard._core.errors import ProviderResponseError
 from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.prices import CACHE_STORAGE
 from spendguard._costing.providers import read_count, to_plain
-from spendguard._costing.providers.gemini.caches import cache_usage, update_usage
+from spendguard._costing.providers.gemini.caches import added_storage, created_storage
 from spendguard._costing.providers.gemini.requests import field
 from spendguard._costing.usage import Usage
 
@@ -60,7 +61,11 @@ def usage_from_gemini(payload: object, *, endpoint: str | None = None) -> Usage:
     bare ``usageMetadata``."""
     data = to_plain(payload, provider=PROVIDER)
     if "cachedContents/" in str(field(data, "name") or ""):  # an explicit cache's reply
-        return update_usage(data) if endpoint == Endpoint.CACHE_UPDATE else cache_usage(data)
+        if endpoint == Endpoint.CACHE_UPDATE:  # no tokens written: the storage it adds
+            tokens, seconds = added_storage(data)
+            return Usage(tool_requests={CACHE_STORAGE: tokens * seconds})
+        tokens, seconds = created_storage(data)
+        return Usage(input_tokens=tokens, tool_requests={CACHE_STORAGE: tokens * seconds})
     meta = field(data, "usageMetadata")
     if meta is None and field(data, "promptTokenCount") is not None:
         meta = data
