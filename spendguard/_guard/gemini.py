@@ -27,6 +27,7 @@ from typing import Any
 import httpx2
 
 from spendguard._budget.budget import Budget
+from spendguard._caching.order import as_cache_order
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
@@ -96,9 +97,6 @@ def guard_genai_client(client: Any, budget: Budget | None, *, cap_output: bool =
     if budget is not None and not isinstance(budget, Budget):
         raise ConfigError(f"budget: expected a spendguard.Budget, got {type(budget).__name__}; "
                           'write budget=spendguard.Budget("10.00")')
-    if cache_order:
-        raise ConfigError("cache_order: not supported for Gemini clients yet (Gemini caches "
-                          "prompt prefixes implicitly); leave it False")
     if cap_output:
         raise ConfigError("cap_output: not supported for Gemini clients yet (the cap sits in "
                           "generationConfig); set max_output_tokens yourself")
@@ -109,7 +107,7 @@ def guard_genai_client(client: Any, budget: Budget | None, *, cap_output: bool =
             "google-auth then sends requests through its own session, not httpx2. Use an API "
             "key or default credentials without a client certificate.")
     options = GuardOptions(allow_unpriced=allow_unpriced, store_prompts=store_prompts,
-                           prices=prices)
+                           prices=prices, cache_order=as_cache_order(cache_order))
     tag = ClientGuard(Guard(Provider.GEMINI, budget, options), None)
     sync_client = _real(api._httpx_client)
     if not isinstance(sync_client, httpx2.Client):
