@@ -50,9 +50,9 @@ def reconcile_spend(files: Sequence[str | os.PathLike[str]], *, provider: str,
     ``/v1/organizations/usage_report/messages`` and ``/cost_report``) or, for Anthropic, the
     same as CSV; for Gemini (``provider="gemini"``), a Google Cloud Billing export (standard
     usage cost data) saved as CSV, compared in dollars. With ``accept``, every dollar
-    difference above ``tolerance_usd`` per day and model is recorded as an adjustment at ``now`` (default: the current time), optionally
-    charged to budget ``scope`` in its ``period``. Raises ``ConfigError`` naming the file and
-    field on a report it cannot read.
+    difference above ``tolerance_usd`` per day and model is recorded as an adjustment at
+    ``now`` (default: the current time), optionally charged to budget ``scope`` in its
+    ``period``. Raises ``ConfigError`` naming the file and field on a report it cannot read.
     """
     if isinstance(files, str | os.PathLike) or not files:
         raise ConfigError("files: pass a list of one or more report files")
