@@ -32,8 +32,8 @@ from typing import Any
 from spendguard._core.errors import ProviderResponseError, UnsupportedEndpointError
 from spendguard._costing.endpoints import Endpoint
 
-__all__ = ["CacheTerm", "added_storage", "cache_name", "created_storage", "forget_caches",
-           "note_cache", "update_endpoint"]
+__all__ = ["CacheTerm", "added_storage", "cache_name", "created_storage", "note_cache", "term",
+           "update_endpoint"]
 
 PROVIDER = "gemini"
 MAX_CACHES = 10_000
@@ -65,12 +65,6 @@ def term(name: str) -> CacheTerm | None:
     """The cache ``name`` as charged, when this process saw it created or updated."""
     with _lock:
         return _terms.get(name)
-
-
-def forget_caches() -> None:
-    """Forget every cache noted (a fresh process's state)."""
-    with _lock:
-        _terms.clear()
 
 
 def update_endpoint(path: str, *, allow_unpriced: bool) -> Endpoint | None:
@@ -159,8 +153,11 @@ def note_cache(data: object, *, update: bool) -> None:
     name = cache_name(name) or name
     with _lock:
         known = _terms.pop(name, None) if update else None
+        model = model or (known.model if known is not None else "")
+        if not model:
+            return  # a cache of no known model cannot price its updates
         # A shortened TTL leaves the storage charged to the later expiry.
         until = expire if known is None else max(expire, known.charged_until)
-        _terms[name] = CacheTerm(model or (known.model if known else ""), tokens, until)
+        _terms[name] = CacheTerm(model, tokens, until)
         while len(_terms) > MAX_CACHES:
             _terms.popitem(last=False)
