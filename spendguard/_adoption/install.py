@@ -267,10 +267,10 @@ def _guard_sdk_client(client: Any, settings: _Settings) -> None:
         return
     from spendguard._guard.clients import wrap  # noqa: PLC0415
 
-    gemini = is_genai_client(client)  # neither option applies to Gemini clients yet
+    gemini = is_genai_client(client)  # cap_output does not apply to Gemini clients yet
     wrap(client, settings.budget, cap_output=settings.cap_output and not gemini,
          allow_unpriced=settings.allow_unpriced, store_prompts=settings.store_prompts,
-         prices=settings.prices, cache_order=False if gemini else settings.cache_order)
+         prices=settings.prices, cache_order=settings.cache_order)
 
 
 def _dispatching(original: Callable[..., None]) -> Callable[..., None]:

@@ -83,3 +83,20 @@ def test_a_guarded_gemini_client_sends_its_requests_ordered_for_the_cache() -> N
     assert sent.body["systemInstruction"]["parts"][0] == {"text": AGENT}
     [record] = budget.ledger.records()
     assert record.status == "ok" and record.estimated_usd >= record.actual_usd
+
+
+def test_install_orders_the_requests_of_a_genai_client_built_elsewhere() -> None:
+    emulator = Emulator()
+    budget = spendguard.Budget("1", ledger="memory://")
+    spendguard.install(budget, cache_order=True)
+    try:
+        client = emulator.gemini_client()  # as a framework would build it
+    finally:
+        spendguard.uninstall()
+    client.models.generate_content(
+        model="gemini-2.5-flash", contents="Where is #42?",
+        config=types.GenerateContentConfig(
+            system_instruction=f"Now: 2026-12-06T10:01:07Z.\n\n{AGENT}", max_output_tokens=50,
+            thinking_config=types.ThinkingConfig(thinking_budget=0)))
+    [sent] = emulator.requests
+    assert sent.body["systemInstruction"]["parts"][0] == {"text": AGENT}
