@@ -311,9 +311,14 @@ class Attempt:
             note_cache(body, update=self.call.endpoint is Endpoint.CACHE_UPDATE)
             if self.call.endpoint is Endpoint.CACHE_UPDATE and not any(
                     usage.tool_requests.values()):
-                note = "TTL not extended: storage already charged to a later expiry"
+                note = ("TTL not extended: no storage added (storage charged past the new "
+                        "expiry is credited by an adjustment)")
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None,
                     note=note)
+        if note is not None:
+            from spendguard._guard.cache_credit import credit_after_update  # noqa: PLC0415
+
+            credit_after_update(self.guard, body)
         return body
 
     def _note_response(self, body: Mapping[str, Any]) -> None:
@@ -391,6 +396,19 @@ class Guard:
     @property
     def table(self) -> PriceTable:
         return self.options.prices or default_table()
+
+    def after_free(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """A free request's answer where it changes what was charged: a Gemini cache deleted
+        before the expiry its storage was charged to (credited). Never raises."""
+        if (self.provider is not Provider.GEMINI or request.method != "DELETE"
+                or not 200 <= response.status_code < 300):
+            return
+        from spendguard._costing.providers.gemini.caches import cache_name  # noqa: PLC0415
+        from spendguard._guard.cache_credit import credit_unused_storage  # noqa: PLC0415
+
+        name = cache_name(request.url.path)
+        if name is not None:
+            credit_unused_storage(self, name, None, forget=True)
 
     def admit(self, request: httpx2.Request) -> tuple[Endpoint, dict[str, str]] | None:
         """The endpoint of a request that needs a reservation, from its method and path alone

@@ -4,6 +4,7 @@ updates priced as the storage they add, against the offline emulator."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -28,10 +29,13 @@ def _client(emulator: Emulator, budget: spendguard.Budget, **options: Any) -> sp
 
 
 def _storage_usd(tokens: int, seconds: int) -> Decimal:
-    """Storage for ``seconds`` by the published per-hour rate, to the 40 digits spendguard
-    keeps (a third of a cent is not a finite decimal)."""
-    with localcontext(prec=40):
-        usd: Decimal = tokens * seconds * FLASH_STORAGE / (MILLION * HOUR_S)
+    """Storage for ``seconds`` as spendguard prices it (to 40 digits: a third of a cent is not
+    a finite decimal); checked against the published per-hour rate."""
+    usd = spendguard.cost("gemini-2.5-flash", spendguard.Usage(
+        tool_requests={"cache_storage_token_seconds": tokens * seconds})).total
+    with localcontext(prec=60):
+        published = tokens * seconds * FLASH_STORAGE / (MILLION * HOUR_S)
+    assert abs(usd - published) < Decimal("1e-35")
     return usd
 
 
@@ -65,32 +69,44 @@ def test_extending_a_caches_ttl_charges_the_storage_it_adds() -> None:
     assert budget.reserved == 0
 
 
-def test_a_shortened_ttl_is_recorded_at_zero_with_a_note_and_later_extensions_count_from_the_charged_expiry(  # noqa: E501
-        ) -> None:
+def test_a_shortened_ttl_credits_the_storage_charged_past_its_new_expiry() -> None:
     clock = ManualClock()
     emulator = Emulator(clock=clock)
     budget = spendguard.Budget("1", ledger="memory://")
     client = _client(emulator, budget)
     cache = _create(client, ttl="7200s")
+    tokens = _tokens(cache)
     client.caches.update(name=cache.name or "",
                          config=types.UpdateCachedContentConfig(ttl="600s"))
     client.caches.update(name=cache.name or "",
                          config=types.UpdateCachedContentConfig(ttl="9000s"))
-    _, shortened, extended = budget.ledger.records()
+    created, shortened, credit, extended = budget.ledger.records()
     assert shortened.actual_usd == 0 and shortened.note is not None
     assert "not extended" in shortened.note
-    # Storage stays charged to 7,200 s; the new expiry is 9,000 s.
-    assert extended.actual_usd == _storage_usd(_tokens(cache), 1800)
+    # Charged to 7,200 s, now ending at 600 s: 6,600 s credited.
+    assert credit.status == "adjustment" and credit.model == "gemini-2.5-flash"
+    assert credit.actual_usd == -_storage_usd(tokens, 6600)
+    # Then extended from 600 s to 9,000 s: 7,200 - 6,600 + 8,400 s stored, the cache's life.
+    assert extended.actual_usd == _storage_usd(tokens, 8400)
+    assert created.actual_usd == tokens * FLASH_IN / MILLION + _storage_usd(tokens, 7200)
 
 
-def test_deleting_a_cache_is_free_and_credits_nothing() -> None:
-    emulator = Emulator()
-    budget = spendguard.Budget("1", ledger="memory://")
+def test_deleting_a_cache_early_credits_the_storage_not_used() -> None:
+    clock = ManualClock()
+    emulator = Emulator(clock=clock)
+    start = datetime.fromtimestamp(clock(), UTC)
+    budget = spendguard.Budget("1", ledger="memory://",
+                               clock=lambda: datetime.fromtimestamp(clock(), UTC))
     client = _client(emulator, budget)
-    cache = _create(client)
-    spent = budget.spent
+    cache = _create(client, ttl="3600s")
+    clock.advance(900)
     client.caches.delete(name=cache.name or "")
-    assert budget.spent == spent and len(list(budget.ledger.records())) == 1
+    created, credit = budget.ledger.records()
+    assert credit.status == "adjustment" and credit.note is not None
+    assert "deleted" in credit.note and credit.time >= start
+    # Stored 900 s of the 3,600 s charged: 2,700 s credited.
+    assert credit.actual_usd == -_storage_usd(_tokens(cache), 2700)
+    assert budget.spent < created.actual_usd
 
 
 def test_a_ttl_update_of_a_cache_this_process_did_not_see_is_refused_unsent() -> None:

@@ -7,10 +7,9 @@ was given:
 - creating a cache charges its tokens (as input) and their storage from ``createTime`` to
   ``expireTime``;
 - a TTL update (``PATCH cachedContents/{id}``) charges the storage from the expiry already
-  charged to the new ``expireTime``; a shortened TTL is recorded at $0 with a note and credits
-  nothing, and neither does deleting a cache early: the storage stays charged to the latest
-  expiry the cache was given (an over-count a provider reconciliation corrects, never an
-  under-count).
+  charged to the new ``expireTime``;
+- a cache that ends sooner (a shortened TTL, a delete) has the storage charged past its new
+  end credited back (:mod:`spendguard._guard.cache_credit`).
 
 A TTL update's request names neither the cache's model nor its size, so it is priced from
 what this process saw of the cache: the cache's create (or last update) reply, noted here when
@@ -32,8 +31,8 @@ from typing import Any
 from spendguard._core.errors import ProviderResponseError, UnsupportedEndpointError
 from spendguard._costing.endpoints import Endpoint
 
-__all__ = ["CacheTerm", "added_storage", "cache_name", "created_storage", "note_cache", "term",
-           "update_endpoint"]
+__all__ = ["CacheTerm", "added_storage", "cache_name", "created_storage", "note_cache",
+           "release_storage", "reply_end", "term", "update_endpoint"]
 
 PROVIDER = "gemini"
 MAX_CACHES = 10_000
@@ -161,3 +160,30 @@ def note_cache(data: object, *, update: bool) -> None:
         _terms[name] = CacheTerm(model, tokens, until)
         while len(_terms) > MAX_CACHES:
             _terms.popitem(last=False)
+
+
+def reply_end(data: object) -> tuple[str, datetime] | None:
+    """``(cachedContents/{id}, expireTime)`` of a cache's reply; None when unreadable."""
+    if not isinstance(data, Mapping):
+        return None
+    name = cache_name(str(field(data, "name") or ""))
+    try:
+        return None if name is None else (name, _time(data, "expireTime"))
+    except ProviderResponseError:
+        return None
+
+
+def release_storage(name: str, until: datetime, *, forget: bool) -> tuple[CacheTerm, int] | None:
+    """The cache's term and the whole seconds of storage charged beyond ``until`` (0 when
+    none), which are no longer charged from now on (``forget``: the cache is gone); None for
+    a cache this process did not see."""
+    with _lock:
+        known = _terms.get(name)
+        if known is None:
+            return None
+        seconds = max(math.floor((known.charged_until - until).total_seconds()), 0)
+        if forget:
+            del _terms[name]
+        elif seconds:
+            _terms[name] = CacheTerm(known.model, known.tokens, until)
+        return known, seconds
