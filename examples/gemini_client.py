@@ -3,7 +3,8 @@
     .venv/bin/python examples/gemini_client.py
 
 Calls, streams, chats and client.aio all charge one budget; a call the budget cannot cover is
-refused before it is sent; an explicit context cache is charged its storage for its TTL.
+refused before it is sent; an explicit context cache is charged its storage for its TTL,
+extending the TTL charges the storage it adds, and deleting it early credits what was not used.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def main() -> None:
         contents="A shared reference document. " * 300, ttl="3600s"))
     print(f"explicit cache {cache.name}: its tokens and one hour of storage, "
           f"spent ${budget.spent:.6f}")
+    client.caches.update(name=cache.name or "",
+                         config=types.UpdateCachedContentConfig(ttl="7200s"))
+    print(f"its TTL extended to two hours from now: the storage added, "
+          f"spent ${budget.spent:.6f}")
+    client.caches.delete(name=cache.name or "")
+    print(f"deleted at once: the storage not used is credited, spent ${budget.spent:.6f}")
 
     try:  # no thinking budget: the worst case is the model's whole 65,536-token output
         client.models.generate_content(model="gemini-2.5-pro", contents="Think hard.")

@@ -258,8 +258,8 @@ def _guard_sdk_client(client: Any, settings: _Settings) -> None:
     from spendguard._guard.clients import wrap  # noqa: PLC0415
 
     options = settings.options
-    if is_genai_client(client):  # neither option applies to Gemini clients yet
-        options = replace(options, cap_output=False, cache_order=False)
+    if is_genai_client(client):  # cap_output does not apply to Gemini clients yet
+        options = replace(options, cap_output=False)
     wrap(client, **options.as_dict())
 
 

@@ -203,7 +203,8 @@ def learned_input_bound(budget: Budget | None, call: Call, estimate: Estimate,
     are the call's (``collect_budgets(budget)``), when the caller has them already."""
     counted = estimate.input_tokens
     # An explicit cache's worst case also holds its storage, which a learned bound would drop.
-    if counted.exact or counted <= 0 or call.endpoint is Endpoint.CACHE:
+    if counted.exact or counted <= 0 or call.endpoint in (Endpoint.CACHE,
+                                                          Endpoint.CACHE_UPDATE):
         return estimate, {}
     try:
         ledger = _learning_ledger(budget, budgets)

@@ -1,9 +1,9 @@
 """Which provider and endpoint a bare request body is for.
 
 A body alone does not say where it goes. The model decides the provider (its price entry names
-it; ``claude-*`` ids are Anthropic's when the model is not priced), and the body's shape the
-OpenAI endpoint: ``messages`` for Chat Completions, ``input`` for Responses, or Embeddings for an
-embedding model.
+it; ``claude-*`` ids are Anthropic's when the model is not priced; a body with ``contents`` is
+Gemini's), and the body's shape the OpenAI endpoint: ``messages`` for Chat Completions,
+``input`` for Responses, or Embeddings for an embedding model.
 """
 
 from __future__ import annotations
@@ -44,10 +44,13 @@ def request_kind(body: Mapping[str, Any], *, provider: str | None = None,
             provider = price.provider
         elif isinstance(model, str) and model.startswith("claude"):
             provider = "anthropic"
+        elif "contents" in body:
+            provider = "gemini"
         else:
             provider = "openai"
-    if provider not in ("openai", "anthropic"):
-        raise ConfigError(f"provider: expected 'openai' or 'anthropic', got {provider!r}")
+    if provider not in ("openai", "anthropic", "gemini"):
+        raise ConfigError(f"provider: expected 'openai', 'anthropic' or 'gemini', got "
+                          f"{provider!r}")
     if endpoint is None:
         return provider, _endpoint_of(provider, body, price)
     if endpoint not in _PRICED:
@@ -58,6 +61,9 @@ def request_kind(body: Mapping[str, Any], *, provider: str | None = None,
 def _endpoint_of(provider: str, body: Mapping[str, Any], price: ModelPrice | None) -> Endpoint:
     if provider == "anthropic":
         return Endpoint.MESSAGES
+    if provider == "gemini":
+        return Endpoint.EMBED if price is not None and price.mode == "embedding" \
+            else Endpoint.GENERATE
     if price is not None and price.mode == "embedding":
         return Endpoint.EMBEDDINGS
     if "input" in body and "messages" not in body:

@@ -1,7 +1,8 @@
 """A request's prompt as the provider renders it: cacheable slots in order, each with a path.
 
-Both providers cache exact prefixes of the rendered prompt, in the order tools → system
-(instructions) → messages. A *slot* is the smallest piece a prefix can end on: one tool, one
+Every provider caches exact prefixes of the rendered prompt, in the order tools → system
+(instructions, Gemini's ``systemInstruction``) → messages (Gemini's ``contents``, whose turns
+hold ``parts``). A *slot* is the smallest piece a prefix can end on: one tool, one
 system block, one content block (or a whole message whose content is a string). Planning hashes
 slots to find prefixes shared across requests; cache ordering places breakpoints on them.
 Nothing here changes a body.
@@ -61,6 +62,30 @@ def _strip(value: Any) -> Any:
     return value
 
 
+def _gemini_slots(body: Mapping[str, Any]) -> list[Slot]:
+    system = body.get("systemInstruction", body.get("system_instruction"))
+    found: list[Slot] = []
+    if isinstance(system, str) and system:
+        found.append(Slot(("systemInstruction", None), {"text": system}))
+    elif isinstance(system, Mapping) and isinstance(system.get("parts"), list):
+        found += [Slot(("systemInstruction", i), part)
+                  for i, part in enumerate(system["parts"])]
+    contents = body.get("contents")
+    if isinstance(contents, str):
+        return [*found, Slot(("contents", None, None), {"role": "user", "parts": contents},
+                             "user")]
+    for index, content in enumerate(contents if isinstance(contents, list) else []):
+        role = content.get("role") if isinstance(content, Mapping) else None
+        parts = content.get("parts") if isinstance(content, Mapping) else None
+        if isinstance(parts, list) and parts:
+            found += [Slot(("contents", index, position),
+                           {"role": role, "block": part} if position == 0 else part, role)
+                      for position, part in enumerate(parts)]
+        else:
+            found.append(Slot(("contents", index, None), content, role))
+    return found
+
+
 def _message_slots(field: str, messages: Any) -> list[Slot]:
     found: list[Slot] = []
     if isinstance(messages, str):  # Responses: input as one string is one user message
@@ -88,6 +113,8 @@ def slots(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> list[Sl
     if endpoint is Endpoint.EMBEDDINGS:
         return []
     found = [Slot(("tools", i), _strip(tool)) for i, tool in enumerate(body.get("tools") or [])]
+    if provider == "gemini":
+        return found + _gemini_slots(body)
     if provider == "anthropic":
         system = body.get("system")
         if isinstance(system, str) and system:
@@ -135,7 +162,8 @@ def prefix_body(body: Mapping[str, Any], path: Path) -> dict[str, Any]:
     """The body cut just after the slot at ``path`` (what a cache entry there holds)."""
     cut: dict[str, Any] = {"model": body.get("model")}
     head = path[0]
-    order: Sequence[str] = ("tools", "system", "instructions", "messages", "input")
+    order: Sequence[str] = ("tools", "system", "systemInstruction", "instructions", "messages",
+                            "input", "contents")
     for field in order:
         if field not in body or body[field] in (None, ""):
             continue
@@ -149,15 +177,22 @@ def prefix_body(body: Mapping[str, Any], path: Path) -> dict[str, Any]:
             cut[field] = value
         elif field in ("tools", "system"):
             cut[field] = value[:path[1] + 1]
+        elif field == "systemInstruction":
+            cut[field] = {**value, "parts": value["parts"][:path[1] + 1]}
         else:
             index, position = path[1], path[2]
             messages = list(value[:index])
             message = value[index]
+            key = "parts" if field == "contents" else "content"
             if position is not None and isinstance(message, Mapping):
-                message = {**message, "content": message["content"][:position + 1]}
+                message = {**message, key: message[key][:position + 1]}
             cut[field] = [*messages, message]
         break
-    if head in ("messages", "input") or "messages" in cut or "input" in cut:
+    if head in ("messages", "input", "contents") or any(
+            turns in cut for turns in ("messages", "input", "contents")):
+        return cut
+    if "contents" in body:
+        cut["contents"] = []
         return cut
     # A prefix that ends before the messages still needs the field the counter walks.
     cut["input" if "instructions" in body or "input" in body else "messages"] = []

@@ -1,13 +1,14 @@
 """Order requests for the providers' prompt caches, and measure what caching saved.
 
-Both providers bill a repeated prompt *prefix* at a fraction of the input price. A prefix is
+Every provider bills a repeated prompt *prefix* at a fraction of the input price. A prefix is
 only repeated if it is byte-for-byte the same, so :func:`order_for_cache` puts stable content
 first (tools in a deterministic order and serialisation, static system text, shared documents)
 and volatile content last, flags values that break a prefix (timestamps, uuids, ids), and marks
 the cache where the API wants it: Anthropic ``cache_control`` breakpoints (at most 4, none under
 the model's minimum, TTL from the gap between reuses, none when the write premium will not pay
 back), OpenAI ``prompt_cache_key`` per shared prefix and explicit breakpoints on models that
-have them. Turns of a conversation are never reordered.
+have them; Gemini caches a common prefix implicitly, so only its order and notes apply
+(``rules.py`` holds each provider's rules). Turns of a conversation are never reordered.
 
 The same ordering is the ``cache_order=`` option of the guarded clients and of
 :func:`spendguard.plan`; :func:`cache_stats` reads the hit rate and savings from the ledger.
@@ -23,10 +24,10 @@ from datetime import datetime
 from typing import Any
 
 from spendguard._budget.ledger import Ledger, open_ledger
-from spendguard._caching.arrange import arrange
 from spendguard._caching.kind import model_price_or_none, request_kind
 from spendguard._caching.layout import Path, describe, identity, prefix_body
 from spendguard._caching.marks import Marked, limit_markers, mark
+from spendguard._caching.rules import rules_for
 from spendguard._caching.stats import CacheStats, from_records
 from spendguard._caching.volatile import VolatileValue
 from spendguard._costing.endpoints import Endpoint
@@ -127,13 +128,20 @@ class CacheOrder:
         ``shared_texts`` the texts among them (looked for inside larger texts too)."""
         provider, endpoint = request_kind(body, provider=provider, endpoint=endpoint,
                                           table=self.table)
-        arranged = arrange(provider, endpoint, body, shared=shared,
-                           move_volatile=self.move_volatile,
-                           to_last_message=self.volatile_to_last_message,
-                           reorder_content=self.reorder_content, shared_texts=shared_texts)
+        rules = rules_for(provider)
+        arranged = rules.arrange(provider, endpoint, body, shared=shared,
+                                 move_volatile=self.move_volatile,
+                                 to_last_message=self.volatile_to_last_message,
+                                 reorder_content=self.reorder_content,
+                                 shared_texts=shared_texts)
         result = arranged.body
-        if endpoint is Endpoint.EMBEDDINGS:
+        if endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED):
             return OrderedRequest(result, provider, endpoint, arranged.volatile)
+        if not rules.markers:  # an implicit prefix cache: the order is all that helps
+            notes = () if rules.implicit_notes is None else rules.implicit_notes(
+                result, model_price_or_none(body.get("model"), self.table))
+            return OrderedRequest(result, provider, endpoint, arranged.volatile,
+                                  notes=arranged.notes + notes, moves=arranged.moves)
         counter = prefix_tokens or _prefix_counter(provider, endpoint, result)
         if not self.breakpoints:
             capped, notes = limit_markers(provider, endpoint, result, counter, shared)
@@ -173,7 +181,7 @@ def order_for_cache(body: Mapping[str, Any], *, provider: str | None = None,
                     reorder_content: bool = False,
                     breakpoints: bool = True, prompt_cache_key: bool = True,
                     table: PriceTable | None = None) -> OrderedRequest:
-    """Order a request body (OpenAI or Anthropic shape) for the prompt cache.
+    """Order a request body (OpenAI, Anthropic or Gemini shape) for the prompt cache.
 
     ``provider`` and ``endpoint`` (``"messages"``, ``"chat.completions"``, ``"responses"``)
     are read from the model and the body's shape when not given. ``shared`` lists blocks (or

@@ -59,6 +59,8 @@ class Endpoint(StrEnum):
     """Gemini ``embedContent`` / ``batchEmbedContents``."""
     CACHE = "cached_contents"
     """Gemini ``cachedContents.create``: an explicit context cache (its tokens and storage)."""
+    CACHE_UPDATE = "cached_contents.update"
+    """Gemini ``cachedContents.patch``: a cache's new TTL (the storage it adds)."""
     FREE = "free"
 
     @property
@@ -165,6 +167,7 @@ _FACTS = {
                               batch_path="/v1beta/models/{model}:generateContent"),
     Endpoint.EMBED: _Facts(Provider.GEMINI, None, ("models", "embed_content"), False),
     Endpoint.CACHE: _Facts(Provider.GEMINI, None, ("caches", "create"), False),
+    Endpoint.CACHE_UPDATE: _Facts(Provider.GEMINI, None, ("caches", "update"), False),
     Endpoint.FREE: _Facts(None, None, (), False),
 }
 _SHORT_NAMES = {"chat": Endpoint.CHAT.value}

@@ -48,7 +48,8 @@ class Estimate:
 
 def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) -> int:
     """The most output tokens the call can produce across all its choices."""
-    if call.endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED, Endpoint.CACHE):
+    if call.endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED, Endpoint.CACHE,
+                         Endpoint.CACHE_UPDATE):
         return 0
     if (model_price.price_source == "catalog" and model_price.max_output_tokens is None
             and call.output_cap is None):
@@ -144,8 +145,10 @@ def estimate_call(call: Call, table: PriceTable | None = None, *,
     # str() of a StrEnum member is its value, without the enum's property lookup.
     input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
-    worst = worst_cost_usd(call, int(input_tokens), output_tokens, price=model_price)
-    if call.endpoint is Endpoint.CACHE:  # an explicit cache also bills storage for its TTL
+    # A TTL update writes no tokens: it adds storage, at most for its whole new TTL.
+    worst = (Decimal(0) if call.endpoint is Endpoint.CACHE_UPDATE
+             else worst_cost_usd(call, int(input_tokens), output_tokens, price=model_price))
+    if call.endpoint in (Endpoint.CACHE, Endpoint.CACHE_UPDATE):  # storage for the TTL
         from spendguard._costing.providers.gemini.requests import (  # noqa: PLC0415
             cache_ttl_seconds,
         )

@@ -59,12 +59,17 @@ class Route:
     service: str | None = None
     """The service's OpenTelemetry provider name when the path tells it apart from its
     provider's usual one: ``"gcp.vertex_ai"`` for Gemini on Vertex AI."""
+    cache: str | None = None
+    """The Gemini cache (``cachedContents/{id}``) a TTL update names: the priced body's
+    ``name``, as in the REST resource."""
 
     def priced_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The body as the estimator reads it (never sent)."""
         priced = {**body, "model": self.model}
         if self.stream is not None:
             priced["stream"] = self.stream
+        if self.cache is not None:
+            priced["name"] = self.cache
         return priced
 
 
@@ -122,10 +127,16 @@ def _anthropic_platform(path: str, table: PriceTable) -> Route | None:
 
 
 def _gemini(path: str, body: Mapping[str, Any], table: PriceTable) -> Route:
+    from spendguard._costing.providers.gemini.caches import cache_name, term  # noqa: PLC0415
     from spendguard._costing.providers.gemini.paths import model_of  # noqa: PLC0415
 
-    # A model method names the model in its path; a cache's create request in its body.
-    found = model_of(path) or (str(body.get("model") or "").removeprefix("models/"), False)
+    # A model method names the model in its path; a cache's create request in its body; a
+    # cache's TTL update neither: its model is the cache's, as noted when it was created.
+    name = cache_name(path)
+    known = None if name is None else term(name)
+    if known is not None:
+        return Route(known.model, False, cache=name)
+    found = model_of(path) or (str(body.get("model") or "").rpartition("models/")[2], False)
     model, stream = found
     service = "gcp.vertex_ai" if "/publishers/google/" in path else None
     if model not in table:

@@ -11,6 +11,7 @@ from spendguard._guard.options import ClientOptions
 
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget
+    from spendguard._caching.order import CacheOrder
     from spendguard._costing.prices import PriceTable
 
 __all__ = ["Gemini"]
@@ -22,13 +23,14 @@ class Gemini(genai.Client):
     Takes the official constructor's arguments (``api_key``, ``vertexai``, ``project``,
     ``location``, ``credentials``, ``http_options``, ...) plus spendguard's: ``budget``,
     ``allow_unpriced``, ``store_prompts``, ``prices``. ``client.aio``, ``client.chats`` and
-    every other module share the guard. ``cap_output`` and ``cache_order`` are not supported
-    for Gemini yet (given as True they raise ``ConfigError``).
+    every other module share the guard. ``cache_order`` (True or a ``CacheOrder``) orders
+    requests for Gemini's implicit prefix cache. ``cap_output`` is not supported for Gemini
+    yet (given as True it raises ``ConfigError``).
     """
 
     def __init__(self, *args: Any, budget: Budget | None = None, cap_output: bool = False,
                  allow_unpriced: bool = False, store_prompts: bool = False,
-                 prices: PriceTable | None = None, cache_order: bool = False,
+                 prices: PriceTable | None = None, cache_order: bool | CacheOrder = False,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         options = ClientOptions(budget=budget, cap_output=cap_output,

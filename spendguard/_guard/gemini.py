@@ -91,9 +91,6 @@ def guard_genai_client(client: Any, options: ClientOptions) -> None:
     The client's ``.aio``, ``.chats`` and every other module share its API client, so they are
     guarded with it; wrapping again replaces the guard.
     """
-    if options.cache_order:
-        raise ConfigError("cache_order: not supported for Gemini clients yet (Gemini caches "
-                          "prompt prefixes implicitly); leave it False")
     if options.cap_output:
         raise ConfigError("cap_output: not supported for Gemini clients yet (the cap sits in "
                           "generationConfig); set max_output_tokens yourself")

@@ -310,7 +310,24 @@ class Attempt:
             return body
         if isinstance(body, dict) and listening():  # for telemetry: the response's id
             self._note_response(body)
-        self.settle(usage, model=body.get("model") if isinstance(body, dict) else None)
+        note = None
+        if self.call.endpoint in (Endpoint.CACHE, Endpoint.CACHE_UPDATE):
+            from spendguard._costing.providers.gemini.caches import (  # noqa: PLC0415
+                note_cache,
+            )
+
+            # A later TTL update is priced from what this reply says.
+            note_cache(body, update=self.call.endpoint is Endpoint.CACHE_UPDATE)
+            if self.call.endpoint is Endpoint.CACHE_UPDATE and not any(
+                    usage.tool_requests.values()):
+                note = ("TTL not extended: no storage added (storage charged past the new "
+                        "expiry is credited by an adjustment)")
+        self.settle(usage, model=body.get("model") if isinstance(body, dict) else None,
+                    note=note)
+        if note is not None:
+            from spendguard._guard.cache_credit import credit_after_update  # noqa: PLC0415
+
+            credit_after_update(self.guard, body)
         return body
 
     def _note_response(self, body: Mapping[str, Any]) -> None:
@@ -389,6 +406,19 @@ class Guard:
     def table(self) -> PriceTable:
         return self.options.prices or default_table()
 
+    def after_free(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """A free request's answer where it changes what was charged: a Gemini cache deleted
+        before the expiry its storage was charged to (credited). Never raises."""
+        if (self.provider is not Provider.GEMINI or request.method != "DELETE"
+                or not 200 <= response.status_code < 300):
+            return
+        from spendguard._costing.providers.gemini.caches import cache_name  # noqa: PLC0415
+        from spendguard._guard.cache_credit import credit_unused_storage  # noqa: PLC0415
+
+        name = cache_name(request.url.path)
+        if name is not None:
+            credit_unused_storage(self, name, None, forget=True)
+
     def admit(self, request: httpx2.Request) -> tuple[Endpoint, dict[str, str]] | None:
         """The endpoint of a request that needs a reservation, from its method and path alone
         (its body is not touched: an upload streams through unread), with what
@@ -401,6 +431,13 @@ class Guard:
             return None
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
+        if endpoint is Endpoint.CACHE_UPDATE:  # priced only for a cache this process saw
+            from spendguard._costing.providers.gemini.caches import (  # noqa: PLC0415
+                update_endpoint,
+            )
+
+            endpoint = update_endpoint(request.url.path,
+                                       allow_unpriced=self.options.allow_unpriced)
         return None if endpoint is None or endpoint is Endpoint.FREE else (endpoint, found)
 
     def begin(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,

@@ -364,7 +364,10 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
     if tag is not None and _GUARDED_MARKS:
         _mark(request)
     if attempt is None:
-        return inner.handle_request(request)
+        response = inner.handle_request(request)
+        if tag is not None and request.method == "DELETE":  # a cache deleted: credit it
+            tag.guard.after_free(request, response)
+        return response
     _track_writing(request, attempt, wire)
     # From here on the request may have reached the provider: nothing of spendguard's own
     # may raise, and every outcome ends in one record (Attempt.safely).
@@ -406,7 +409,10 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
     if tag is not None and _GUARDED_MARKS:
         _mark(request)
     if attempt is None:
-        return await inner.handle_async_request(request)
+        response = await inner.handle_async_request(request)
+        if tag is not None and request.method == "DELETE":  # a cache deleted: credit it
+            tag.guard.after_free(request, response)
+        return response
     _track_writing(request, attempt, wire)
     try:
         response = await inner.handle_async_request(request)

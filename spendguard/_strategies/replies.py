@@ -1,6 +1,8 @@
 """Calling an official SDK client and reading its reply: provider, endpoint, text, tokens, USD.
 
-The cascade, its judge check and the loop guard all need the same few facts about one call.
+The cascade, its judge check, plans and the loop guard all need the same few facts about one
+call, for each SDK (openai, anthropic, google-genai: a Gemini request may be written as the
+REST body or as ``generate_content``'s arguments).
 Each coupling to another spendguard layer (usage, cost, estimate, budget) is one small function
 here, so that a change there is a change in one place.
 """
@@ -19,6 +21,7 @@ from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Endpoint, Provider, build_call
 from spendguard._costing.cost import cost
 from spendguard._costing.estimate import estimate_call
+from spendguard._costing.providers.gemini.kwargs import plain, rest_body, sdk_kwargs
 from spendguard._costing.usage import Usage, usage_from
 
 __all__ = [
@@ -33,37 +36,56 @@ __all__ = [
     "rank_usd",
     "remaining_usd",
     "reply_kind",
+    "reply_model",
     "reply_text",
     "reply_usage",
+    "sdk_arguments",
     "tagged",
     "worst_usd",
 ]
 
-def provider_of(client: object) -> str:
-    """``"openai"`` or ``"anthropic"``, from the SDK the client class comes from.
+_SDK_ROOTS = {"openai": "openai", "anthropic": "anthropic", "google.genai": "gemini"}
 
-    Read from the class's module path, so neither SDK is imported to answer.
+
+def _sdk(klass: type) -> str | None:
+    module = klass.__module__
+    root = module.partition(".")[0]
+    if root == "google":
+        root = ".".join(module.split(".")[:2])
+    return _SDK_ROOTS.get(root)
+
+
+def provider_of(client: object) -> str:
+    """``"openai"``, ``"anthropic"`` or ``"gemini"`` (``google.genai``), from the SDK the
+    client class comes from.
+
+    Read from the class's module path, so no SDK is imported to answer.
     """
     for klass in type(client).__mro__:
-        root = klass.__module__.partition(".")[0]
-        if root in ("openai", "anthropic"):
-            return root
+        provider = _sdk(klass)
+        if provider is not None:
+            return provider
     raise ConfigError(
-        f"client: expected an openai or anthropic SDK client (e.g. spendguard.OpenAI(...) or "
-        f"openai.OpenAI(...)), got {type(client).__name__}"
+        f"client: expected an openai, anthropic or google-genai SDK client (e.g. "
+        f"spendguard.OpenAI(...), openai.OpenAI(...) or spendguard.Gemini(...)), got "
+        f"{type(client).__name__}"
     )
 
 
 def is_async_client(client: object) -> bool:
-    """True for ``AsyncOpenAI`` / ``AsyncAnthropic`` (and subclasses)."""
+    """True for ``AsyncOpenAI`` / ``AsyncAnthropic`` / a genai client's ``.aio`` (and
+    subclasses)."""
     return any(klass.__name__.startswith("Async") for klass in type(client).__mro__
-               if klass.__module__.partition(".")[0] in ("openai", "anthropic"))
+               if _sdk(klass) is not None)
 
 
 def endpoint_for(provider: str, request: Mapping[str, Any]) -> Endpoint:
-    """The endpoint a request body is for: messages (Anthropic), Responses or chat (OpenAI)."""
+    """The endpoint a request body is for: messages (Anthropic), generate_content (Gemini),
+    Responses or chat (OpenAI)."""
     if provider == "anthropic":
         return Endpoint.MESSAGES
+    if provider == "gemini":
+        return Endpoint.GENERATE
     if "input" in request and "messages" not in request:
         return Endpoint.RESPONSES
     return Endpoint.CHAT
@@ -74,7 +96,13 @@ def call(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
     if body.get("stream"):
         raise ConfigError("request: stream=True is not supported here; the reply must be "
                           "complete to be checked. Remove 'stream' from the request.")
-    return endpoint.method_of(client)(**body)
+    return endpoint.method_of(client)(**sdk_arguments(endpoint, body))
+
+
+def sdk_arguments(endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The SDK method's keyword arguments for a request body (Gemini's REST body is turned
+    into ``model``, ``contents``, ``config``; other bodies are the arguments already)."""
+    return sdk_kwargs(body) if endpoint is Endpoint.GENERATE else dict(body)
 
 
 async def acall(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
@@ -82,7 +110,7 @@ async def acall(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any
     if body.get("stream"):
         raise ConfigError("request: stream=True is not supported here; the reply must be "
                           "complete to be checked. Remove 'stream' from the request.")
-    return await endpoint.method_of(client)(**body)
+    return await endpoint.method_of(client)(**sdk_arguments(endpoint, body))
 
 
 def reply_text(endpoint: Endpoint, response: Any) -> str:
@@ -93,6 +121,12 @@ def reply_text(endpoint: Endpoint, response: Any) -> str:
         return content or ""
     if endpoint == Endpoint.RESPONSES:
         return str(getattr(response, "output_text", "") or "")
+    if endpoint == Endpoint.GENERATE:  # the first candidate's text parts, thoughts left out
+        candidates = getattr(response, "candidates", None) or []
+        content = getattr(candidates[0], "content", None) if candidates else None
+        return "".join(part.text for part in getattr(content, "parts", None) or []
+                       if isinstance(getattr(part, "text", None), str)
+                       and not getattr(part, "thought", False))
     blocks = getattr(response, "content", None) or []
     return "".join(block.text for block in blocks if getattr(block, "type", None) == "text")
 
@@ -106,8 +140,16 @@ def reply_kind(response: object) -> tuple[str, Endpoint]:
         return "openai", Endpoint.RESPONSES
     if module.startswith("openai.types.chat"):
         return "openai", Endpoint.CHAT
-    raise ConfigError(f"response: expected a reply from the openai or anthropic SDK (a "
-                      f"ChatCompletion, Response or Message), got {type(response).__name__}")
+    if module.startswith("google.genai."):
+        return "gemini", Endpoint.GENERATE
+    raise ConfigError(f"response: expected a reply from the openai, anthropic or google-genai "
+                      f"SDK (a ChatCompletion, Response, Message or GenerateContentResponse), "
+                      f"got {type(response).__name__}")
+
+
+def reply_model(response: object) -> str:
+    """The model a reply names (``model``; Gemini: ``model_version``)."""
+    return str(getattr(response, "model", None) or getattr(response, "model_version", None))
 
 
 def _content_text(content: Any) -> str:
@@ -120,8 +162,24 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def _gemini_prompt(contents: Any) -> str:
+    if isinstance(contents, str):
+        return contents
+    turns = plain(contents) if isinstance(contents, list) else []
+    if turns and all(isinstance(turn, str) for turn in turns):
+        return "\n".join(turns)
+    for turn in reversed(turns):
+        if isinstance(turn, Mapping) and turn.get("role", "user") == "user":
+            parts = turn.get("parts") or []
+            return "\n".join(str(part.get("text")) for part in parts
+                             if isinstance(part, Mapping) and isinstance(part.get("text"), str))
+    return ""
+
+
 def prompt_text(endpoint: Endpoint, request: Mapping[str, Any]) -> str:
     """The last user turn of a request, as text (what a judge is shown as the question)."""
+    if endpoint == Endpoint.GENERATE:
+        return _gemini_prompt(request.get("contents"))
     if endpoint == Endpoint.RESPONSES:
         items = request.get("input")
         if isinstance(items, str):
@@ -155,7 +213,8 @@ def rank_usd(model: str) -> Decimal:
 def worst_usd(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> Decimal:
     """The request's worst case as the guard estimates it (input counted offline, output at
     its cap), in USD."""
-    call_ = build_call(Provider(provider), endpoint, dict(body))
+    priced = rest_body(body) if endpoint is Endpoint.GENERATE else dict(body)
+    call_ = build_call(Provider(provider), endpoint, priced)
     return estimate_call(call_).worst_usd
 
 

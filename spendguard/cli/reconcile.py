@@ -57,7 +57,8 @@ def reconcile(files: tuple[str, ...], provider: str, ledger_url: str | None,
 
     FILES are the JSON the provider's admin endpoints return (OpenAI
     /v1/organization/usage/completions and /costs; Anthropic usage_report/messages and
-    cost_report; Anthropic also as CSV). Tokens should match exactly, dollars within the
+    cost_report; Anthropic also as CSV; Gemini: a Google Cloud Billing export, standard usage
+    cost data, saved as CSV). Tokens should match exactly, dollars within the
     tolerance. --accept books each dollar difference as an explicit adjustment record;
     nothing already in the ledger changes.
 

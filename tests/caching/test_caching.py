@@ -227,7 +227,7 @@ def test_provider_and_endpoint_are_read_from_the_body() -> None:
 
 def test_a_bad_provider_names_the_field() -> None:
     with pytest.raises(spendguard.ConfigError, match="provider"):
-        spendguard.order_for_cache({"model": CLAUDE}, provider="gemini")
+        spendguard.order_for_cache({"model": CLAUDE}, provider="bedrock")
 
 
 def test_report_lists_markers_flags_and_notes() -> None:

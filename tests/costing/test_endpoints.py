@@ -60,6 +60,7 @@ def test_each_member_carries_its_provider_path_and_batch_url() -> None:
         ("gemini", None, "/v1beta/models/{model}:generateContent"),
         ("gemini", None, None),
         ("gemini", None, None),
+        ("gemini", None, None),
         (None, None, None),
     ]
     assert Endpoint.of(OPENAI) == (Endpoint.CHAT, Endpoint.RESPONSES, Endpoint.EMBEDDINGS)

@@ -48,10 +48,11 @@ def reconcile_spend(files: Sequence[str | os.PathLike[str]], *, provider: str,
     Files are the JSON the usage / cost endpoints return (OpenAI
     ``/v1/organization/usage/completions`` and ``/costs``; Anthropic
     ``/v1/organizations/usage_report/messages`` and ``/cost_report``) or, for Anthropic, the
-    same as CSV. With ``accept``, every dollar difference above ``tolerance_usd`` per day and
-    model is recorded as an adjustment at ``now`` (default: the current time), optionally
-    charged to budget ``scope`` in its ``period``. Raises ``ConfigError`` naming the file and
-    field on a report it cannot read.
+    same as CSV; for Gemini (``provider="gemini"``), a Google Cloud Billing export (standard
+    usage cost data) saved as CSV, compared in dollars. With ``accept``, every dollar
+    difference above ``tolerance_usd`` per day and model is recorded as an adjustment at
+    ``now`` (default: the current time), optionally charged to budget ``scope`` in its
+    ``period``. Raises ``ConfigError`` naming the file and field on a report it cannot read.
     """
     if isinstance(files, str | os.PathLike) or not files:
         raise ConfigError("files: pass a list of one or more report files")

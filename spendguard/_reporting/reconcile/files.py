@@ -12,16 +12,18 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._reporting.reconcile.anthropic import csv_pages, read_anthropic_pages
+from spendguard._reporting.reconcile.gemini import read_billing_rows
 from spendguard._reporting.reconcile.lines import ProviderReport
 from spendguard._reporting.reconcile.openai import read_openai_pages
 
 __all__ = ["PROVIDERS", "read_provider_file"]
 
-PROVIDERS = ("openai", "anthropic")
+PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 def read_provider_file(path: str | os.PathLike[str], provider: str) -> ProviderReport:
-    """The usage or cost report at ``path``, from ``provider`` (``openai`` or ``anthropic``)."""
+    """The usage or cost report at ``path``, from ``provider`` (``openai``, ``anthropic``, or
+    ``gemini``: a Google Cloud Billing export as CSV)."""
     if provider not in PROVIDERS:
         raise ConfigError(f"provider: {provider!r} is not one of {', '.join(PROVIDERS)}")
     file = Path(path)
@@ -31,6 +33,12 @@ def read_provider_file(path: str | os.PathLike[str], provider: str) -> ProviderR
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"files: cannot read {file}: {exc}") from exc
     stripped = text.lstrip()
+    if provider == "gemini":
+        if stripped.startswith(("{", "[")):
+            raise ConfigError(f"{source}: Gemini costs are read from a Google Cloud Billing "
+                              "export saved as CSV (docs/finance.md), not JSON")
+        return read_billing_rows(list(csv.DictReader(io.StringIO(text, newline=""))),
+                                 source=source)
     if file.suffix.lower() == ".csv" or not stripped.startswith(("{", "[")):
         if provider != "anthropic":
             raise ConfigError(f"{source}: OpenAI reports are read as the API's JSON; save "

@@ -272,7 +272,9 @@ def cascade(client: Any, request: Mapping[str, Any], *, models: Sequence[str],
     """Call the cheapest model first and escalate through ``models`` until ``check`` passes.
 
     ``request`` holds the SDK call's keyword arguments without ``model`` (chat.completions for
-    OpenAI clients, or Responses when it has ``input``; messages for Anthropic clients).
+    OpenAI clients, or Responses when it has ``input``; messages for Anthropic clients;
+    ``models.generate_content``'s ``contents`` and ``config`` for Gemini clients, or the REST
+    body).
     ``models`` are sorted by price unless ``keep_order``. Before each attempt whose money is
     limited (``budget``, ``max_usd``, the guarded client's budget or a ``with budget:`` block),
     its worst case must fit what is left. Raises

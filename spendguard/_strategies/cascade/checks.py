@@ -305,12 +305,15 @@ class check_judge(Check):
     def _request(self, candidate: Candidate,
                  client: Any) -> tuple[str, Endpoint, dict[str, Any]]:
         provider = replies.provider_of(client)
-        endpoint = Endpoint.MESSAGES if provider == "anthropic" else Endpoint.CHAT
+        endpoint = replies.endpoint_for(provider, {"messages": []})
         question = replies.prompt_text(candidate.endpoint, candidate.request)
         content = self.prompt.format(criteria=self.criteria, question=question,
                                      answer=candidate.text)
-        body = {"model": self.model, "max_tokens": self.max_tokens,
-                "messages": [{"role": "user", "content": content}]}
+        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
+                                "messages": [{"role": "user", "content": content}]}
+        if endpoint is Endpoint.GENERATE:
+            body = {"model": self.model, "contents": content,
+                    "config": {"max_output_tokens": self.max_tokens}}
         return provider, endpoint, body
 
     def _verdict(self, provider: str, endpoint: Endpoint, response: Any) -> Verdict:

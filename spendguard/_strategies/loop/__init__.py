@@ -77,7 +77,7 @@ class Step:
         provider, endpoint = replies.reply_kind(response)
         self.observe(replies.reply_text(endpoint, response))
         usage = replies.reply_usage(provider, response)
-        usd = replies.cost_usd(model or str(response.model), usage)
+        usd = replies.cost_usd(model or replies.reply_model(response), usage)
         if self.guard.budget is None:
             self.guard._charge(usd)
         return usd

@@ -45,7 +45,8 @@ def plan(requests: str | os.PathLike[str] | Iterable[Mapping[str, Any]], *,
          task: str | None = None, ledger: Ledger | str | os.PathLike[str] | None = None,
          concurrency: int = DEFAULT_CONCURRENCY, table: PriceTable | None = None,
          first_token_s: float = 0.5, output_tok_s: float = 50.0) -> Plan:
-    """Plan a list of request bodies (OpenAI or Anthropic shapes) or a batch input file.
+    """Plan a list of request bodies (OpenAI, Anthropic or Gemini shapes) or a batch input
+    file.
 
     - ``provider`` pins the provider of bare bodies (else read from each model);
     - ``cache_order``: True or a :class:`~spendguard.CacheOrder` to order the requests for

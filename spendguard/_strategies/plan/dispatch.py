@@ -26,6 +26,7 @@ from spendguard._core.errors import ConfigError
 from spendguard._core.money import ZERO
 from spendguard._core.periods import utc_now
 from spendguard._costing.cost import billable_tier, cost
+from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import usage_from
 from spendguard._strategies import replies
@@ -122,6 +123,8 @@ def sdk_call(client: Any, send: Send) -> tuple[Any, dict[str, Any]]:
     ``extra_body``, so that nothing of the request is dropped)."""
     body = send.request.body
     method = send.request.endpoint.method_of(client)
+    if send.request.endpoint is Endpoint.GENERATE:  # model, contents, config: nothing extra
+        return method, replies.sdk_arguments(Endpoint.GENERATE, body)
     key = getattr(method, "__func__", method)
     if key not in _SIGNATURES:
         _SIGNATURES[key] = frozenset(inspect.signature(method).parameters)

@@ -2,8 +2,10 @@
 
 Accepted, one request per item (or per JSONL line):
 
-- a bare request body (OpenAI or Anthropic shape): the provider comes from the model, the
-  endpoint from the body's shape (see :func:`spendguard._caching.kind.request_kind`);
+- a bare request body (OpenAI, Anthropic or Gemini shape): the provider comes from the model,
+  the endpoint from the body's shape (see :func:`spendguard._caching.kind.request_kind`); a
+  Gemini request as its REST body or as ``generate_content``'s arguments (``contents``,
+  ``config``), kept as the REST body;
 - an OpenAI batch input line: ``{"custom_id", "method": "POST", "url": "/v1/...", "body"}``;
 - an Anthropic message-batch request: ``{"custom_id", "params": {...}}``.
 """
@@ -21,6 +23,7 @@ from spendguard._caching.kind import request_kind
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
+from spendguard._costing.providers.gemini.kwargs import rest_body
 
 __all__ = ["PlannedRequest", "load_requests", "read_jsonl"]
 
@@ -33,7 +36,7 @@ class PlannedRequest:
 
     index: int
     provider: str
-    """``"openai"`` or ``"anthropic"``."""
+    """``"openai"``, ``"anthropic"`` or ``"gemini"``."""
     endpoint: Endpoint
     body: dict[str, Any] = field(repr=False)
     custom_id: str | None = None
@@ -88,7 +91,9 @@ def _entry(item: Mapping[str, Any], index: int, where: str, provider: str | None
                           "batch line (custom_id, method, url, body) or an Anthropic batch "
                           "request (custom_id, params)")
     found_provider, endpoint = request_kind(item, provider=provider, table=table)
-    return PlannedRequest(index, found_provider, endpoint, dict(item), custom)
+    # Gemini: planned (estimated, ordered) as the REST body, whichever way it was written.
+    body = rest_body(item) if found_provider == "gemini" else dict(item)
+    return PlannedRequest(index, found_provider, endpoint, body, custom)
 
 
 def load_requests(source: Source, *, provider: str | None = None,

@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spendguard._caching.arrange import arrange, text_identity
+from spendguard._caching.arrange import text_identity
 from spendguard._caching.inline import common_edges
 from spendguard._caching.layout import Path, Slot, identity, prefix_body, slots
 from spendguard._caching.marks import mark, stable_ends
 from spendguard._caching.order import CacheOrder
+from spendguard._caching.rules import rules_for
 from spendguard._caching.volatile import VolatileValue
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
@@ -156,11 +157,10 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
     shared = _shared_blocks(requests) | frozenset(
         identity({"type": kind, "text": text}) for text in inline
         for kind in ("text", "input_text"))
-    results = [arrange(r.provider, r.endpoint, r.body, shared=shared,
-                       move_volatile=options.move_volatile,
-                       to_last_message=options.volatile_to_last_message,
-                       reorder_content=options.reorder_content, shared_texts=inline)
-               for r in requests]
+    results = [rules_for(r.provider).arrange(
+        r.provider, r.endpoint, r.body, shared=shared, move_volatile=options.move_volatile,
+        to_last_message=options.volatile_to_last_message,
+        reorder_content=options.reorder_content, shared_texts=inline) for r in requests]
     arranged = [replace(r, body=result.body) for r, result in zip(requests, results, strict=True)]
     volatile = [value for result in results for value in result.volatile]
     moved = sum(1 for result in results if result.moves)
@@ -173,7 +173,8 @@ def order_plan(requests: Sequence[PlannedRequest], options: CacheOrder, *,
     if split:
         moved_notes.append(f"a shared text was split into a block of its own in {split} "
                            f"request(s) (order unchanged)")
-    if not options.breakpoints:
+    # No markers where the provider caches a common prefix by itself (Gemini).
+    if not options.breakpoints or not all(rules_for(r.provider).markers for r in requests):
         return Ordered(tuple(arranged), _dedupe_volatile(volatile), tuple(moved_notes))
     index = ChainIndex()
     groups: list[int | None] = []

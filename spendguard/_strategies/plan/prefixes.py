@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from spendguard._caching.gemini import DEFAULT_MIN_TOKENS as GEMINI_MIN_TOKENS
 from spendguard._caching.layout import Slot, identity, prefix_body, slots
 from spendguard._caching.marks import existing_breakpoints
 from spendguard._caching.policy import min_cacheable_tokens
@@ -92,7 +93,11 @@ class _Walk:
     def minimum(self, request: PlannedRequest) -> int:
         if request.provider == "openai":
             return OPENAI_MIN_TOKENS
-        return min_cacheable_tokens(self.prices.get(str(request.body.get("model"))))
+        price = self.prices.get(str(request.body.get("model")))
+        if request.provider == "gemini":
+            return (price.min_cacheable_tokens if price is not None else None) \
+                or GEMINI_MIN_TOKENS
+        return min_cacheable_tokens(price)
 
 
 def _cacheable(walk: _Walk, index: int, found: Sequence[Slot], chain: Sequence[int],
@@ -154,6 +159,21 @@ def _openai(walk: _Walk, index: int, found: Sequence[Slot],
     return read, writes
 
 
+def _implicit(walk: _Walk, index: int, found: Sequence[Slot],
+              chain: Sequence[int]) -> tuple[int, dict[str, int]]:
+    """Gemini's implicit cache: the longest prefix an earlier request sent is read, when it
+    is at least the model's minimum; nothing is billed for writing it."""
+    read = 0
+    minimum = walk.minimum(walk.requests[index])
+    for position in range(len(chain) - 1, -1, -1):
+        if chain[position] in walk.written:
+            tokens = walk.prefix_tokens(index, found, chain, position)
+            read = tokens if tokens >= minimum else 0
+            break
+    walk.written.update(chain)
+    return read, {}
+
+
 def expect_cache(requests: Sequence[PlannedRequest], totals: Sequence[int], *,
                  prices: Mapping[str, ModelPrice | None], count: CountTokens,
                  index: ChainIndex | None = None) -> list[ExpectedCache]:
@@ -173,6 +193,8 @@ def expect_cache(requests: Sequence[PlannedRequest], totals: Sequence[int], *,
         group = leaders[chain[shared[-1]]] if shared else None
         if requests[i].provider == "anthropic":
             read, writes = _anthropic(walk, i, found, chain)
+        elif requests[i].provider == "gemini":
+            read, writes = _implicit(walk, i, found, chain)
         else:
             read, writes = _openai(walk, i, found, chain)
         expected.append(ExpectedCache(read, writes, after, group))

@@ -26,6 +26,7 @@ _PRICED = {"generateContent": Endpoint.GENERATE, "streamGenerateContent": Endpoi
 _FREE_METHODS = frozenset({"countTokens", "computeTokens"})
 # Uploads (``/upload/v1beta/files``), file registration and a batch's cancel cannot spend.
 _CACHES = re.compile(r"/cachedContents$")
+_CACHE = re.compile(r"/cachedContents/[^/]+$")
 _FREE_PATHS = re.compile(r"/files(?::[A-Za-z]+)?$|/files/[^/]+:download$"
                          r"|/batches/[^/]+:cancel$")
 
@@ -35,9 +36,9 @@ def _clean(path: str) -> str:
 
 
 def endpoint_of(path: str) -> Endpoint | None:
-    """The endpoint a POST to ``path`` reaches; FREE for token counts, uploads and batch
-    cancels; None for one spendguard cannot price (a batch's submission, which
-    ``spendguard.batch()`` reserves itself; a cache's TTL update, image and video
+    """The endpoint a POST (or a cache's PATCH) to ``path`` reaches; FREE for token counts,
+    uploads and batch cancels; None for one spendguard cannot price (a batch's submission,
+    which ``spendguard.batch()`` reserves itself; image and video
     generation)."""
     clean = _clean(path)
     match = GEMINI_METHOD.search(clean)
@@ -50,6 +51,8 @@ def endpoint_of(path: str) -> Endpoint | None:
         return Endpoint.FREE
     if _CACHES.search(clean):
         return Endpoint.CACHE
+    if _CACHE.search(clean):  # a PATCH: the cache's new TTL
+        return Endpoint.CACHE_UPDATE
     return None
 
 

@@ -73,7 +73,7 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise ConfigError(f"{endpoint.value} request names no model; spendguard cannot price it")
-    if endpoint is Endpoint.EMBED or endpoint is Endpoint.CACHE:
+    if endpoint in (Endpoint.EMBED, Endpoint.CACHE, Endpoint.CACHE_UPDATE):
         return Call(Provider.GEMINI, endpoint, model, body, 0, 1, False)
     config = field(body, "generationConfig")
     cap = _int(config, "maxOutputTokens")
@@ -163,7 +163,7 @@ def _walk(bound: _Bound, body: Mapping[str, Any]) -> None:
     for key, value in body.items():
         name = key.replace("_", "").lower()
         if name in ("model", "stream", "generationconfig", "safetysettings", "labels", "ttl",
-                    "expiretime", "displayname"):
+                    "expiretime", "displayname", "name"):
             continue
         if name == "contents":
             for content in value if isinstance(value, list) else [value]:
@@ -182,7 +182,14 @@ def _walk(bound: _Bound, body: Mapping[str, Any]) -> None:
 
 def count_input(endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
     """An upper bound on the input tokens of a Gemini body (see the module's rules); never
-    raises on a body's shape."""
+    raises on a body's shape. A cache's TTL update counts the cache's tokens, as noted when
+    it was created."""
+    if endpoint == Endpoint.CACHE_UPDATE:
+        from spendguard._costing.providers.gemini.caches import term  # noqa: PLC0415
+
+        known = term(str(body.get("name")))
+        if known is not None:
+            return TokenCount(known.tokens, exact=True, method="gemini cache: its noted size")
     bound = _Bound()
     try:
         _walk(bound, body)

@@ -8,21 +8,22 @@ part of ``candidatesTokenCount``. Grounding with Google Search is billed per gro
 ``groundingMetadata`` counts one ``google_search`` and one ``google_search_query`` per query
 in ``webSearchQueries``; each model's price entry bills one of the two. An explicit cache's
 create reply is read as its tokens (input) and their storage for its TTL
-(``cache_storage_token_seconds``). Field names are the
+(``cache_storage_token_seconds``), a TTL update's as the storage it adds
+(:mod:`~spendguard._costing.providers.gemini.caches`). Field names are the
 REST reference's (ai.google.dev/api/generate-content#UsageMetadata); the SDK's snake_case
 spellings are read too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from spendguard._core.errors import ProviderResponseError
+from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import CACHE_STORAGE
 from spendguard._costing.providers import read_count, to_plain
+from spendguard._costing.providers.gemini.caches import added_storage, created_storage
 from spendguard._costing.providers.gemini.requests import field
 from spendguard._costing.usage import Usage
 
@@ -59,8 +60,12 @@ def usage_from_gemini(payload: object, *, endpoint: str | None = None) -> Usage:
     """Usage from a ``GenerateContentResponse`` (dict or SDK object), one streamed chunk, or a
     bare ``usageMetadata``."""
     data = to_plain(payload, provider=PROVIDER)
-    if str(field(data, "name") or "").startswith("cachedContents/"):
-        return _cache_usage(data)
+    if "cachedContents/" in str(field(data, "name") or ""):  # an explicit cache's reply
+        if endpoint == Endpoint.CACHE_UPDATE:  # no tokens written: the storage it adds
+            tokens, seconds = added_storage(data)
+            return Usage(tool_requests={CACHE_STORAGE: tokens * seconds})
+        tokens, seconds = created_storage(data)
+        return Usage(input_tokens=tokens, tool_requests={CACHE_STORAGE: tokens * seconds})
     meta = field(data, "usageMetadata")
     if meta is None and field(data, "promptTokenCount") is not None:
         meta = data
@@ -68,27 +73,6 @@ def usage_from_gemini(payload: object, *, endpoint: str | None = None) -> Usage:
         raise ProviderResponseError("gemini: the response has no usageMetadata",
                                     provider=PROVIDER, field="usageMetadata")
     return _usage(meta, grounding_requests(data))
-
-
-def _time(data: Mapping[str, Any], name: str) -> datetime:
-    value = field(data, name)
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ProviderResponseError(f"gemini: {name} is {value!r}, expected an RFC 3339 time",
-                                    provider=PROVIDER, field=name) from exc
-
-
-def _cache_usage(data: Mapping[str, Any]) -> Usage:
-    """An explicit cache as created: its tokens (billed as input when written) and their
-    storage for the TTL it was given (``expireTime - createTime``)."""
-    meta = field(data, "usageMetadata")
-    if not isinstance(meta, Mapping):
-        raise ProviderResponseError("gemini: the cached content has no usageMetadata",
-                                    provider=PROVIDER, field="usageMetadata")
-    tokens = _count(meta, "totalTokenCount", required=True)
-    seconds = math.ceil((_time(data, "expireTime") - _time(data, "createTime")).total_seconds())
-    return Usage(input_tokens=tokens, tool_requests={CACHE_STORAGE: tokens * max(seconds, 0)})
 
 
 def _usage(meta: Mapping[str, Any], tools: Mapping[str, int]) -> Usage:
