@@ -39,8 +39,7 @@ def test_wrap_and_install_take_the_declared_options(entry: Callable[..., Any]) -
 
 
 def test_the_gemini_client_takes_the_declared_options() -> None:
-    # cache_order is typed bool there: an ordering is refused for Gemini clients.
-    assert spelled(spendguard.Gemini.__init__) == {**DECLARED, "cache_order": ("bool", False)}
+    assert spelled(spendguard.Gemini.__init__) == DECLARED
 
 
 @pytest.mark.parametrize("cls", DROP_INS, ids=lambda cls: cls.__name__)
