@@ -8,18 +8,15 @@ budget reserves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
 from spendguard._costing.cost import total_usd, worst_case_usd
-from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
-from spendguard._costing.providers.openai import unpriced_audio
+from spendguard._costing.providers import adapter_for
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 from spendguard._costing.usage import Usage
 
@@ -92,44 +89,13 @@ def worst_call_usd(call: Call, model_price: ModelPrice, input_tokens: int,
                           inference_geo=call.inference_geo)
 
 
-def _asks_for_audio(body: Mapping[str, Any]) -> str | None:
-    """Where a request asks for audio tokens (output, or an input part), if it does."""
-    modalities = body.get("modalities")
-    if body.get("audio") is not None or (isinstance(modalities, list) and "audio" in modalities):
-        return "audio output (modalities / audio)"
-    # Every request pays this scan, once per message: a plain loop, and the exact-dict test
-    # before the Mapping one (a parsed JSON body's objects are dicts; the ABC check is dearer).
-    for key in ("messages", "input"):
-        items = body.get(key)
-        if not isinstance(items, list):
-            continue
-        for item in items:
-            if type(item) is not dict and not isinstance(item, Mapping):
-                continue
-            content = item.get("content")
-            if item.get("type") == "input_audio" or (isinstance(content, list) and any(
-                    (type(part) is dict or isinstance(part, Mapping))
-                    and part.get("type") == "input_audio" for part in content)):
-                return f"audio input (an input_audio part in {key})"
-    return None
-
-
-def _refuse_audio(call: Call) -> None:
-    """No table prices audio tokens: a request for them is refused, never priced as text."""
-    if call.provider is not Provider.OPENAI or call.endpoint is Endpoint.EMBEDDINGS:
-        return
-    asked = _asks_for_audio(call.body)
-    if asked is not None:
-        raise unpriced_audio(f"{call.model}: the request asks for {asked}")
-
-
 def estimate_call(call: Call, table: PriceTable | None = None, *,
                   at: datetime | None = None) -> Estimate:
     """The worst case of one call, ready to reserve, at the rates in force at ``at`` (the
     call's time; None: now)."""
     table = table or default_table()
     model_price = table.get(call.model, at)
-    _refuse_audio(call)
+    adapter_for(call.provider).refuse_unpriced(call)
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}

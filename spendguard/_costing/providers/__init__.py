@@ -1,9 +1,10 @@
-"""Provider adapters: how each provider's bodies and streams spell usage.
+"""Provider adapters: one package per provider behind :class:`~.adapter.ProviderAdapter`.
 
-Each module (``openai``, ``anthropic``) groups its usage extraction (``usage_from_<provider>``)
-and its stream readers; request parsing lives elsewhere. This package holds what they share:
-turning SDK objects into plain dicts, reading token counts strictly, and the two look-ups
-:func:`usage_reader` and :func:`stream_reader`.
+Each package (``openai``, ``anthropic``, ``gemini``) owns its provider's paths, request
+reading, input count, routes and usage readers, and exports its ``ADAPTER``. This package
+holds the registry (:func:`adapter_for`, :func:`adapters`: a provider's package is found by its
+name, so the shared modules never name one) and what the usage readers share: turning SDK
+objects into plain dicts and reading token counts strictly.
 """
 
 from __future__ import annotations
@@ -14,28 +15,43 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spendguard._core.errors import ConfigError, ProviderResponseError
-from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.endpoints import Endpoint, Provider
 
 if TYPE_CHECKING:  # pragma: no cover
+    from spendguard._costing.providers.adapter import ProviderAdapter
     from spendguard._costing.usage import Usage
 
-__all__ = ["PROVIDERS", "StreamReader", "endpoint_kind", "otel_provider_name", "read_count",
-           "read_table", "stream_reader", "to_plain", "usage_reader"]
+__all__ = ["PROVIDERS", "StreamReader", "adapter_for", "adapters", "endpoint_kind",
+           "otel_provider_name", "read_count", "read_table", "stream_reader", "to_plain",
+           "usage_reader"]
 
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS: tuple[str, ...] = tuple(member.value for member in Provider)
+"""Every provider's name, in the order of :class:`Provider` (each has an adapter package)."""
 
 UsageReader = Callable[..., "Usage"]
 
 
+@functools.cache  # read for every guarded call: the import machinery once per provider
+def adapter_for(provider: str) -> ProviderAdapter:
+    """The adapter of a provider (its package's ``ADAPTER``), imported on first use."""
+    if provider not in PROVIDERS:
+        raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
+    # Named by the provider, not listed here: a new provider is a new package, not an edit.
+    module = importlib.import_module(f"{__name__}.{Provider(provider).value}")
+    adapter: ProviderAdapter = module.ADAPTER
+    return adapter
+
+
+def adapters() -> tuple[ProviderAdapter, ...]:
+    """Every provider's adapter, in the order of :data:`PROVIDERS` (imports them all)."""
+    return tuple(adapter_for(name) for name in PROVIDERS)
+
+
 @functools.lru_cache(maxsize=8)
 def otel_provider_name(provider: str) -> str:
-    """The OpenTelemetry ``gen_ai.provider.name`` of a provider's own API: its adapter's
-    ``otel_name`` where it has one (Gemini: ``gcp.gemini``), else its name (``openai``)."""
-    if provider == "gemini":
-        from spendguard._costing.providers.gemini import ADAPTER  # noqa: PLC0415 - on demand
-
-        return ADAPTER.otel_name
-    return provider
+    """The OpenTelemetry ``gen_ai.provider.name`` of a provider's own API (its adapter's
+    ``otel_name``: ``gcp.gemini``, ``openai``); an unknown name is given back as it is."""
+    return adapter_for(provider).otel_name if provider in PROVIDERS else provider
 
 
 class StreamReader(Protocol):
@@ -63,23 +79,14 @@ class StreamReader(Protocol):
     def output_text(self) -> str: ...
 
 
-@functools.cache  # read for every guarded call: the import machinery once per provider
-def _module(provider: str) -> Any:
-    if provider not in PROVIDERS:
-        raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
-    return importlib.import_module(f"spendguard._costing.providers.{provider}")
-
-
 def usage_reader(provider: str) -> UsageReader:
-    """``usage_from_<provider>(payload, *, endpoint=None) -> Usage`` for one provider."""
-    reader: UsageReader = getattr(_module(provider), f"usage_from_{provider}")
-    return reader
+    """``read_usage(payload, *, endpoint=None) -> Usage`` of one provider's adapter."""
+    return adapter_for(provider).read_usage
 
 
 def stream_reader(provider: str, endpoint: str) -> StreamReader:
-    """A fresh reader for one stream: OpenAI chat / responses, Anthropic messages."""
-    reader: StreamReader = _module(provider).stream_reader(endpoint)
-    return reader
+    """A fresh reader for one stream of a provider's endpoint."""
+    return adapter_for(provider).stream_reader(endpoint)
 
 
 def endpoint_kind(endpoint: str | None) -> Endpoint | None:

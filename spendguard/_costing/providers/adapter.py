@@ -1,38 +1,79 @@
-"""The provider adapter seam: what the choke point asks of a provider, in one small interface.
+"""The provider adapter seam: what the shared code asks of a provider, in one small interface.
 
-A provider is one adapter package (``spendguard._costing.providers.<name>``) that owns what is
-particular to its API: which endpoint a path reaches, the price id a request is priced with
-when its body does not name it, reading a body into a :class:`~spendguard._costing.calls.Call`,
-bounding its input, reading usage from bodies and streams. The guard attaches to the SDK's
-client in the choke-point layer (``spendguard._guard.<name>``), which sits above this one.
-
-Gemini is the first provider behind it; OpenAI and Anthropic still answer through the older
-module functions (``usage_from_<provider>``, ``stream_reader``) and can move behind it later
-without a change to the interface.
+A provider is one adapter package (``spendguard._costing.providers.<name>``, found by
+:func:`~spendguard._costing.providers.adapter_for`) that owns what is particular to its API:
+which endpoint a path reaches, the price id a request is priced with when its body does not
+name it (its route), reading a body into a :class:`~spendguard._costing.calls.Call`, counting or
+bounding its input, reading usage from bodies and streams, and the names it goes by. The
+guard attaches to the SDK's client in the choke-point layer (``spendguard._guard``), and the
+layers above find a provider's batch wire and report reader by its name
+(``_strategies/batch/<name>_wire.py``, ``_reporting/reconcile/<name>.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
+
     from spendguard._costing.calls import Call
     from spendguard._costing.endpoints import Endpoint
+    from spendguard._costing.prices import PriceTable
     from spendguard._costing.providers import StreamReader
     from spendguard._costing.tokens import TokenCount
     from spendguard._costing.usage import Usage
 
-__all__ = ["ProviderAdapter"]
+__all__ = ["ProviderAdapter", "Route"]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The price-table id a request is priced with; ``stream`` when only the path says it."""
+
+    model: str
+    stream: bool | None = None
+    unguarded: bool = False
+    """No price before sending (an opted-in unmapped deployment): priced from the response."""
+    provider: str | None = None
+    """The provider that bills the call, when not the one whose API it speaks (the ledger's
+    ``provider``): ``"gemini"`` for Gemini's OpenAI-compatible endpoint."""
+    service: str | None = None
+    """The service's OpenTelemetry provider name when the path tells it apart from its
+    provider's usual one: ``"gcp.vertex_ai"`` for Gemini on Vertex AI."""
+
+    def priced_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The body as the estimator reads it (never sent)."""
+        priced = {**body, "model": self.model}
+        if self.stream is not None:
+            priced["stream"] = self.stream
+        return priced
 
 
 class ProviderAdapter(Protocol):
     """One provider's API, as the choke point, the estimator and the emulator need it."""
 
     name: str
-    """The provider's name in the ledger and price files (``"gemini"``)."""
+    """The provider's name in the ledger and price files (``"gemini"``); its bundled price
+    file is ``pricing/<name>.toml``."""
     otel_name: str
     """The OpenTelemetry ``gen_ai.provider.name`` of its calls."""
+    display_name: str
+    """How messages and reports name it (``"OpenAI"``)."""
+    billing_names: tuple[str, str]
+    """Who bills its calls and the service's name, as FOCUS exports name them
+    (``("Anthropic", "Claude API")``)."""
+    sdk_package: str
+    """The import name of the official SDK whose clients and replies speak its API."""
+    cache_ttls: tuple[str, ...]
+    """The cache-write TTLs it bills (the ``cache_write_<ttl>`` rates of its price entries);
+    empty when it bills no cache writes."""
+    exact_input: bool
+    """Whether its input is counted exactly before sending (else a stated upper bound)."""
+    model_prefixes: tuple[str, ...]
+    """Model-name prefixes that say a bare body with an unpriced model is for its API."""
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The endpoint a POST to ``path`` reaches: priced, ``Endpoint.FREE``, or None."""
@@ -42,8 +83,26 @@ class ProviderAdapter(Protocol):
         """The model a request is priced as when the path names it (None: the body does)."""
         ...
 
+    def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
+              table: PriceTable) -> Route | None:
+        """The price id a request is priced with when its URL (a platform's path, a
+        deployment, a host) says more than its body; None when the body's ``model`` is it."""
+        ...
+
+    def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
+        """The endpoint a request body with no path is for (``embedding``: its model embeds)."""
+        ...
+
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         """A priced request body (with ``model`` set) read into a call."""
+        ...
+
+    def refuse_unpriced(self, call: Call) -> None:
+        """Raise for a call that asks for what no price table prices (OpenAI's audio)."""
+        ...
+
+    def end_user(self, body: Mapping[str, Any]) -> str | None:
+        """The end user a request body names, in the field the provider documents for it."""
         ...
 
     def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:

@@ -1,10 +1,10 @@
 """Gemini (google-genai): the first provider behind the adapter seam
 (:mod:`spendguard._costing.providers.adapter`).
 
-``paths`` (endpoint and model from a URL path), ``requests`` (a body read into a call, the
-input bound), ``usage`` (replies and streams). :data:`ADAPTER` bundles them for the choke
-point; the client side (attaching the guard to a ``genai.Client``) is
-:mod:`spendguard._guard.gemini`.
+``paths`` (endpoint and model from a URL path), ``routing`` (the price id), ``requests``
+(a body read into a call, the input bound), ``usage`` (replies and streams). :data:`ADAPTER`
+bundles them for the choke point; the client side (attaching the guard to a
+``genai.Client``) is :mod:`spendguard._guard.gemini`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import httpx2
+
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.prices import PriceTable
+from spendguard._costing.providers.adapter import Route
 from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
 from spendguard._costing.providers.gemini.requests import build_call, count_input
+from spendguard._costing.providers.gemini.routing import route
 from spendguard._costing.providers.gemini.usage import GeminiStreamReader, usage_from_gemini
 from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.usage import Usage
@@ -33,6 +38,12 @@ class GeminiAdapter:
 
     name = "gemini"
     otel_name = "gcp.gemini"
+    display_name = "Gemini"
+    billing_names = ("Google", "Gemini API")
+    sdk_package = "google.genai"
+    cache_ttls = ()  # an explicit cache bills storage by the hour instead
+    exact_input = False
+    model_prefixes = ()
 
     def endpoint(self, path: str) -> Endpoint | None:
         return endpoint_of(path)
@@ -41,8 +52,21 @@ class GeminiAdapter:
         found = model_of(path)
         return None if found is None else found[0]
 
+    def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
+              table: PriceTable) -> Route:
+        return route(platform, url, body, table)
+
+    def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
+        return Endpoint.EMBED if embedding else Endpoint.GENERATE
+
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return build_call(endpoint, body)
+
+    def refuse_unpriced(self, call: Call) -> None:
+        return None
+
+    def end_user(self, body: Mapping[str, Any]) -> str | None:
+        return None  # the API has no end-user field
 
     def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
         return count_input(endpoint, body)

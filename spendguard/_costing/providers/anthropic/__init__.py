@@ -1,0 +1,98 @@
+"""Anthropic: the Claude API, and Claude on Bedrock and Vertex AI, behind the adapter seam
+(:mod:`spendguard._costing.providers.adapter`).
+
+``paths`` (endpoint of a path, the platforms' path forms), ``routing`` (Bedrock and Vertex
+price ids), ``requests`` (a body read into a call), ``usage`` (replies, streams, batch
+results). :data:`ADAPTER` bundles them; the input count is an upper bound (Claude's tokenizer
+is not public: ``_costing/tokens/anthropic.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx2
+
+from spendguard._costing.calls import Call
+from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.prices import PriceTable
+from spendguard._costing.providers.adapter import Route
+from spendguard._costing.providers.anthropic import paths, requests, routing
+from spendguard._costing.providers.anthropic.usage import (
+    MessageStreamReader,
+    stream_reader,
+    usage_from_anthropic,
+)
+from spendguard._costing.tokens.anthropic import count_messages
+from spendguard._costing.tokens.content import unknown
+from spendguard._costing.tokens.count import Tally, TokenCount
+from spendguard._costing.tokens.models import Profile, foreign_profile, profile_for
+from spendguard._costing.tokens.requests import Walkers, count_with
+from spendguard._costing.usage import Usage
+
+__all__ = ["ADAPTER", "AnthropicAdapter", "stream_reader", "usage_from_anthropic"]
+
+
+def _message_batch(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
+    """``POST /v1/messages/batches``: the sum over its requests, each with its own model."""
+    for request in body.get("requests") or []:
+        params = request.get("params") if isinstance(request, Mapping) else None
+        if not isinstance(params, Mapping):
+            unknown(profile, tally, request)
+            continue
+        model = params.get("model")
+        own = profile_for(model) if isinstance(model, str) else None
+        count_messages(own or foreign_profile("", "anthropic"), params, tally)
+
+
+# Paths that are no priced endpoint but whose input is counted all the same.
+_WALKERS = Walkers((("/messages/count_tokens", count_messages),
+                    ("/messages/batches", _message_batch)), paths.endpoint_of)
+
+
+class AnthropicAdapter:
+    """The Claude API, and Claude on Bedrock and Vertex AI."""
+
+    name = "anthropic"
+    otel_name = "anthropic"
+    display_name = "Anthropic"
+    billing_names = ("Anthropic", "Claude API")
+    sdk_package = "anthropic"
+    cache_ttls = ("5m", "1h")
+    exact_input = False
+    model_prefixes = ("claude",)
+
+    def endpoint(self, path: str) -> Endpoint | None:
+        return paths.endpoint_of(path)
+
+    def price_id(self, path: str) -> str | None:
+        return None  # a platform's path is priced by its route, against the table
+
+    def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
+              table: PriceTable) -> Route | None:
+        return routing.route(platform, url, body, table)
+
+    def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
+        return Endpoint.MESSAGES
+
+    def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
+        return requests.build_call(endpoint, body)
+
+    def refuse_unpriced(self, call: Call) -> None:
+        return None
+
+    def end_user(self, body: Mapping[str, Any]) -> str | None:
+        return requests.end_user(body)
+
+    def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
+        return count_with("anthropic", _WALKERS, endpoint, body)
+
+    def read_usage(self, payload: object, *, endpoint: str | None = None) -> Usage:
+        return usage_from_anthropic(payload, endpoint=endpoint)
+
+    def stream_reader(self, endpoint: str) -> MessageStreamReader:
+        return stream_reader(endpoint)
+
+
+ADAPTER = AnthropicAdapter()

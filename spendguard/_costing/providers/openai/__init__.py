@@ -1,0 +1,93 @@
+"""OpenAI: the OpenAI API, Azure OpenAI and the OpenAI-compatible hosts, behind the adapter
+seam (:mod:`spendguard._costing.providers.adapter`).
+
+``paths`` (endpoint of a path), ``routing`` (Azure deployments, compatible hosts), ``requests``
+(a body read into a call), ``usage`` (replies, streams, batch lines). :data:`ADAPTER` bundles
+them; the input count is exact, with OpenAI's own tokenizers (``_costing/tokens``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx2
+
+from spendguard._costing.calls import Call
+from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.prices import PriceTable
+from spendguard._costing.providers.adapter import Route
+from spendguard._costing.providers.openai import paths, requests, routing
+from spendguard._costing.providers.openai.usage import (
+    ChatStreamReader,
+    ResponsesStreamReader,
+    stream_reader,
+    unpriced_audio,
+    usage_from_openai,
+)
+from spendguard._costing.tokens.count import TokenCount
+from spendguard._costing.tokens.openai import count_embeddings, count_responses
+from spendguard._costing.tokens.requests import Walkers, count_with
+from spendguard._costing.usage import Usage
+
+__all__ = ["ADAPTER", "OpenAIAdapter", "stream_reader", "unpriced_audio", "usage_from_openai"]
+
+
+def _completions(profile: Any, body: Mapping[str, Any], tally: Any) -> None:
+    count_embeddings(profile, body, tally, field="prompt")
+
+
+# Paths that are no priced endpoint but whose input is counted all the same.
+_WALKERS = Walkers((("/responses/input_tokens", count_responses),
+                    ("/completions", _completions)), paths.endpoint_of)
+
+
+class OpenAIAdapter:
+    """The OpenAI API, and the platforms and hosts that speak it."""
+
+    name = "openai"
+    otel_name = "openai"
+    display_name = "OpenAI"
+    billing_names = ("OpenAI", "OpenAI API")
+    sdk_package = "openai"
+    cache_ttls = ("30m", "12h")
+    exact_input = True
+    model_prefixes = ()
+
+    def endpoint(self, path: str) -> Endpoint | None:
+        return paths.endpoint_of(path)
+
+    def price_id(self, path: str) -> str | None:
+        return None  # the body names the model (an Azure deployment is routed)
+
+    def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
+              table: PriceTable) -> Route | None:
+        return routing.route(platform, url, body, table)
+
+    def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
+        if embedding:
+            return Endpoint.EMBEDDINGS
+        if "input" in body and "messages" not in body:
+            return Endpoint.RESPONSES
+        return Endpoint.CHAT
+
+    def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
+        return requests.build_call(endpoint, body)
+
+    def refuse_unpriced(self, call: Call) -> None:
+        requests.refuse_unpriced(call)
+
+    def end_user(self, body: Mapping[str, Any]) -> str | None:
+        return requests.end_user(body)
+
+    def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
+        return count_with("openai", _WALKERS, endpoint, body)
+
+    def read_usage(self, payload: object, *, endpoint: str | None = None) -> Usage:
+        return usage_from_openai(payload, endpoint=endpoint)
+
+    def stream_reader(self, endpoint: str) -> ChatStreamReader | ResponsesStreamReader:
+        return stream_reader(endpoint)
+
+
+ADAPTER = OpenAIAdapter()
