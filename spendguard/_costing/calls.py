@@ -15,7 +15,7 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError, UnsupportedEndpointError
 from spendguard._costing.endpoints import Endpoint, Provider
-from spendguard._costing.providers import adapter_for
+from spendguard._costing.providers.adapter import adapter_for
 
 __all__ = ["Call", "Endpoint", "Provider", "body_model", "build_call", "classify", "int_field",
            "parse_body"]

@@ -16,7 +16,7 @@ from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
 from spendguard._costing.cost import total_usd, worst_case_usd
 from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
-from spendguard._costing.providers import adapter_for
+from spendguard._costing.providers.adapter import adapter_for
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 from spendguard._costing.usage import Usage
 

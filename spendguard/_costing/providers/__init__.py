@@ -2,81 +2,34 @@
 
 Each package (``openai``, ``anthropic``, ``gemini``) owns its provider's paths, request
 reading, input count, routes and usage readers, and exports its ``ADAPTER``. This package
-holds the registry (:func:`adapter_for`, :func:`adapters`: a provider's package is found by its
-name, so the shared modules never name one) and what the usage readers share: turning SDK
-objects into plain dicts and reading token counts strictly.
+re-exports the registry (:func:`adapter_for`, :func:`adapters`, defined beside the interface
+in :mod:`.adapter`) and holds what the usage readers share: turning SDK objects into plain
+dicts and reading token counts strictly.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from spendguard._core.errors import ConfigError, ProviderResponseError
-from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.providers.adapter import (
+    PROVIDERS,
+    StreamReader,
+    adapter_for,
+    adapters,
+    otel_provider_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spendguard._costing.providers.adapter import ProviderAdapter
     from spendguard._costing.usage import Usage
 
 __all__ = ["PROVIDERS", "StreamReader", "adapter_for", "adapters", "endpoint_kind",
-           "otel_provider_name", "read_count", "read_table", "stream_reader", "to_plain",
-           "usage_reader"]
-
-PROVIDERS: tuple[str, ...] = tuple(member.value for member in Provider)
-"""Every provider's name, in the order of :class:`Provider` (each has an adapter package)."""
+           "otel_provider_name", "read_count", "read_table", "split_inclusive_input",
+           "stream_reader", "to_plain", "usage_reader"]
 
 UsageReader = Callable[..., "Usage"]
-
-
-@functools.cache  # read for every guarded call: the import machinery once per provider
-def adapter_for(provider: str) -> ProviderAdapter:
-    """The adapter of a provider (its package's ``ADAPTER``), imported on first use."""
-    if provider not in PROVIDERS:
-        raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
-    # Named by the provider, not listed here: a new provider is a new package, not an edit.
-    module = importlib.import_module(f"{__name__}.{Provider(provider).value}")
-    adapter: ProviderAdapter = module.ADAPTER
-    return adapter
-
-
-def adapters() -> tuple[ProviderAdapter, ...]:
-    """Every provider's adapter, in the order of :data:`PROVIDERS` (imports them all)."""
-    return tuple(adapter_for(name) for name in PROVIDERS)
-
-
-@functools.lru_cache(maxsize=8)
-def otel_provider_name(provider: str) -> str:
-    """The OpenTelemetry ``gen_ai.provider.name`` of a provider's own API (its adapter's
-    ``otel_name``: ``gcp.gemini``, ``openai``); an unknown name is given back as it is."""
-    return adapter_for(provider).otel_name if provider in PROVIDERS else provider
-
-
-class StreamReader(Protocol):
-    """Reads usage from a provider's server-sent events, one parsed event at a time.
-
-    - ``feed(event_name, data)``: one event (``event:`` line or None, and its JSON ``data``)
-    - ``usage()``: the usage the provider reported so far, or None; final once ``complete``
-      (an Anthropic stream reports its input at the start, so a cut stream still has it)
-    - ``complete``: the stream reached its end event (usage final, or none was asked for)
-    - ``model``: the model name the response reported (a dated snapshot, say), or None
-    - ``output_text()`` / ``output_chars`` / ``output_events``: generated text (content,
-      reasoning, tool arguments) and how many deltas carried it, to estimate the output of a
-      stream cut before its usage arrived
-    """
-
-    model: str | None
-    complete: bool
-    output_chars: int
-    output_events: int
-
-    def feed(self, event_name: str | None, data: Mapping[str, Any]) -> None: ...
-
-    def usage(self) -> Usage | None: ...
-
-    def output_text(self) -> str: ...
 
 
 def usage_reader(provider: str) -> UsageReader:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers import PROVIDERS, adapter_for
+from spendguard._costing.providers.adapter import PROVIDERS, adapter_for
 from spendguard._costing.tokens.anthropic import count_messages
 from spendguard._costing.tokens.content import json_text, unknown
 from spendguard._costing.tokens.count import Tally, TokenCount
