@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from spendguard._caching.kind import marks_breakpoints
 from spendguard._costing.endpoints import Endpoint
 
 __all__ = ["Slot", "describe", "identity", "prefix_body", "remembered_identities", "slots"]
@@ -88,7 +89,7 @@ def slots(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> list[Sl
     if endpoint is Endpoint.EMBEDDINGS:
         return []
     found = [Slot(("tools", i), _strip(tool)) for i, tool in enumerate(body.get("tools") or [])]
-    if provider == "anthropic":
+    if marks_breakpoints(provider):
         system = body.get("system")
         if isinstance(system, str) and system:
             found.append(Slot(("system", None), {"type": "text", "text": system}))

@@ -7,6 +7,7 @@ here, so that a change there is a change in one place.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -19,6 +20,7 @@ from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Endpoint, Provider, build_call
 from spendguard._costing.cost import cost
 from spendguard._costing.estimate import estimate_call
+from spendguard._costing.providers.adapter import adapter_for, adapters
 from spendguard._costing.usage import Usage, usage_from
 
 __all__ = [
@@ -44,10 +46,11 @@ def provider_of(client: object) -> str:
 
     Read from the class's module path, so neither SDK is imported to answer.
     """
+    packages = _sdk_packages()
     for klass in type(client).__mro__:
         root = klass.__module__.partition(".")[0]
-        if root in ("openai", "anthropic"):
-            return root
+        if root in packages:
+            return packages[root]
     raise ConfigError(
         f"client: expected an openai or anthropic SDK client (e.g. spendguard.OpenAI(...) or "
         f"openai.OpenAI(...)), got {type(client).__name__}"
@@ -56,17 +59,23 @@ def provider_of(client: object) -> str:
 
 def is_async_client(client: object) -> bool:
     """True for ``AsyncOpenAI`` / ``AsyncAnthropic`` (and subclasses)."""
+    packages = _sdk_packages()
     return any(klass.__name__.startswith("Async") for klass in type(client).__mro__
-               if klass.__module__.partition(".")[0] in ("openai", "anthropic"))
+               if klass.__module__.partition(".")[0] in packages)
+
+
+@functools.cache
+def _sdk_packages() -> dict[str, str]:
+    """The provider of each SDK, by the top-level package its classes live in. A client's
+    class is matched on its module's first segment, so only the SDKs that are top-level
+    packages (``openai``, ``anthropic``) match: the strategies read their replies, and a
+    google-genai client (``google.genai``) is refused here as before."""
+    return {adapter.sdk_package: adapter.name for adapter in adapters()}
 
 
 def endpoint_for(provider: str, request: Mapping[str, Any]) -> Endpoint:
     """The endpoint a request body is for: messages (Anthropic), Responses or chat (OpenAI)."""
-    if provider == "anthropic":
-        return Endpoint.MESSAGES
-    if "input" in request and "messages" not in request:
-        return Endpoint.RESPONSES
-    return Endpoint.CHAT
+    return adapter_for(provider).body_endpoint(request, embedding=False)
 
 
 def call(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
@@ -100,12 +109,10 @@ def reply_text(endpoint: Endpoint, response: Any) -> str:
 def reply_kind(response: object) -> tuple[str, Endpoint]:
     """``(provider, endpoint)`` of an SDK reply object, from its class."""
     module = type(response).__module__
-    if module.startswith("anthropic."):
-        return "anthropic", Endpoint.MESSAGES
-    if module.startswith("openai.types.responses"):
-        return "openai", Endpoint.RESPONSES
-    if module.startswith("openai.types.chat"):
-        return "openai", Endpoint.CHAT
+    for adapter in adapters():
+        endpoint = adapter.reply_endpoint(module)
+        if endpoint is not None:
+            return adapter.name, endpoint
     raise ConfigError(f"response: expected a reply from the openai or anthropic SDK (a "
                       f"ChatCompletion, Response or Message), got {type(response).__name__}")
 

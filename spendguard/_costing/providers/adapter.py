@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from spendguard._costing.calls import Call
     from spendguard._costing.endpoints import Endpoint
-    from spendguard._costing.prices import PriceTable
     from spendguard._costing.tokens.count import TokenCount
     from spendguard._costing.usage import Usage
 
@@ -97,6 +96,9 @@ class ProviderAdapter(Protocol):
     (``("Anthropic", "Claude API")``)."""
     sdk_package: str
     """The import name of the official SDK whose clients and replies speak its API."""
+    base_url_env: str
+    """The environment variable its SDK reads a base URL from (``spendguard run`` sends the
+    traffic addressed there through its gateway)."""
     cache_ttls: tuple[str, ...]
     """The cache-write TTLs it bills (the ``cache_write_<ttl>`` rates of its price entries);
     empty when it bills no cache writes."""
@@ -104,6 +106,10 @@ class ProviderAdapter(Protocol):
     """Whether its input is counted exactly before sending (else a stated upper bound)."""
     model_prefixes: tuple[str, ...]
     """Model-name prefixes that say a bare body with an unpriced model is for its API."""
+    prompt_cache: str
+    """How its prompt cache is written, as cache ordering shapes a body for it:
+    ``"breakpoints"`` (at the markers a request places), ``"prefix"`` (the longest prefix
+    seen before, automatically), or ``""`` (cache ordering does not shape its bodies)."""
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The endpoint a POST to ``path`` reaches: priced, ``Endpoint.FREE``, or None."""
@@ -114,9 +120,11 @@ class ProviderAdapter(Protocol):
         ...
 
     def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
-              table: PriceTable) -> Route | None:
+              table: Any) -> Route | None:
         """The price id a request is priced with when its URL (a platform's path, a
-        deployment, a host) says more than its body; None when the body's ``model`` is it."""
+        deployment, a host) says more than its body; None when the body's ``model`` is it.
+        ``table`` is the ``PriceTable`` in use (not named here: the price files' schema asks
+        this module for each provider's cache TTLs, so this module imports no price code)."""
         ...
 
     def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
@@ -127,8 +135,18 @@ class ProviderAdapter(Protocol):
         """A priced request body (with ``model`` set) read into a call."""
         ...
 
+    def reply_endpoint(self, module: str) -> Endpoint | None:
+        """The endpoint an SDK reply object comes from, by its class's module (None: not one
+        of this provider's replies)."""
+        ...
+
     def refuse_unpriced(self, call: Call) -> None:
         """Raise for a call that asks for what no price table prices (OpenAI's audio)."""
+        ...
+
+    def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
+        """An error body in the provider's shape, which its SDK parses into its own error
+        (the gateway answers in it); ``code`` is spendguard's reason."""
         ...
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:

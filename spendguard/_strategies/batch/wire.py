@@ -8,10 +8,12 @@ persisting, polling, falling back — is provider-blind.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
 from spendguard._costing.usage import Usage
 
@@ -111,11 +113,11 @@ class BatchAPI(Protocol):
 
 
 def api_for(provider: Provider) -> BatchAPI:
-    """The adapter of one provider (imports its SDK)."""
-    if provider is Provider.OPENAI:
-        from spendguard._strategies.batch.openai_wire import OpenAIBatches  # noqa: PLC0415
-
-        return OpenAIBatches()
-    from spendguard._strategies.batch.anthropic_wire import AnthropicBatches  # noqa: PLC0415
-
-    return AnthropicBatches()
+    """The batch wire of one provider (imports its SDK): the ``BATCH_API`` class of its
+    module here, named ``<provider>_wire``."""
+    name = f"{__package__}.{Provider(provider).value}_wire"
+    if importlib.util.find_spec(name) is None:
+        raise ConfigError(f"provider: spendguard has no batch wire for {provider.value!r}; "
+                          f"batch() takes an openai or anthropic client")
+    api: BatchAPI = importlib.import_module(name).BATCH_API()
+    return api

@@ -10,15 +10,14 @@ is not public: ``_costing/tokens/anthropic.py``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import Route
 from spendguard._costing.providers.anthropic import paths, requests, routing
+from spendguard._costing.providers.anthropic.errors import error_body
 from spendguard._costing.providers.anthropic.usage import (
     MessageStreamReader,
     stream_reader,
@@ -30,6 +29,9 @@ from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Profile, foreign_profile, profile_for
 from spendguard._costing.tokens.requests import Walkers, count_with
 from spendguard._costing.usage import Usage
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
 
 __all__ = ["ADAPTER", "AnthropicAdapter", "stream_reader", "usage_from_anthropic"]
 
@@ -59,9 +61,11 @@ class AnthropicAdapter:
     display_name = "Anthropic"
     billing_names = ("Anthropic", "Claude API")
     sdk_package = "anthropic"
+    base_url_env = "ANTHROPIC_BASE_URL"
     cache_ttls = ("5m", "1h")
     exact_input = False
     model_prefixes = ("claude",)
+    prompt_cache = "breakpoints"
 
     def endpoint(self, path: str) -> Endpoint | None:
         return paths.endpoint_of(path)
@@ -76,11 +80,17 @@ class AnthropicAdapter:
     def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
         return Endpoint.MESSAGES
 
+    def reply_endpoint(self, module: str) -> Endpoint | None:
+        return Endpoint.MESSAGES if module.startswith("anthropic.") else None
+
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return requests.build_call(endpoint, body)
 
     def refuse_unpriced(self, call: Call) -> None:
         return None
+
+    def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
+        return error_body(status, message, code=code)
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return requests.end_user(body)

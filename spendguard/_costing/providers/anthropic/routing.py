@@ -4,15 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
-
-import httpx2
 
 from spendguard._core.errors import UnknownModelError
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import Route
 from spendguard._costing.providers.anthropic.paths import BEDROCK_INVOKE, VERTEX_PREDICT
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
 
 __all__ = ["route"]
 

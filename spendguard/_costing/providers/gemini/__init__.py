@@ -10,20 +10,22 @@ bundles them for the choke point; the client side (attaching the guard to a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import Route
+from spendguard._costing.providers.gemini.errors import error_body
 from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
 from spendguard._costing.providers.gemini.requests import build_call, count_input
 from spendguard._costing.providers.gemini.routing import route
 from spendguard._costing.providers.gemini.usage import GeminiStreamReader, usage_from_gemini
 from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.usage import Usage
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
 
 __all__ = ["ADAPTER", "GeminiAdapter", "stream_reader", "usage_from_gemini"]
 
@@ -41,9 +43,11 @@ class GeminiAdapter:
     display_name = "Gemini"
     billing_names = ("Google", "Gemini API")
     sdk_package = "google.genai"
+    base_url_env = "GOOGLE_GEMINI_BASE_URL"
     cache_ttls = ()  # an explicit cache bills storage by the hour instead
     exact_input = False
     model_prefixes = ()
+    prompt_cache = ""  # an explicit cache is its own endpoint
 
     def endpoint(self, path: str) -> Endpoint | None:
         return endpoint_of(path)
@@ -59,11 +63,17 @@ class GeminiAdapter:
     def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
         return Endpoint.EMBED if embedding else Endpoint.GENERATE
 
+    def reply_endpoint(self, module: str) -> Endpoint | None:
+        return None  # the strategies that read replies take OpenAI's and Anthropic's
+
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return build_call(endpoint, body)
 
     def refuse_unpriced(self, call: Call) -> None:
         return None
+
+    def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
+        return error_body(status, message, code=code)
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return None  # the API has no end-user field

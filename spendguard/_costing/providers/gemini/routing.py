@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from spendguard._core.errors import UnknownModelError
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import Route
 from spendguard._costing.providers.gemini.paths import model_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
 
 __all__ = ["route"]
 

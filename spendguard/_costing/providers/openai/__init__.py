@@ -9,15 +9,14 @@ them; the input count is exact, with OpenAI's own tokenizers (``_costing/tokens`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import Route
 from spendguard._costing.providers.openai import paths, requests, routing
+from spendguard._costing.providers.openai.errors import error_body
 from spendguard._costing.providers.openai.usage import (
     ChatStreamReader,
     ResponsesStreamReader,
@@ -29,6 +28,9 @@ from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.tokens.openai import count_embeddings, count_responses
 from spendguard._costing.tokens.requests import Walkers, count_with
 from spendguard._costing.usage import Usage
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
 
 __all__ = ["ADAPTER", "OpenAIAdapter", "stream_reader", "unpriced_audio", "usage_from_openai"]
 
@@ -50,9 +52,11 @@ class OpenAIAdapter:
     display_name = "OpenAI"
     billing_names = ("OpenAI", "OpenAI API")
     sdk_package = "openai"
+    base_url_env = "OPENAI_BASE_URL"
     cache_ttls = ("30m", "12h")
     exact_input = True
     model_prefixes = ()
+    prompt_cache = "prefix"
 
     def endpoint(self, path: str) -> Endpoint | None:
         return paths.endpoint_of(path)
@@ -71,11 +75,21 @@ class OpenAIAdapter:
             return Endpoint.RESPONSES
         return Endpoint.CHAT
 
+    def reply_endpoint(self, module: str) -> Endpoint | None:
+        if module.startswith("openai.types.responses"):
+            return Endpoint.RESPONSES
+        if module.startswith("openai.types.chat"):
+            return Endpoint.CHAT
+        return None
+
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return requests.build_call(endpoint, body)
 
     def refuse_unpriced(self, call: Call) -> None:
         requests.refuse_unpriced(call)
+
+    def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
+        return error_body(status, message, code=code)
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return requests.end_user(body)

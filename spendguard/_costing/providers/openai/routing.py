@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
-
-import httpx2
 
 from spendguard._core.errors import UnknownModelError
 from spendguard._costing.prices import PriceTable
@@ -19,6 +17,9 @@ from spendguard._costing.providers.openai.platforms import (
     AZURE_PRICE_AFTER,
     GEMINI_OPENAI_PATH,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
 
 __all__ = ["route"]
 
