@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
@@ -18,7 +18,7 @@ from spendguard._costing.providers.adapter import PROVIDERS, adapter_for
 from spendguard._costing.tokens.anthropic import count_messages
 from spendguard._costing.tokens.content import json_text, unknown
 from spendguard._costing.tokens.count import Tally, TokenCount
-from spendguard._costing.tokens.models import Profile, foreign_profile, profile_for
+from spendguard._costing.tokens.models import Family, Profile, foreign_profile, profile_for
 from spendguard._costing.tokens.openai import count_chat, count_embeddings, count_responses
 
 __all__ = ["Walkers", "count_request_tokens", "count_with"]
@@ -49,7 +49,7 @@ def count_request_tokens(provider: str, endpoint: Endpoint | str,
     return adapter_for(lowered).count_input(endpoint, body)
 
 
-def count_with(family: Literal["openai", "anthropic"], walkers: Walkers,
+def count_with(family: Family, walkers: Walkers,
                endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
     """Input tokens of a body by a tokenizer ``family``'s rules (a model with no known
     tokenizer is bounded as that family's), walking it with the ``walkers`` of its endpoint."""
