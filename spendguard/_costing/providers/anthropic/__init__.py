@@ -9,7 +9,8 @@ is not public: ``_costing/tokens/anthropic.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call
@@ -23,34 +24,23 @@ from spendguard._costing.providers.anthropic.usage import (
     stream_reader,
     usage_from_anthropic,
 )
-from spendguard._costing.tokens.anthropic import count_messages
-from spendguard._costing.tokens.content import unknown
-from spendguard._costing.tokens.count import Tally, TokenCount
-from spendguard._costing.tokens.models import Profile, foreign_profile, profile_for
-from spendguard._costing.tokens.requests import Walkers, count_with
 from spendguard._costing.usage import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
 
+    from spendguard._costing.tokens.count import TokenCount
+
 __all__ = ["ADAPTER", "AnthropicAdapter", "stream_reader", "usage_from_anthropic"]
 
 
-def _message_batch(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
-    """``POST /v1/messages/batches``: the sum over its requests, each with its own model."""
-    for request in body.get("requests") or []:
-        params = request.get("params") if isinstance(request, Mapping) else None
-        if not isinstance(params, Mapping):
-            unknown(profile, tally, request)
-            continue
-        model = params.get("model")
-        own = profile_for(model) if isinstance(model, str) else None
-        count_messages(own or foreign_profile("", "anthropic"), params, tally)
+@functools.cache
+def _counter() -> Callable[[Endpoint | str, Mapping[str, Any]], TokenCount]:
+    """The input counter, imported on first count: reports and price files read the adapter's
+    names without loading the tokenizers."""
+    from spendguard._costing.providers.anthropic.counting import count_input  # noqa: PLC0415
 
-
-# Paths that are no priced endpoint but whose input is counted all the same.
-_WALKERS = Walkers((("/messages/count_tokens", count_messages),
-                    ("/messages/batches", _message_batch)), paths.endpoint_of)
+    return count_input
 
 
 class AnthropicAdapter:
@@ -96,7 +86,7 @@ class AnthropicAdapter:
         return requests.end_user(body)
 
     def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
-        return count_with("anthropic", _WALKERS, endpoint, body)
+        return _counter()(endpoint, body)
 
     def read_usage(self, payload: object, *, endpoint: str | None = None) -> Usage:
         return usage_from_anthropic(payload, endpoint=endpoint)

@@ -8,7 +8,8 @@ them; the input count is exact, with OpenAI's own tokenizers (``_costing/tokens`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call
@@ -24,24 +25,23 @@ from spendguard._costing.providers.openai.usage import (
     unpriced_audio,
     usage_from_openai,
 )
-from spendguard._costing.tokens.count import TokenCount
-from spendguard._costing.tokens.openai import count_embeddings, count_responses
-from spendguard._costing.tokens.requests import Walkers, count_with
 from spendguard._costing.usage import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
 
+    from spendguard._costing.tokens.count import TokenCount
+
 __all__ = ["ADAPTER", "OpenAIAdapter", "stream_reader", "unpriced_audio", "usage_from_openai"]
 
 
-def _completions(profile: Any, body: Mapping[str, Any], tally: Any) -> None:
-    count_embeddings(profile, body, tally, field="prompt")
+@functools.cache
+def _counter() -> Callable[[Endpoint | str, Mapping[str, Any]], TokenCount]:
+    """The input counter, imported on first count: reports and price files read the adapter's
+    names without loading the tokenizers."""
+    from spendguard._costing.providers.openai.counting import count_input  # noqa: PLC0415
 
-
-# Paths that are no priced endpoint but whose input is counted all the same.
-_WALKERS = Walkers((("/responses/input_tokens", count_responses),
-                    ("/completions", _completions)), paths.endpoint_of)
+    return count_input
 
 
 class OpenAIAdapter:
@@ -95,7 +95,7 @@ class OpenAIAdapter:
         return requests.end_user(body)
 
     def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
-        return count_with("openai", _WALKERS, endpoint, body)
+        return _counter()(endpoint, body)
 
     def read_usage(self, payload: object, *, endpoint: str | None = None) -> Usage:
         return usage_from_openai(payload, endpoint=endpoint)
