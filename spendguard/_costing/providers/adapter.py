@@ -170,7 +170,6 @@ PROVIDERS: tuple[str, ...] = tuple(member.value for member in Provider)
 """Every provider's name, in the order of :class:`Provider` (each has an adapter package)."""
 
 
-
 @functools.cache  # read for every guarded call: the import machinery once per provider
 def adapter_for(provider: str) -> ProviderAdapter:
     """The adapter of a provider (its package's ``ADAPTER``), imported on first use."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import Route
+from spendguard._costing.providers.adapter import ProviderAdapter, Route
 from spendguard._costing.providers.anthropic import paths, requests, routing
 from spendguard._costing.providers.anthropic.errors import error_body
 from spendguard._costing.providers.anthropic.usage import (
@@ -52,9 +52,9 @@ class AnthropicAdapter:
     billing_names = ("Anthropic", "Claude API")
     sdk_package = "anthropic"
     base_url_env = "ANTHROPIC_BASE_URL"
-    cache_ttls = ("5m", "1h")
+    cache_ttls: tuple[str, ...] = ("5m", "1h")
     exact_input = False
-    model_prefixes = ("claude",)
+    model_prefixes: tuple[str, ...] = ("claude",)
     prompt_cache = "breakpoints"
 
     def endpoint(self, path: str) -> Endpoint | None:
@@ -95,4 +95,4 @@ class AnthropicAdapter:
         return stream_reader(endpoint)
 
 
-ADAPTER = AnthropicAdapter()
+ADAPTER: ProviderAdapter = AnthropicAdapter()  # typed: the interface is checked here

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import Route
+from spendguard._costing.providers.adapter import ProviderAdapter, Route
 from spendguard._costing.providers.gemini.errors import error_body
 from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
 from spendguard._costing.providers.gemini.requests import build_call, count_input
@@ -44,9 +44,9 @@ class GeminiAdapter:
     billing_names = ("Google", "Gemini API")
     sdk_package = "google.genai"
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
-    cache_ttls = ()  # an explicit cache bills storage by the hour instead
+    cache_ttls: tuple[str, ...] = ()  # an explicit cache bills storage by the hour instead
     exact_input = False
-    model_prefixes = ()
+    model_prefixes: tuple[str, ...] = ()
     prompt_cache = ""  # an explicit cache is its own endpoint
 
     def endpoint(self, path: str) -> Endpoint | None:
@@ -88,4 +88,4 @@ class GeminiAdapter:
         return stream_reader(endpoint)
 
 
-ADAPTER = GeminiAdapter()
+ADAPTER: ProviderAdapter = GeminiAdapter()  # typed: the interface is checked here

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import Route
+from spendguard._costing.providers.adapter import ProviderAdapter, Route
 from spendguard._costing.providers.openai import paths, requests, routing
 from spendguard._costing.providers.openai.errors import error_body
 from spendguard._costing.providers.openai.usage import (
@@ -53,9 +53,9 @@ class OpenAIAdapter:
     billing_names = ("OpenAI", "OpenAI API")
     sdk_package = "openai"
     base_url_env = "OPENAI_BASE_URL"
-    cache_ttls = ("30m", "12h")
+    cache_ttls: tuple[str, ...] = ("30m", "12h")
     exact_input = True
-    model_prefixes = ()
+    model_prefixes: tuple[str, ...] = ()
     prompt_cache = "prefix"
 
     def endpoint(self, path: str) -> Endpoint | None:
@@ -104,4 +104,4 @@ class OpenAIAdapter:
         return stream_reader(endpoint)
 
 
-ADAPTER = OpenAIAdapter()
+ADAPTER: ProviderAdapter = OpenAIAdapter()  # typed: the interface is checked here
