@@ -32,6 +32,7 @@ from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.ledger.filters import TAG_KEY
 from spendguard._core.errors import BudgetConfigError, BudgetExceeded
 from spendguard._core.money import MAX_LIMIT_USD
+from spendguard._costing.providers.adapter import adapter_for
 
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget
@@ -137,13 +138,9 @@ class BudgetTemplate:
 
 
 def end_user_of(provider: str, body: Mapping[str, Any]) -> str | None:
-    """The end user a request names, if any: the field each provider documents for it."""
-    if provider == "anthropic":
-        metadata = body.get("metadata")
-        value = metadata.get("user_id") if isinstance(metadata, Mapping) else None
-    else:
-        value = body.get("safety_identifier") or body.get("user")
-    return value if isinstance(value, str) and value else None
+    """The end user a request names, if any: the field its provider's adapter documents for
+    it (none for a provider whose API has no such field)."""
+    return adapter_for(provider).end_user(body)
 
 
 def with_templates(budgets: tuple[Budget, ...], call: CallInfo,

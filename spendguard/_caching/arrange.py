@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spendguard._caching.inline import split_text
+from spendguard._caching.kind import marks_breakpoints
 from spendguard._caching.layout import identity
 from spendguard._caching.volatile import (
     END_OF_LAST_MESSAGE,
@@ -314,10 +315,11 @@ def arrange(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
         return Arranged(out, ())
     if isinstance(body.get("tools"), list) and body["tools"]:
         out["tools"] = _tools(list(body["tools"]), found, shared)
-    turns = "input" if provider == "openai" and endpoint is Endpoint.RESPONSES else "messages"
+    turns = "input" if endpoint is Endpoint.RESPONSES and endpoint.provider == provider \
+        else "messages"
     system = _System(move_volatile, to_last_message and _has_user(body.get(turns)), shared,
                      found)
-    if provider == "anthropic":
+    if marks_breakpoints(provider):
         value = body.get("system")
         if isinstance(value, str) and value:
             out["system"] = system.text(value, "system", as_blocks=True)

@@ -1,9 +1,10 @@
 """Which provider and endpoint a bare request body is for.
 
 A body alone does not say where it goes. The model decides the provider (its price entry names
-it; ``claude-*`` ids are Anthropic's when the model is not priced; a body with ``contents`` is
-Gemini's), and the body's shape the OpenAI endpoint: ``messages`` for Chat Completions,
-``input`` for Responses, or Embeddings for an embedding model.
+it; an unpriced model by the adapter whose ``model_prefixes`` it starts with, ``claude-*`` ids
+Anthropic's, else the first provider's API, OpenAI's, which compatible hosts speak too), and
+the provider's adapter reads the endpoint from the body's shape: for OpenAI ``messages`` for
+Chat Completions, ``input`` for Responses, or Embeddings for an embedding model.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 from spendguard._core.errors import ConfigError, UnknownModelError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
+from spendguard._costing.providers.adapter import adapter_for, adapters
 
-__all__ = ["model_price_or_none", "request_kind"]
+__all__ = ["caches_implicitly", "marks_breakpoints", "model_price_or_none", "request_kind"]
 
 _PRICED = tuple(member for member in Endpoint if member is not Endpoint.FREE)
 
@@ -40,32 +42,36 @@ def request_kind(body: Mapping[str, Any], *, provider: str | None = None,
     model = body.get("model")
     price = model_price_or_none(model, table)
     if provider is None:
-        if price is not None:
-            provider = price.provider
-        elif isinstance(model, str) and model.startswith("claude"):
-            provider = "anthropic"
-        elif "contents" in body:
-            provider = "gemini"
-        else:
-            provider = "openai"
-    if provider not in ("openai", "anthropic", "gemini"):
-        raise ConfigError(f"provider: expected 'openai', 'anthropic' or 'gemini', got "
+        provider = price.provider if price is not None else _guess(model)
+    shaped = [adapter.name for adapter in adapters() if adapter.prompt_cache]
+    if provider not in shaped:
+        raise ConfigError(f"provider: expected {' or '.join(map(repr, shaped))}, got "
                           f"{provider!r}")
     if endpoint is None:
-        return provider, _endpoint_of(provider, body, price)
+        embedding = price is not None and price.mode == "embedding"
+        return provider, adapter_for(provider).body_endpoint(body, embedding=embedding)
     if endpoint not in _PRICED:
         raise ConfigError(f"endpoint: expected one of {', '.join(_PRICED)}, got {endpoint!r}")
     return provider, Endpoint(endpoint)
 
 
-def _endpoint_of(provider: str, body: Mapping[str, Any], price: ModelPrice | None) -> Endpoint:
-    if provider == "anthropic":
-        return Endpoint.MESSAGES
-    if provider == "gemini":
-        return Endpoint.EMBED if price is not None and price.mode == "embedding" \
-            else Endpoint.GENERATE
-    if price is not None and price.mode == "embedding":
-        return Endpoint.EMBEDDINGS
-    if "input" in body and "messages" not in body:
-        return Endpoint.RESPONSES
-    return Endpoint.CHAT
+def _guess(model: Any) -> str:
+    """The provider of an unpriced model: the adapter that claims its prefix, else the first."""
+    found = adapters()
+    if isinstance(model, str):
+        for adapter in found:
+            if adapter.model_prefixes and model.startswith(adapter.model_prefixes):
+                return adapter.name
+    return found[0].name
+
+
+def marks_breakpoints(provider: str) -> bool:
+    """Whether a provider caches at the markers a request places (``cache_control``), rather
+    than by the longest prefix it has seen."""
+    return adapter_for(provider).prompt_cache == "breakpoints"
+
+
+def caches_implicitly(provider: str) -> bool:
+    """Whether a provider caches a request's common prefix by itself, taking neither markers
+    nor a cache key, so only the order of its body's parts can help."""
+    return adapter_for(provider).prompt_cache == "implicit"

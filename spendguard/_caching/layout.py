@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from spendguard._caching.kind import caches_implicitly, marks_breakpoints
 from spendguard._costing.endpoints import Endpoint
 
 __all__ = ["Slot", "describe", "identity", "prefix_body", "remembered_identities", "slots"]
@@ -113,9 +114,9 @@ def slots(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> list[Sl
     if endpoint is Endpoint.EMBEDDINGS:
         return []
     found = [Slot(("tools", i), _strip(tool)) for i, tool in enumerate(body.get("tools") or [])]
-    if provider == "gemini":
+    if caches_implicitly(provider):
         return found + _gemini_slots(body)
-    if provider == "anthropic":
+    if marks_breakpoints(provider):
         system = body.get("system")
         if isinstance(system, str) and system:
             found.append(Slot(("system", None), {"type": "text", "text": system}))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spendguard._caching.arrange import is_shared, is_stable_block, shared_text
+from spendguard._caching.kind import marks_breakpoints
 from spendguard._caching.layout import Path, Slot, describe, identity, slots
 from spendguard._caching.policy import choose_ttl, min_cacheable_tokens, pays_back
 from spendguard._caching.volatile import has_volatile
@@ -203,7 +204,7 @@ def mark(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
     notes: list[str] = []
     found = list(slots(provider, endpoint, out) if found is None else found)
     head, documents, blocked = stable_ends(provider, endpoint, out, shared, found=found)
-    if provider == "anthropic":  # before anything else: an over-marked request is rejected
+    if marks_breakpoints(provider):  # before anything else: an over-marked request is rejected
         cap_markers(out, found, prefix_tokens, documents if documents is not None else head,
                     notes)
     ttl = choose_ttl(provider, endpoint, reuse_gap_s)
@@ -221,7 +222,7 @@ def mark(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
                      "message; or leave it out)")
     minimum = min_cacheable_tokens(model_price)
     chosen = _candidates((head, documents), found, prefix_tokens, minimum, notes)
-    if provider == "anthropic":
+    if marks_breakpoints(provider):
         return _anthropic(out, found, chosen, ttl, notes)
     return _openai(out, found, chosen, ttl, model_price, cache_key, notes)
 
@@ -270,7 +271,7 @@ def limit_markers(provider: str, endpoint: Endpoint, body: Mapping[str, Any],
     ordering without adding breakpoints (``breakpoints=False``)."""
     out = dict(body)
     notes: list[str] = []
-    if provider == "anthropic":
+    if marks_breakpoints(provider):
         found = slots(provider, endpoint, out)
         head, documents, _ = stable_ends(provider, endpoint, out, shared, found=found)
         cap_markers(out, found, prefix_tokens, documents if documents is not None else head,

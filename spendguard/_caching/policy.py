@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from spendguard._caching.kind import marks_breakpoints
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
+from spendguard._costing.providers.adapter import adapter_for
 
 __all__ = ["DEFAULT_MIN_CACHEABLE_TOKENS", "TTL_SECONDS", "choose_ttl", "min_cacheable_tokens",
            "pays_back"]
@@ -30,13 +32,10 @@ def choose_ttl(provider: str, endpoint: Endpoint, reuse_gap_s: float | None) -> 
 
     An unknown gap gets the provider's default TTL.
     """
-    choices: tuple[str, ...]
-    if provider == "anthropic":
-        choices = ("5m", "1h")
-    elif endpoint is Endpoint.RESPONSES:
-        choices = ("30m", "12h")
-    else:
-        choices = ("30m",)
+    # Every TTL the provider bills, but Chat Completions writes only OpenAI's default one.
+    choices = adapter_for(provider).cache_ttls
+    if not marks_breakpoints(provider) and endpoint is not Endpoint.RESPONSES:
+        choices = choices[:1]
     if reuse_gap_s is None:
         return choices[0]
     for ttl in choices:

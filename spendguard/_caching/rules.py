@@ -1,4 +1,4 @@
-"""Each provider's prompt-cache rules, looked up by provider name.
+"""Each provider's prompt-cache rules, looked up by the cache style its adapter declares.
 
 What :class:`~spendguard._caching.order.CacheOrder` does per provider lives here as data, so
 the ordering itself has no provider branches: how a body is arranged (stable content first),
@@ -18,8 +18,9 @@ from spendguard._caching.gemini import arrange_gemini, prefix_notes
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
+from spendguard._costing.providers.adapter import adapter_for, adapters
 
-__all__ = ["PROVIDERS", "CacheRules", "rules_for"]
+__all__ = ["CacheRules", "rules_for"]
 
 
 class Arrange(Protocol):
@@ -43,18 +44,21 @@ class CacheRules:
 
 
 _RULES = {
-    "openai": CacheRules(arrange, markers=True),
-    "anthropic": CacheRules(arrange, markers=True),
-    "gemini": CacheRules(arrange_gemini, markers=False,
-                         implicit_notes=prefix_notes),
+    "breakpoints": CacheRules(arrange, markers=True),  # cache_control markers
+    "prefix": CacheRules(arrange, markers=True),  # a cache key and breakpoints
+    "implicit": CacheRules(arrange_gemini, markers=False, implicit_notes=prefix_notes),
 }
-PROVIDERS = tuple(_RULES)
+"""The rules per ``ProviderAdapter.prompt_cache`` style."""
+
+
+def _providers() -> tuple[str, ...]:
+    return tuple(adapter.name for adapter in adapters() if adapter.prompt_cache in _RULES)
 
 
 def rules_for(provider: str) -> CacheRules:
     """The cache rules of ``provider``; a clear error for one without any."""
-    rules = _RULES.get(provider)
-    if rules is None:
-        raise ConfigError(f"provider: expected one of {', '.join(repr(p) for p in PROVIDERS)}, "
+    known = _providers()
+    if provider not in known:
+        raise ConfigError(f"provider: expected one of {', '.join(map(repr, known))}, "
                           f"got {provider!r}")
-    return rules
+    return _RULES[adapter_for(provider).prompt_cache]

@@ -9,14 +9,16 @@ default so unpriced spend never slips through).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spendguard._core.errors import ConfigError, UnsupportedEndpointError
 from spendguard._core.jsontext import loads
 from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.providers.adapter import adapter_for
 
-__all__ = ["Call", "Endpoint", "Provider", "classify", "parse_body"]
+__all__ = ["Call", "Endpoint", "Provider", "body_model", "build_call", "classify", "int_field",
+           "parse_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,8 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def _int_field(body: dict[str, Any], name: str) -> int | None:
+def int_field(body: dict[str, Any], name: str) -> int | None:
+    """A body field that must be a whole number >= 0 when given (an output cap, ``n``)."""
     value = body.get(name)
     if value is None or (value.__class__ is int and value >= 0):  # no isinstance calls
         return value
@@ -107,60 +110,16 @@ def _int_field(body: dict[str, Any], name: str) -> int | None:
     return value
 
 
-def _anthropic_cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
-    ttls: set[str] = set()
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            control = node.get("cache_control")
-            if isinstance(control, dict):
-                ttls.add(str(control.get("ttl") or "5m"))
-            for value in node.values():
-                if isinstance(value, (dict, list)):
-                    visit(value)
-        elif isinstance(node, list):
-            for item in node:
-                visit(item)
-
-    visit(body)
-    return tuple(sorted(ttls))
-
-
-def _openai_cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
-    options = body.get("prompt_cache_options")
-    if isinstance(options, dict):
-        return (str(options.get("ttl") or "30m"),)
-    return ("30m",)  # automatic caching may write the default TTL
-
-
-def build_call(provider: Provider, endpoint: Endpoint, body: dict[str, Any]) -> Call:
-    """Read a priced request body into a :class:`Call`."""
-    if provider is Provider.GEMINI:  # the adapter reads its own bodies
-        from spendguard._costing.providers.gemini.requests import (  # noqa: PLC0415
-            build_call as gemini_call,
-        )
-
-        return gemini_call(endpoint, body)
+def body_model(endpoint: Endpoint, body: dict[str, Any]) -> str:
+    """The body's ``model``: every priced body names one once routed."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise ConfigError(f"{endpoint.value} request has no 'model'; spendguard cannot price it")
-    stream = bool(body.get("stream"))
-    if endpoint is Endpoint.CHAT:
-        cap = _int_field(body, "max_completion_tokens")
-        if cap is None:
-            cap = _int_field(body, "max_tokens")
-        choices = _int_field(body, "n") or 1
-        return Call(provider, endpoint, model, body, cap, choices, stream,
-                    service_tier=body.get("service_tier"),
-                    cache_ttls=_openai_cache_ttls(body))
-    if endpoint is Endpoint.RESPONSES:
-        return Call(provider, endpoint, model, body, _int_field(body, "max_output_tokens"), 1,
-                    stream, service_tier=body.get("service_tier"),
-                    cache_ttls=_openai_cache_ttls(body))
-    if endpoint is Endpoint.EMBEDDINGS:
-        return Call(provider, endpoint, model, body, 0, 1, False)
-    cap = _int_field(body, "max_tokens")
-    return Call(provider, endpoint, model, body, cap, 1, stream,
-                service_tier=None, speed=body.get("speed"),
-                inference_geo=body.get("inference_geo"),
-                cache_ttls=_anthropic_cache_ttls(body))
+    return model
+
+
+def build_call(provider: Provider, endpoint: Endpoint, body: dict[str, Any]) -> Call:
+    """Read a priced request body into a :class:`Call` (the provider's adapter reads it)."""
+    # The endpoint's API says how its body reads; the call keeps the provider it was sent to.
+    call = adapter_for(endpoint.provider or provider).build_call(endpoint, body)
+    return call if call.provider == provider else replace(call, provider=Provider(provider))

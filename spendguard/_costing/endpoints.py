@@ -1,22 +1,21 @@
 """The endpoints spendguard prices, named once: provider, API path, SDK method, batchability.
 
 Every layer speaks of an endpoint by its :class:`Endpoint` member. A URL path becomes a member
-once (:meth:`Endpoint.from_path`, which also knows the platform forms: Azure deployments and
-proxies put a prefix before the API path, Bedrock and Vertex put Claude's model in the path),
-and the member, not a path rebuilt from it, travels on. Paths and method names are the
-providers' public API references (platform.openai.com/docs/api-reference,
-docs.anthropic.com/en/api/messages, the Bedrock InvokeModel and Vertex rawPredict pages).
+once (:meth:`Endpoint.from_path`, which asks the provider's adapter: it knows its platform
+forms, Azure deployments and proxies before the API path, Bedrock and Vertex with Claude's
+model in the path), and the member, not a path rebuilt from it, travels on. Paths and method
+names are the providers' public API references (platform.openai.com/docs/api-reference,
+docs.anthropic.com/en/api/messages, ai.google.dev/api).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import reduce
 from typing import Any
 
-__all__ = ["BEDROCK_INVOKE", "VERTEX_PREDICT", "Endpoint", "Provider"]
+__all__ = ["Endpoint", "Provider"]
 
 
 class Provider(StrEnum):
@@ -25,25 +24,6 @@ class Provider(StrEnum):
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
     GEMINI = "gemini"
-
-
-BEDROCK_INVOKE = re.compile(r"/model/(?P<id>[^/]+)/(?P<kind>invoke|invoke-with-response-stream)$")
-"""Claude on Bedrock: the Messages API with the model id in the path."""
-VERTEX_PREDICT = re.compile(r"(?:/projects/[^/]+/locations/(?P<region>[^/]+))?"
-                            r"/publishers/anthropic/models/(?P<model>(?!count-tokens:)[^/:]+)"
-                            r":(?P<kind>rawPredict|streamRawPredict)$")
-"""Claude on Vertex AI: the Messages API with the model (and region) in the path."""
-
-# POST paths that cannot spend, by the end of the path: uploads, token counts, cancels,
-# moderation.
-_FREE_SUFFIXES = {
-    Provider.OPENAI: ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads"),
-    Provider.ANTHROPIC: ("/count_tokens", "/cancel", "/files", "/count-tokens:rawPredict"),
-}
-# And OpenAI's that generate nothing though their ends say less: upload parts, conversations
-# and their items, the metadata of stored chat completions.
-_OPENAI_FREE_PATHS = re.compile(r"/uploads/|/conversations(/[^/]+(/items)?)?$"
-                                r"|/chat/completions/[^/]+$")
 
 
 class Endpoint(StrEnum):
@@ -106,20 +86,11 @@ class Endpoint(StrEnum):
     @classmethod
     def from_path(cls, provider: Provider | str, path: str) -> Endpoint | None:
         """The endpoint a POST to ``path`` reaches: a priced one, FREE for one that cannot
-        spend, None for one spendguard does not know."""
-        if provider == Provider.GEMINI:  # the adapter knows its own paths
-            from spendguard._costing.providers.gemini.paths import endpoint_of  # noqa: PLC0415
+        spend, None for one spendguard does not know (the provider's adapter reads its
+        paths)."""
+        from spendguard._costing.providers.adapter import adapter_for  # noqa: PLC0415 - above this
 
-            return endpoint_of(path)
-        suffix = path.split("?", 1)[0].rstrip("/")
-        for member in cls.of(provider):
-            facts = _FACTS[member]
-            if suffix.endswith(facts.tails) or any(p.search(suffix) for p in facts.platforms):
-                return member
-        if suffix.endswith(_FREE_SUFFIXES[Provider(provider)]) or (
-                provider == Provider.OPENAI and _OPENAI_FREE_PATHS.search(suffix)):
-            return cls.FREE
-        return None
+        return adapter_for(provider).endpoint(path)
 
     @classmethod
     def from_batch_url(cls, url: object) -> Endpoint | None:
@@ -144,24 +115,17 @@ class _Facts:
     path: str | None
     sdk_method: tuple[str, ...]
     batchable: bool
-    tails: tuple[str, ...] = ()
-    """Path endings that name the endpoint behind any prefix (Azure, proxies, a base URL)."""
-    platforms: tuple[re.Pattern[str], ...] = ()
-    """Platform paths that reach it with the model in the path."""
     batch_path: str | None = None
     """What a batch job records as its endpoint, where ``path`` is None."""
 
 
 _FACTS = {
     Endpoint.CHAT: _Facts(Provider.OPENAI, "/v1/chat/completions",
-                          ("chat", "completions", "create"), True, ("/chat/completions",)),
-    # Compaction is a billed model call of the Responses API.
-    Endpoint.RESPONSES: _Facts(Provider.OPENAI, "/v1/responses", ("responses", "create"), True,
-                               ("/responses", "/responses/compact")),
+                          ("chat", "completions", "create"), True),
+    Endpoint.RESPONSES: _Facts(Provider.OPENAI, "/v1/responses", ("responses", "create"), True),
     Endpoint.EMBEDDINGS: _Facts(Provider.OPENAI, "/v1/embeddings", ("embeddings", "create"),
-                                True, ("/embeddings",)),
-    Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"), True,
-                              ("/messages",), (BEDROCK_INVOKE, VERTEX_PREDICT)),
+                                True),
+    Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"), True),
     # Gemini Batch Mode runs generateContent requests (ai.google.dev/gemini-api/docs/batch-mode).
     Endpoint.GENERATE: _Facts(Provider.GEMINI, None, ("models", "generate_content"), True,
                               batch_path="/v1beta/models/{model}:generateContent"),

@@ -8,18 +8,15 @@ budget reserves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
 from spendguard._costing.cost import total_usd, worst_case_usd
-from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
-from spendguard._costing.providers.openai import unpriced_audio
+from spendguard._costing.providers.adapter import adapter_for
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 from spendguard._costing.usage import Usage
 
@@ -91,46 +88,6 @@ def worst_cost_usd(call: Call, input_tokens: int, output_tokens: int,
                           inference_geo=call.inference_geo)
 
 
-def _asks_for_audio(body: Mapping[str, Any]) -> str | None:
-    """Where a request asks for audio tokens (output, or an input part), if it does."""
-    modalities = body.get("modalities")
-    if body.get("audio") is not None or (isinstance(modalities, list) and "audio" in modalities):
-        return "audio output (modalities / audio)"
-    # Every request pays this scan, once per message: a plain loop, and the exact-dict test
-    # before the Mapping one (a parsed JSON body's objects are dicts; the ABC check is dearer).
-    for key in ("messages", "input"):
-        items = body.get(key)
-        if not isinstance(items, list):
-            continue
-        for item in items:
-            if type(item) is not dict and not isinstance(item, Mapping):
-                continue
-            content = item.get("content")
-            if item.get("type") == "input_audio" or (isinstance(content, list) and any(
-                    (type(part) is dict or isinstance(part, Mapping))
-                    and part.get("type") == "input_audio" for part in content)):
-                return f"audio input (an input_audio part in {key})"
-    return None
-
-
-def _refuse_audio(call: Call, raw: bytes | None) -> None:
-    """No table prices audio tokens: a request for them is refused, never priced as text.
-
-    ``raw``: the JSON the call's body was parsed from, when it was. UTF-8 bytes (no NUL: JSON
-    in UTF-16 or UTF-32 has one in every ASCII character) that hold neither ``audio`` nor a
-    ``\\u00`` escape (the only other way JSON spells an ASCII letter) cannot ask for audio,
-    and C substring scans tell so without walking the messages.
-    """
-    if call.provider is not Provider.OPENAI or call.endpoint is Endpoint.EMBEDDINGS:
-        return
-    if raw is not None and b"audio" not in raw and b"\\u00" not in raw \
-            and b"\x00" not in raw:
-        return
-    asked = _asks_for_audio(call.body)
-    if asked is not None:
-        raise unpriced_audio(f"{call.model}: the request asks for {asked}")
-
-
 def estimate_call(call: Call, table: PriceTable | None = None, *,
                   at: datetime | None = None, raw: bytes | None = None) -> Estimate:
     """The worst case of one call, ready to reserve, at the rates in force at ``at`` (the
@@ -138,7 +95,7 @@ def estimate_call(call: Call, table: PriceTable | None = None, *,
     caller has them (a quicker test for a request that cannot ask for audio)."""
     table = table or default_table()
     model_price = table.get(call.model, at)
-    _refuse_audio(call, raw)
+    adapter_for(call.provider).refuse_unpriced(call, raw)
     # Platform and host entries count with their model's tokenizer (a bound when unknown).
     body = call.body if model_price.count_as is None else {**call.body,
                                                             "model": model_price.count_as}

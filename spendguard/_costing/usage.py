@@ -209,7 +209,7 @@ def usage_from(provider: str, payload: object, *, endpoint: str | None = None) -
     Raises :class:`~spendguard._core.errors.ProviderResponseError` naming the field when usage is
     missing or malformed.
     """
-    # Imported here: the provider modules build Usage records, so they import this module.
-    from spendguard._costing.providers import usage_reader  # noqa: PLC0415
+    # Imported here: the provider adapters build Usage records, so they import this module.
+    from spendguard._costing.providers.adapter import adapter_for  # noqa: PLC0415
 
-    return usage_reader(provider)(payload, endpoint=endpoint)
+    return adapter_for(provider).read_usage(payload, endpoint=endpoint)

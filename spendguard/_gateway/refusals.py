@@ -22,37 +22,17 @@ from spendguard._core.errors import (
     SpendguardError,
 )
 from spendguard._costing.calls import Provider
+from spendguard._costing.providers import adapter_for
 
 __all__ = ["REFUSAL_STATUS", "error_response", "refusal_response"]
 
 REFUSAL_STATUS = 402
 """The HTTP status of a budget refusal: not retried by the official SDKs."""
 
-_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                    402: "billing_error", 404: "not_found_error", 413: "request_too_large",
-                    502: "api_error", 503: "api_error", 504: "api_error"}
-# Google's canonical status names (google.rpc.Code) for the statuses the gateway answers with.
-_GOOGLE_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 402: "FAILED_PRECONDITION",
-                    404: "NOT_FOUND", 408: "DEADLINE_EXCEEDED", 413: "INVALID_ARGUMENT",
-                    502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-_OPENAI_TYPES = {400: "invalid_request_error", 401: "invalid_request_error",
-                 402: "insufficient_quota", 404: "invalid_request_error",
-                 413: "invalid_request_error", 502: "server_error", 503: "server_error",
-                 504: "server_error"}
-
-
 def error_response(provider: Provider, status: int, message: str, *, code: str,
                    retry: bool = False, extra: dict[str, Any] | None = None) -> Response:
     """An error the provider's own client parses: its body shape, this status and message."""
-    if provider is Provider.ANTHROPIC:
-        body: dict[str, Any] = {"type": "error", "error": {
-            "type": _ANTHROPIC_TYPES.get(status, "api_error"), "message": message}}
-    elif provider is Provider.GEMINI:  # Google's error shape: code, message, status
-        body = {"error": {"code": status, "message": message,
-                          "status": _GOOGLE_STATUSES.get(status, "INTERNAL")}}
-    else:
-        body = {"error": {"message": message, "type": _OPENAI_TYPES.get(status, "server_error"),
-                          "param": None, "code": code}}
+    body = adapter_for(provider).error_body(status, message, code=code)
     if extra:
         body["error"]["spendguard"] = extra
     headers = {"x-should-retry": "true" if retry else "false",

@@ -552,7 +552,8 @@ class Guard:
             estimated_input_tokens=int(estimate.input_tokens),
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
-            end_user=end_user_of(provider, call.body),  # for per-user budgets
+            # for per-user budgets: the body is read by the API it speaks, not who bills it
+            end_user=end_user_of(call.provider, call.body),
             facts=(call_facts(provider, self.options.platform, request.url, parsed, call, route)
                    if listening() else None),  # for telemetry, only while someone listens
         )

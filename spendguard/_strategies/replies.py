@@ -9,6 +9,7 @@ here, so that a change there is a change in one place.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -21,6 +22,7 @@ from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Endpoint, Provider, build_call
 from spendguard._costing.cost import cost
 from spendguard._costing.estimate import estimate_call
+from spendguard._costing.providers.adapter import adapter_for, adapters
 from spendguard._costing.providers.gemini.kwargs import plain, rest_body, sdk_kwargs
 from spendguard._costing.usage import Usage, usage_from
 
@@ -43,17 +45,6 @@ __all__ = [
     "tagged",
     "worst_usd",
 ]
-
-_SDK_ROOTS = {"openai": "openai", "anthropic": "anthropic", "google.genai": "gemini"}
-
-
-def _sdk(klass: type) -> str | None:
-    module = klass.__module__
-    root = module.partition(".")[0]
-    if root == "google":
-        root = ".".join(module.split(".")[:2])
-    return _SDK_ROOTS.get(root)
-
 
 def provider_of(client: object) -> str:
     """``"openai"``, ``"anthropic"`` or ``"gemini"`` (``google.genai``), from the SDK the
@@ -79,16 +70,24 @@ def is_async_client(client: object) -> bool:
                if _sdk(klass) is not None)
 
 
+@functools.cache
+def _sdk_packages() -> dict[str, str]:
+    """The provider of each SDK, by the package its classes live in (``google.genai``)."""
+    return {adapter.sdk_package: adapter.name for adapter in adapters()}
+
+
+def _sdk(klass: type) -> str | None:
+    module = klass.__module__
+    for package, provider in _sdk_packages().items():
+        if module == package or module.startswith(package + "."):
+            return provider
+    return None
+
+
 def endpoint_for(provider: str, request: Mapping[str, Any]) -> Endpoint:
     """The endpoint a request body is for: messages (Anthropic), generate_content (Gemini),
     Responses or chat (OpenAI)."""
-    if provider == "anthropic":
-        return Endpoint.MESSAGES
-    if provider == "gemini":
-        return Endpoint.GENERATE
-    if "input" in request and "messages" not in request:
-        return Endpoint.RESPONSES
-    return Endpoint.CHAT
+    return adapter_for(provider).body_endpoint(request, embedding=False)
 
 
 def call(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
@@ -134,14 +133,10 @@ def reply_text(endpoint: Endpoint, response: Any) -> str:
 def reply_kind(response: object) -> tuple[str, Endpoint]:
     """``(provider, endpoint)`` of an SDK reply object, from its class."""
     module = type(response).__module__
-    if module.startswith("anthropic."):
-        return "anthropic", Endpoint.MESSAGES
-    if module.startswith("openai.types.responses"):
-        return "openai", Endpoint.RESPONSES
-    if module.startswith("openai.types.chat"):
-        return "openai", Endpoint.CHAT
-    if module.startswith("google.genai."):
-        return "gemini", Endpoint.GENERATE
+    for adapter in adapters():
+        endpoint = adapter.reply_endpoint(module)
+        if endpoint is not None:
+            return adapter.name, endpoint
     raise ConfigError(f"response: expected a reply from the openai, anthropic or google-genai "
                       f"SDK (a ChatCompletion, Response, Message or GenerateContentResponse), "
                       f"got {type(response).__name__}")

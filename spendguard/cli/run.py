@@ -171,11 +171,11 @@ def _start_gateway(settings: RunSettings) -> Any:
         return None
     if settings.ledger and settings.limit_usd is None:
         os.environ["SPENDGUARD_LEDGER"] = settings.ledger  # the gateway records there too
+    from spendguard._costing.providers.adapter import adapters  # noqa: PLC0415
+
     # Where the program's calls were going is where the gateway sends them.
-    upstreams = tuple(parse_upstream(f"{name}={os.environ[variable]}") for name, variable in
-                      (("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL"),
-                       ("gemini", "GOOGLE_GEMINI_BASE_URL"))
-                      if os.environ.get(variable))
+    upstreams = tuple(parse_upstream(f"{adapter.name}={os.environ[adapter.base_url_env]}")
+                      for adapter in adapters() if os.environ.get(adapter.base_url_env))
     config = GatewayConfig(upstreams=upstreams, limit_usd=settings.limit_usd,
                            scope=settings.scope or "run", period=settings.period,
                            ledger=settings.ledger, observe=settings.observe,

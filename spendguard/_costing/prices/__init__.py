@@ -24,11 +24,11 @@ from spendguard._costing.prices import schema as price_schema
 from spendguard._costing.prices.catalog import CATALOG_ENV, GenaiPricesCatalog, catalog_from_env
 from spendguard._costing.prices.ids import Resolved, _Entries, resolve_id
 from spendguard._costing.prices.schema import (
-    CACHE_TTLS,
     EntryModel,
     PriceSource,
     SelfHostedModel,
     ValidTable,
+    cache_ttls,
 )
 from spendguard._costing.prices.sections import Host
 
@@ -488,7 +488,7 @@ def _model_price(model: str, entry: EntryModel, version: str, start: date | None
         output_usd_per_million=rates.get("output"),
         cache_read_usd_per_million=rates.get("cache_read"),
         cache_write_usd_per_million=MappingProxyType({
-            ttl: rates[f"cache_write_{ttl}"] for ttl in CACHE_TTLS[entry.provider]
+            ttl: rates[f"cache_write_{ttl}"] for ttl in cache_ttls(entry.provider)
             if f"cache_write_{ttl}" in rates}),
         tool_usd_per_1k_requests=MappingProxyType(dict(entry.usd_per_1k_requests)),
         tiers=tuple(LongContextTier(t.above_input_tokens, t.input_multiplier, t.output_multiplier)

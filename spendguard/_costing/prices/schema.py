@@ -25,21 +25,34 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveInt,
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
+from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices.sections import SECTION_KEYS, Host, expand_sections, resolve_derived
+from spendguard._costing.providers.adapter import PROVIDERS, adapter_for
 
-__all__ = ["BUNDLED_FILES", "CACHE_TTLS", "EntryModel", "Period", "PriceFile", "PriceSource",
-           "ValidTable",
-           "build", "bundled_files", "read_price_file", "read_price_source"]
+__all__ = [
+    "BUNDLED_FILES",
+    "EntryModel",
+    "Period",
+    "PriceFile",
+    "PriceSource",
+    "ValidTable",
+    "build",
+    "bundled_files",
+    "cache_ttls",
+    "read_price_file",
+    "read_price_source",
+]
 
 PriceSource = str | os.PathLike[str] | Mapping[str, Any]
 """A price file path, or a mapping in the same shape as a parsed file."""
 
-CACHE_TTLS: Mapping[str, tuple[str, ...]] = {"openai": ("30m", "12h"), "anthropic": ("5m", "1h"),
-                                             "gemini": ()}
-"""Cache-write TTLs each provider bills (the keys of ``cache_write_<ttl>``); Gemini bills no
-cache writes (an explicit cache bills storage by the hour instead)."""
+def cache_ttls(provider: str) -> tuple[str, ...]:
+    """Cache-write TTLs a provider bills (the keys of ``cache_write_<ttl>``): its adapter's
+    ``cache_ttls`` (Gemini bills none: an explicit cache bills storage by the hour instead)."""
+    return adapter_for(provider).cache_ttls
 
-BUNDLED_FILES = ("openai.toml", "anthropic.toml", "gemini.toml", "platforms.toml", "hosts.toml")
+BUNDLED_FILES = (*(f"{provider}.toml" for provider in PROVIDERS), "platforms.toml", "hosts.toml")
+"""One price file per provider (``pricing/<provider>.toml``), then the platforms' and hosts'."""
 """Token price files in the pricing folder (other data files live beside them)."""
 
 _FILE_KEYS = {"schema", "provider", "defaults", "models", *SECTION_KEYS}
@@ -140,7 +153,10 @@ class ChangeModel(_Strict):
 class EntryModel(_Strict):
     """One ``[models."<id>"]`` entry after ``[defaults]`` are merged in."""
 
-    provider: Literal["openai", "anthropic", "gemini"]
+    # A provider is checked against the members of Provider and kept as its plain name.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=True)
+
+    provider: Provider
     mode: Literal["chat", "embedding"] = "chat"
     aliases: tuple[str, ...] = ()
     usd_per_million: RatesModel
@@ -388,7 +404,7 @@ def _validate(model: str, entry: Mapping[str, Any], path: str) -> EntryModel:
                               path=path, entry=model, field=field)
 
     rates = parsed.usd_per_million.given()
-    ttls = CACHE_TTLS[parsed.provider]
+    ttls = cache_ttls(parsed.provider)
     _check_rates(rates, parsed, ttls, fail)
     for limit in ("context_window", "max_output_tokens"):
         if parsed.mode == "chat" and getattr(parsed, limit) is None:
@@ -436,10 +452,12 @@ def _check_rates(rates: Mapping[str, Decimal], parsed: EntryModel, ttls: tuple[s
             if kind.startswith("cache_write_") and kind not in allowed:
                 raise fail(f"{prefix}.{kind}",
                            f"{parsed.provider} bills cache writes as {', '.join(sorted(allowed))}")
-    if parsed.provider == "anthropic":
+    adapter = adapter_for(parsed.provider)
+    if adapter.prompt_cache == "breakpoints":  # every marked request reads or writes the cache
         for kind in ("cache_read", *sorted(allowed)):
             if kind not in rates:
-                raise fail(f"usd_per_million.{kind}", "required for an Anthropic model")
+                raise fail(f"usd_per_million.{kind}",
+                           f"required for {_article(adapter.display_name)} model")
 
 
 def _check_aliases(entries: Mapping[str, EntryModel], origin: Mapping[str, str]) -> None:
@@ -453,3 +471,8 @@ def _check_aliases(entries: Mapping[str, EntryModel], origin: Mapping[str, str])
                     f"model {other!r}; a name may point at one price only",
                     path=origin[model], entry=model, field="aliases")
             owner[alias] = model
+
+
+def _article(name: str) -> str:
+    """``"an Anthropic"``, ``"a Gemini"``."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

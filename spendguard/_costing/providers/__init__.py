@@ -1,85 +1,45 @@
-"""Provider adapters: how each provider's bodies and streams spell usage.
+"""Provider adapters: one package per provider behind :class:`~.adapter.ProviderAdapter`.
 
-Each module (``openai``, ``anthropic``) groups its usage extraction (``usage_from_<provider>``)
-and its stream readers; request parsing lives elsewhere. This package holds what they share:
-turning SDK objects into plain dicts, reading token counts strictly, and the two look-ups
-:func:`usage_reader` and :func:`stream_reader`.
+Each package (``openai``, ``anthropic``, ``gemini``) owns its provider's paths, request
+reading, input count, routes and usage readers, and exports its ``ADAPTER``. This package
+re-exports the registry (:func:`adapter_for`, :func:`adapters`, defined beside the interface
+in :mod:`.adapter`) and holds what the usage readers share: turning SDK objects into plain
+dicts and reading token counts strictly.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from spendguard._core.errors import ConfigError, ProviderResponseError
 from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.providers.adapter import (
+    PROVIDERS,
+    StreamReader,
+    adapter_for,
+    adapters,
+    otel_provider_name,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from spendguard._costing.usage import Usage
 
-__all__ = ["PROVIDERS", "StreamReader", "endpoint_kind", "otel_provider_name", "read_count",
-           "read_table", "stream_reader", "to_plain", "usage_reader"]
-
-PROVIDERS = ("openai", "anthropic", "gemini")
+__all__ = ["PROVIDERS", "StreamReader", "adapter_for", "adapters", "endpoint_kind",
+           "otel_provider_name", "read_count", "read_table", "split_inclusive_input",
+           "stream_reader", "to_plain", "usage_reader"]
 
 UsageReader = Callable[..., "Usage"]
 
 
-@functools.lru_cache(maxsize=8)
-def otel_provider_name(provider: str) -> str:
-    """The OpenTelemetry ``gen_ai.provider.name`` of a provider's own API: its adapter's
-    ``otel_name`` where it has one (Gemini: ``gcp.gemini``), else its name (``openai``)."""
-    if provider == "gemini":
-        from spendguard._costing.providers.gemini import ADAPTER  # noqa: PLC0415 - on demand
-
-        return ADAPTER.otel_name
-    return provider
-
-
-class StreamReader(Protocol):
-    """Reads usage from a provider's server-sent events, one parsed event at a time.
-
-    - ``feed(event_name, data)``: one event (``event:`` line or None, and its JSON ``data``)
-    - ``usage()``: the usage the provider reported so far, or None; final once ``complete``
-      (an Anthropic stream reports its input at the start, so a cut stream still has it)
-    - ``complete``: the stream reached its end event (usage final, or none was asked for)
-    - ``model``: the model name the response reported (a dated snapshot, say), or None
-    - ``output_text()`` / ``output_chars`` / ``output_events``: generated text (content,
-      reasoning, tool arguments) and how many deltas carried it, to estimate the output of a
-      stream cut before its usage arrived
-    """
-
-    model: str | None
-    complete: bool
-    output_chars: int
-    output_events: int
-
-    def feed(self, event_name: str | None, data: Mapping[str, Any]) -> None: ...
-
-    def usage(self) -> Usage | None: ...
-
-    def output_text(self) -> str: ...
-
-
-@functools.cache  # read for every guarded call: the import machinery once per provider
-def _module(provider: str) -> Any:
-    if provider not in PROVIDERS:
-        raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
-    return importlib.import_module(f"spendguard._costing.providers.{provider}")
-
-
 def usage_reader(provider: str) -> UsageReader:
-    """``usage_from_<provider>(payload, *, endpoint=None) -> Usage`` for one provider."""
-    reader: UsageReader = getattr(_module(provider), f"usage_from_{provider}")
-    return reader
+    """``read_usage(payload, *, endpoint=None) -> Usage`` of one provider's adapter."""
+    return adapter_for(provider).read_usage
 
 
 def stream_reader(provider: str, endpoint: str) -> StreamReader:
-    """A fresh reader for one stream: OpenAI chat / responses, Anthropic messages."""
-    reader: StreamReader = _module(provider).stream_reader(endpoint)
-    return reader
+    """A fresh reader for one stream of a provider's endpoint."""
+    return adapter_for(provider).stream_reader(endpoint)
 
 
 def endpoint_kind(endpoint: str | None) -> Endpoint | None:

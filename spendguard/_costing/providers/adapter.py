@@ -1,38 +1,122 @@
-"""The provider adapter seam: what the choke point asks of a provider, in one small interface.
+"""The provider adapter seam: what the shared code asks of a provider, in one small interface.
 
-A provider is one adapter package (``spendguard._costing.providers.<name>``) that owns what is
-particular to its API: which endpoint a path reaches, the price id a request is priced with
-when its body does not name it, reading a body into a :class:`~spendguard._costing.calls.Call`,
-bounding its input, reading usage from bodies and streams. The guard attaches to the SDK's
-client in the choke-point layer (``spendguard._guard.<name>``), which sits above this one.
-
-Gemini is the first provider behind it; OpenAI and Anthropic still answer through the older
-module functions (``usage_from_<provider>``, ``stream_reader``) and can move behind it later
-without a change to the interface.
+A provider is one adapter package (``spendguard._costing.providers.<name>``, found by
+:func:`~spendguard._costing.providers.adapter_for`) that owns what is particular to its API:
+which endpoint a path reaches, the price id a request is priced with when its body does not
+name it (its route), reading a body into a :class:`~spendguard._costing.calls.Call`, counting or
+bounding its input, reading usage from bodies and streams, and the names it goes by. The
+guard attaches to the SDK's client in the choke-point layer (``spendguard._guard``), and the
+layers above find a provider's batch wire and report reader by its name
+(``_strategies/batch/<name>_wire.py``, ``_reporting/reconcile/<name>.py``).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from spendguard._core.errors import ConfigError
+from spendguard._costing.endpoints import Provider
+
 if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
+
     from spendguard._costing.calls import Call
     from spendguard._costing.endpoints import Endpoint
-    from spendguard._costing.providers import StreamReader
-    from spendguard._costing.tokens import TokenCount
+    from spendguard._costing.tokens.count import TokenCount
     from spendguard._costing.usage import Usage
 
-__all__ = ["ProviderAdapter"]
+__all__ = ["PROVIDERS", "ProviderAdapter", "Route", "StreamReader", "adapter_for", "adapters",
+           "otel_provider_name"]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The price-table id a request is priced with; ``stream`` when only the path says it."""
+
+    model: str
+    stream: bool | None = None
+    unguarded: bool = False
+    """No price before sending (an opted-in unmapped deployment): priced from the response."""
+    provider: str | None = None
+    """The provider that bills the call, when not the one whose API it speaks (the ledger's
+    ``provider``): ``"gemini"`` for Gemini's OpenAI-compatible endpoint."""
+    service: str | None = None
+    """The service's OpenTelemetry provider name when the path tells it apart from its
+    provider's usual one: ``"gcp.vertex_ai"`` for Gemini on Vertex AI."""
+    cache: str | None = None
+    """The Gemini cache (``cachedContents/{id}``) a TTL update names: the priced body's
+    ``name``, as in the REST resource."""
+
+    def priced_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The body as the estimator reads it (never sent)."""
+        priced = {**body, "model": self.model}
+        if self.stream is not None:
+            priced["stream"] = self.stream
+        if self.cache is not None:
+            priced["name"] = self.cache
+        return priced
+
+
+class StreamReader(Protocol):
+    """Reads usage from a provider's server-sent events, one parsed event at a time.
+
+    - ``feed(event_name, data)``: one event (``event:`` line or None, and its JSON ``data``)
+    - ``usage()``: the usage the provider reported so far, or None; final once ``complete``
+      (an Anthropic stream reports its input at the start, so a cut stream still has it)
+    - ``complete``: the stream reached its end event (usage final, or none was asked for)
+    - ``model``: the model name the response reported (a dated snapshot, say), or None
+    - ``output_text()`` / ``output_chars`` / ``output_events``: generated text (content,
+      reasoning, tool arguments) and how many deltas carried it, to estimate the output of a
+      stream cut before its usage arrived
+    """
+
+    model: str | None
+    complete: bool
+    output_chars: int
+    output_events: int
+
+    def feed(self, event_name: str | None, data: Mapping[str, Any]) -> None: ...
+
+    def usage(self) -> Usage | None: ...
+
+    def output_text(self) -> str: ...
 
 
 class ProviderAdapter(Protocol):
     """One provider's API, as the choke point, the estimator and the emulator need it."""
 
     name: str
-    """The provider's name in the ledger and price files (``"gemini"``)."""
+    """The provider's name in the ledger and price files (``"gemini"``); its bundled price
+    file is ``pricing/<name>.toml``."""
     otel_name: str
     """The OpenTelemetry ``gen_ai.provider.name`` of its calls."""
+    display_name: str
+    """How messages and reports name it (``"OpenAI"``)."""
+    billing_names: tuple[str, str]
+    """Who bills its calls and the service's name, as FOCUS exports name them
+    (``("Anthropic", "Claude API")``)."""
+    sdk_package: str
+    """The import name of the official SDK whose clients and replies speak its API."""
+    base_url_env: str
+    """The environment variable its SDK reads a base URL from (``spendguard run`` sends the
+    traffic addressed there through its gateway)."""
+    cache_ttls: tuple[str, ...]
+    """The cache-write TTLs it bills (the ``cache_write_<ttl>`` rates of its price entries);
+    empty when it bills no cache writes."""
+    exact_input: bool
+    """Whether its input is counted exactly before sending (else a stated upper bound)."""
+    model_prefixes: tuple[str, ...]
+    """Model-name prefixes that say a bare body with an unpriced model is for its API."""
+    prompt_cache: str
+    """How its prompt cache is written, as cache ordering shapes a body for it:
+    ``"breakpoints"`` (at the markers a request places), ``"prefix"`` (the longest prefix
+    seen before, automatically, steered by a cache key), ``"implicit"`` (a common prefix,
+    with neither markers nor a key: only the order of the body's parts helps), or ``""``
+    (cache ordering does not shape its bodies)."""
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The endpoint a POST to ``path`` reaches: priced, ``Endpoint.FREE``, or None."""
@@ -42,8 +126,40 @@ class ProviderAdapter(Protocol):
         """The model a request is priced as when the path names it (None: the body does)."""
         ...
 
+    def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
+              table: Any) -> Route | None:
+        """The price id a request is priced with when its URL (a platform's path, a
+        deployment, a host) says more than its body; None when the body's ``model`` is it.
+        ``table`` is the ``PriceTable`` in use (not named here: the price files' schema asks
+        this module for each provider's cache TTLs, so this module imports no price code)."""
+        ...
+
+    def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
+        """The endpoint a request body with no path is for (``embedding``: its model embeds)."""
+        ...
+
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         """A priced request body (with ``model`` set) read into a call."""
+        ...
+
+    def reply_endpoint(self, module: str) -> Endpoint | None:
+        """The endpoint an SDK reply object comes from, by its class's module (None: not one
+        of this provider's replies)."""
+        ...
+
+    def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
+        """Raise for a call that asks for what no price table prices (OpenAI's audio).
+        ``raw``: the JSON bytes the call's body was parsed from, when it was (a cheap
+        screen before walking the body)."""
+        ...
+
+    def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
+        """An error body in the provider's shape, which its SDK parses into its own error
+        (the gateway answers in it); ``code`` is spendguard's reason."""
+        ...
+
+    def end_user(self, body: Mapping[str, Any]) -> str | None:
+        """The end user a request body names, in the field the provider documents for it."""
         ...
 
     def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
@@ -57,3 +173,30 @@ class ProviderAdapter(Protocol):
     def stream_reader(self, endpoint: str) -> StreamReader:
         """A fresh reader for one streamed reply."""
         ...
+
+
+PROVIDERS: tuple[str, ...] = tuple(member.value for member in Provider)
+"""Every provider's name, in the order of :class:`Provider` (each has an adapter package)."""
+
+
+@functools.cache  # read for every guarded call: the import machinery once per provider
+def adapter_for(provider: str) -> ProviderAdapter:
+    """The adapter of a provider (its package's ``ADAPTER``), imported on first use."""
+    if provider not in PROVIDERS:
+        raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
+    # Named by the provider, not listed here: a new provider is a new package, not an edit.
+    module = importlib.import_module(f"{__package__}.{Provider(provider).value}")
+    adapter: ProviderAdapter = module.ADAPTER
+    return adapter
+
+
+def adapters() -> tuple[ProviderAdapter, ...]:
+    """Every provider's adapter, in the order of :data:`PROVIDERS` (imports them all)."""
+    return tuple(adapter_for(name) for name in PROVIDERS)
+
+
+@functools.lru_cache(maxsize=8)
+def otel_provider_name(provider: str) -> str:
+    """The OpenTelemetry ``gen_ai.provider.name`` of a provider's own API (its adapter's
+    ``otel_name``: ``gcp.gemini``, ``openai``); an unknown name is given back as it is."""
+    return adapter_for(provider).otel_name if provider in PROVIDERS else provider

@@ -19,7 +19,7 @@ from spendguard._costing.tokens.bpe import ENCODINGS, count_text
 from spendguard._costing.tokens.count import Tally
 from spendguard._costing.tokens.images import AnthropicImageRule, OpenAIPatchRule, OpenAITileRule
 
-__all__ = ["Profile", "profile_for", "resolve"]
+__all__ = ["Family", "Profile", "profile_for", "resolve"]
 
 ImageRule = OpenAITileRule | OpenAIPatchRule | AnthropicImageRule
 
@@ -157,7 +157,11 @@ def profile_for(model: str) -> Profile | None:
     return _openai(model)
 
 
-def foreign_profile(model: str, provider: Literal["openai", "anthropic"]) -> Profile:
+Family = Literal["openai", "anthropic"]
+"""The tokenizer families counted offline: OpenAI's BPE files, and Claude's bound on them."""
+
+
+def foreign_profile(model: str, provider: Family) -> Profile:
     """A loose bound for a model whose tokenizer is unknown (never raises)."""
     if provider == "anthropic":
         claude = profile_for("claude-")

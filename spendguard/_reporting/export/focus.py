@@ -15,17 +15,12 @@ from typing import Any
 from spendguard._budget.ledger.base import SpendRecord
 from spendguard._core.money import MILLION
 from spendguard._costing.prices import PriceTable
+from spendguard._costing.providers import PROVIDERS, adapter_for
 from spendguard._reporting.export.lines import REQUEST, ChargeLine, charge_lines
 from spendguard._reporting.export.records import ADJUSTMENT, RECOVERED, shown_tags, utc_text
 
-__all__ = ["PROVIDER_NAMES", "aggregate_by_day", "focus_rows"]
+__all__ = ["aggregate_by_day", "focus_rows"]
 
-PROVIDER_NAMES: dict[str, tuple[str, str]] = {
-    "openai": ("OpenAI", "OpenAI API"),
-    "anthropic": ("Anthropic", "Claude API"),
-    "gemini": ("Google", "Gemini API"),
-}
-"""provider key -> (the company's name, the service's name)."""
 _UNATTRIBUTED = "Unattributed"  # a correction that names no provider
 _METERS = {"input": "Input Tokens", "cache_read": "Cached Input Tokens",
            "output": "Output Tokens"}
@@ -82,11 +77,17 @@ def _sorted_day(groups: dict[tuple[Any, ...], dict[str, Any]]) -> list[dict[str,
                                                     row["ResourceId"] or ""))
 
 
+def _billing_names(provider: str) -> tuple[str, str]:
+    """(the company's name, the service's name) of a record's provider: its adapter's, else
+    the name as the ledger holds it."""
+    if provider in PROVIDERS:
+        return adapter_for(provider).billing_names
+    return (provider or _UNATTRIBUTED, f"{provider} API" if provider else _UNATTRIBUTED)
+
+
 def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str],
          internal_tags: bool) -> dict[str, Any]:
-    company, service = PROVIDER_NAMES.get(
-        record.provider, (record.provider or _UNATTRIBUTED,
-                          f"{record.provider} API" if record.provider else _UNATTRIBUTED))
+    company, service = _billing_names(record.provider)
     hour = record.time.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     month = hour.replace(day=1, hour=0)
     next_month = (month + timedelta(days=32)).replace(day=1)

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from spendguard._budget.ledger.base import Ledger, ScopeClaim
 from spendguard._core.money import format_usd
 from spendguard._core.periods import Period, as_utc, period_key
+from spendguard._costing.providers import PROVIDERS, adapter_for
 from spendguard._reporting.reconcile.compare import Reconciliation
 
 __all__ = ["RECONCILED_TAG", "accept_differences"]
 
 RECONCILED_TAG = "reconciled"
-_REPORT_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic"}
 
 
 def accept_differences(reconciliation: Reconciliation, ledger: Ledger, *, now: datetime,
@@ -32,7 +32,8 @@ def accept_differences(reconciliation: Reconciliation, ledger: Ledger, *, now: d
     without it they change no budget's totals, only the ledger's record of what was spent.
     """
     accepted_at = as_utc(now).strftime("%Y-%m-%dT%H:%M:%SZ")
-    name = _REPORT_NAMES.get(reconciliation.provider, reconciliation.provider)
+    name = (adapter_for(reconciliation.provider).display_name
+            if reconciliation.provider in PROVIDERS else reconciliation.provider)
     ids = []
     for difference in reconciliation.to_accept:
         amount = difference.usd_difference

@@ -29,7 +29,7 @@ from spendguard._reporting.reconcile.lines import (
     utc_moment,
 )
 
-__all__ = ["csv_pages", "read_anthropic_pages"]
+__all__ = ["csv_pages", "read_anthropic_pages", "read_pages"]
 
 _CENTS = Decimal(100)
 _TOKEN_TYPES = {"uncached_input_tokens": "input", "cache_read_input_tokens": "cache_read",
@@ -124,3 +124,6 @@ def _cost(day: date, result: Mapping[str, Any], where: str) -> ProviderLine:
     token_type = result.get("token_type")
     return ProviderLine(day, str(model), _TOKEN_TYPES.get(str(token_type)) if token_type
                         else None, usd=usd, label=label)
+
+
+read_pages = read_anthropic_pages

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import os
@@ -11,14 +12,21 @@ from pathlib import Path
 from typing import Any
 
 from spendguard._core.errors import ConfigError
-from spendguard._reporting.reconcile.anthropic import csv_pages, read_anthropic_pages
-from spendguard._reporting.reconcile.gemini import read_billing_rows
+from spendguard._costing.providers import PROVIDERS as ALL_PROVIDERS
 from spendguard._reporting.reconcile.lines import ProviderReport
-from spendguard._reporting.reconcile.openai import read_openai_pages
 
 __all__ = ["PROVIDERS", "read_provider_file"]
 
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS = tuple(name for name in ALL_PROVIDERS
+                  if importlib.util.find_spec(f"{__package__}.{name}") is not None)
+"""The providers whose reports are read: each has its reader module here, named for it, with
+``read_pages(pages, *, source)``, and ``csv_pages(rows, *, source)`` where its console exports
+CSV (else ``JSON_ONLY``, the hint that says which JSON to save; ``CSV_ONLY`` where a JSON file
+is not read)."""
+
+
+def _reader(provider: str) -> Any:
+    return importlib.import_module(f"{__package__}.{provider}")
 
 
 def read_provider_file(path: str | os.PathLike[str], provider: str) -> ProviderReport:
@@ -26,6 +34,7 @@ def read_provider_file(path: str | os.PathLike[str], provider: str) -> ProviderR
     ``gemini``: a Google Cloud Billing export as CSV)."""
     if provider not in PROVIDERS:
         raise ConfigError(f"provider: {provider!r} is not one of {', '.join(PROVIDERS)}")
+    reader = _reader(provider)
     file = Path(path)
     source = file.name
     try:
@@ -33,25 +42,21 @@ def read_provider_file(path: str | os.PathLike[str], provider: str) -> ProviderR
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"files: cannot read {file}: {exc}") from exc
     stripped = text.lstrip()
-    if provider == "gemini":
-        if stripped.startswith(("{", "[")):
-            raise ConfigError(f"{source}: Gemini costs are read from a Google Cloud Billing "
-                              "export saved as CSV (docs/finance.md), not JSON")
-        return read_billing_rows(list(csv.DictReader(io.StringIO(text, newline=""))),
-                                 source=source)
+    csv_only = getattr(reader, "CSV_ONLY", None)
+    if csv_only is not None and stripped.startswith(("{", "[")):
+        raise ConfigError(f"{source}: {csv_only}")
     if file.suffix.lower() == ".csv" or not stripped.startswith(("{", "[")):
-        if provider != "anthropic":
-            raise ConfigError(f"{source}: OpenAI reports are read as the API's JSON; save "
-                              f"the response of /v1/organization/usage/completions or /costs")
+        csv_pages = getattr(reader, "csv_pages", None)
+        if csv_pages is None:
+            raise ConfigError(f"{source}: {reader.JSON_ONLY}")
         rows = list(csv.DictReader(io.StringIO(text, newline="")))
         if not rows:
             raise ConfigError(f"{source}: the CSV file has no rows")
         pages = csv_pages(rows, source=source)
     else:
         pages = _json_pages(stripped, source)
-    if provider == "openai":
-        return read_openai_pages(pages, source=source)
-    return read_anthropic_pages(pages, source=source)
+    report: ProviderReport = reader.read_pages(pages, source=source)
+    return report
 
 
 def _json_pages(text: str, source: str) -> list[dict[str, Any]]:

@@ -31,7 +31,11 @@ from spendguard._reporting.reconcile.lines import (
     utc_moment,
 )
 
-__all__ = ["GEMINI_SERVICES", "model_of_sku", "read_billing_rows"]
+__all__ = ["CSV_ONLY", "GEMINI_SERVICES", "csv_pages", "model_of_sku", "read_billing_rows",
+           "read_pages"]
+
+CSV_ONLY = ("Gemini costs are read from a Google Cloud Billing export saved as CSV "
+            "(docs/finance.md), not JSON")
 
 GEMINI_SERVICES = ("gemini api", "generative language api", "vertex ai")
 """``service.description`` values (lower case) whose rows are read."""
@@ -90,3 +94,13 @@ def read_billing_rows(rows: Sequence[Mapping[str, str]], *, source: str) -> Prov
         raise ConfigError(f"{source}: no rows of the Gemini API or Vertex AI "
                           f"(service.description); nothing to compare")
     return ProviderReport("gemini", tuple(lines), min(starts), max(ends), False, True)
+
+
+def csv_pages(rows: Sequence[Mapping[str, str]], *, source: str) -> list[dict[str, str]]:
+    """The export's rows, as the pages :func:`read_pages` reads."""
+    return [dict(row) for row in rows]
+
+
+def read_pages(pages: Sequence[Mapping[str, str]], *, source: str) -> ProviderReport:
+    """The report of a Google Cloud Billing export's rows (:func:`read_billing_rows`)."""
+    return read_billing_rows(pages, source=source)

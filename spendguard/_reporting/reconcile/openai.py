@@ -22,7 +22,10 @@ from spendguard._reporting.reconcile.lines import (
     utc_moment,
 )
 
-__all__ = ["read_openai_pages"]
+__all__ = ["JSON_ONLY", "read_openai_pages", "read_pages"]
+
+JSON_ONLY = ("OpenAI reports are read as the API's JSON; save the response of "
+             "/v1/organization/usage/completions or /costs")
 
 _USAGE = "organization.usage.completions.result"
 _COSTS = "organization.costs.result"
@@ -99,3 +102,6 @@ def _cost(day: Any, result: Mapping[str, Any], where: str) -> ProviderLine:
         return ProviderLine(day, None, None, usd=usd, label=item or "(no line item)")
     return ProviderLine(day, model, _LINE_ITEM_KINDS.get(kind_text.strip().lower()), usd=usd,
                         label=item)
+
+
+read_pages = read_openai_pages

@@ -13,6 +13,7 @@ from decimal import Decimal
 from html import escape
 
 from spendguard._core.money import format_usd
+from spendguard._costing.providers import PROVIDERS, adapter_for
 from spendguard._reporting.report.page_style import (
     BATCH_COLOR,
     CACHE_COLOR,
@@ -92,10 +93,14 @@ def _section(title: str, note: str, content: str) -> str:
     return (f'<section><h2>{title}</h2><p class="note">{note}</p>{content}</section>')
 
 
-# How spendguard counts input before sending, per provider (see docs/tokens.md): OpenAI's
-# tokenizer is reproduced exactly; Anthropic's is not public, so its count is an upper bound.
-_INPUT_COUNT = {"openai": ("OpenAI", "exact count"), "anthropic": ("Anthropic", "upper bound"),
-                "gemini": ("Gemini", "upper bound")}
+def _input_count(provider: str) -> tuple[str, str]:
+    """How spendguard counts a provider's input before sending (see docs/tokens.md): exactly
+    where its tokenizer is reproduced (OpenAI's), else an upper bound (Anthropic's, Gemini's
+    are not public)."""
+    if provider not in PROVIDERS:
+        return provider or "unknown provider", "estimate"
+    adapter = adapter_for(provider)
+    return adapter.display_name, "exact count" if adapter.exact_input else "upper bound"
 
 
 def _input_estimate_card(report: SpendReport) -> tuple[str, str, str]:
@@ -109,7 +114,7 @@ def _input_estimate_card(report: SpendReport) -> tuple[str, str, str]:
              for provider, (estimated, actual) in sorted(by_provider.items()) if actual]
     if not shown:
         return "Input estimate", percent(None), "estimated vs reported tokens"
-    names = [_INPUT_COUNT.get(p, (p or "unknown provider", "estimate")) for p, _ in shown]
+    names = [_input_count(p) for p, _ in shown]
     value = " · ".join(percent(error, signed=True) for _, error in shown)
     whose = " · ".join(f"{name}'s {kind}" for name, kind in names)
     if len(shown) == 1:

@@ -20,7 +20,7 @@ from spendguard._costing.usage import Usage, usage_from
 from spendguard._strategies.batch.requests import request_body
 from spendguard._strategies.batch.wire import LineOutcome, Snapshot, Submitted
 
-__all__ = ["AnthropicBatches"]
+__all__ = ["BATCH_API", "AnthropicBatches"]
 
 # The SDK serialises the body itself: measure with the widest spelling (ASCII escapes, spaced
 # separators), so the real body is never larger than counted.
@@ -137,3 +137,7 @@ class AnthropicBatches:
 
     async def acall(self, client: Any, path: str, body: Mapping[str, Any]) -> Any:
         return await client.post(path, body=dict(body), cast_to=Message)
+
+
+BATCH_API = AnthropicBatches
+"""The class :func:`spendguard._strategies.batch.wire.api_for` finds this wire by."""

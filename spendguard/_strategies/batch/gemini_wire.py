@@ -41,7 +41,7 @@ from spendguard._guard.gemini_rest import (
 )
 from spendguard._strategies.batch.wire import LineOutcome, Snapshot, Submitted
 
-__all__ = ["GeminiBatches", "inline_request"]
+__all__ = ["BATCH_API", "GeminiBatches", "inline_request"]
 
 _ENDED = frozenset({"succeeded", "failed", "cancelled", "expired"})
 _UNANSWERED = {"cancelled": "cancelled", "expired": "expired"}
@@ -240,3 +240,5 @@ class GeminiBatches:
         where, sent = _generate(body)
         return response_object(await arest_request(client, "post", where, sent))
 
+
+BATCH_API = GeminiBatches

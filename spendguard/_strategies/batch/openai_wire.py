@@ -23,7 +23,7 @@ from spendguard._costing.usage import Usage, usage_from
 from spendguard._strategies.batch.requests import request_body
 from spendguard._strategies.batch.wire import LineOutcome, Snapshot, Submitted
 
-__all__ = ["RESPONSE_TYPES", "OpenAIBatches", "jsonl_line"]
+__all__ = ["BATCH_API", "RESPONSE_TYPES", "OpenAIBatches", "jsonl_line"]
 
 RESPONSE_TYPES: dict[Endpoint, type[Any]] = {
     Endpoint.CHAT: ChatCompletion,
@@ -188,3 +188,7 @@ class OpenAIBatches:
     async def acall(self, client: Any, path: str, body: Mapping[str, Any]) -> Any:
         return await client.post(_sdk_path(path), body=dict(body),
                                  cast_to=_response_type(path))
+
+
+BATCH_API = OpenAIBatches
+"""The class :func:`spendguard._strategies.batch.wire.api_for` finds this wire by."""

@@ -9,11 +9,12 @@ back — is provider-blind.
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
+from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
 from spendguard._costing.usage import Usage
 
@@ -124,16 +125,12 @@ class BatchAPI(Protocol):
         ...
 
 
-_WIRES: Mapping[Provider, tuple[str, str]] = {
-    Provider.OPENAI: ("spendguard._strategies.batch.openai_wire", "OpenAIBatches"),
-    Provider.ANTHROPIC: ("spendguard._strategies.batch.anthropic_wire", "AnthropicBatches"),
-    Provider.GEMINI: ("spendguard._strategies.batch.gemini_wire", "GeminiBatches"),
-}
-"""Each provider's batch adapter: (module, class), imported when first asked for (each
-module imports its SDK)."""
-
-
 def api_for(provider: Provider) -> BatchAPI:
-    """The adapter of one provider (imports its SDK)."""
-    module, name = _WIRES[provider]
-    return cast(BatchAPI, getattr(importlib.import_module(module), name)())
+    """The batch wire of one provider (imports its SDK): the ``BATCH_API`` class of its
+    module here, named ``<provider>_wire``."""
+    name = f"{__package__}.{Provider(provider).value}_wire"
+    if importlib.util.find_spec(name) is None:
+        raise ConfigError(f"provider: spendguard has no batch wire for {provider.value!r}; "
+                          f"batch() takes an openai, anthropic or google-genai client")
+    api: BatchAPI = importlib.import_module(name).BATCH_API()
+    return api

@@ -305,7 +305,7 @@ class check_judge(Check):
     def _request(self, candidate: Candidate,
                  client: Any) -> tuple[str, Endpoint, dict[str, Any]]:
         provider = replies.provider_of(client)
-        endpoint = replies.endpoint_for(provider, {"messages": []})
+        endpoint = replies.endpoint_for(provider, {})  # the provider's chat-like endpoint
         question = replies.prompt_text(candidate.endpoint, candidate.request)
         content = self.prompt.format(criteria=self.criteria, question=question,
                                      answer=candidate.text)

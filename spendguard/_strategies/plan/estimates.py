@@ -94,8 +94,9 @@ def _priced(model: str, split: Split, batch: bool, tier: str | None,
 def _worst(model: str, cache_ttls: tuple[str, ...], speed: str | None, geo: str | None,
            tier: str | None, input_tokens: int, output_tokens: int,
            table: PriceTable | None) -> Decimal:
-    call = Call(Provider.OPENAI, Endpoint.CHAT, model, {}, None, service_tier=tier, speed=speed,
-                inference_geo=geo, cache_ttls=cache_ttls)
+    # A chat call stands for any: only the model and its price options decide the worst case.
+    call = Call(Provider(str(Endpoint.CHAT.provider)), Endpoint.CHAT, model, {}, None,
+                service_tier=tier, speed=speed, inference_geo=geo, cache_ttls=cache_ttls)
     return worst_cost_usd(call, input_tokens, output_tokens, table)
 
 

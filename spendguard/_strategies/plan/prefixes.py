@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spendguard._caching.gemini import DEFAULT_MIN_TOKENS as GEMINI_MIN_TOKENS
+from spendguard._caching.kind import caches_implicitly, marks_breakpoints
 from spendguard._caching.layout import Slot, identity, prefix_body, slots
 from spendguard._caching.marks import existing_breakpoints
 from spendguard._caching.policy import min_cacheable_tokens
 from spendguard._costing.prices import ModelPrice
+from spendguard._costing.providers import adapter_for
 from spendguard._strategies.plan.inputs import PlannedRequest
 
 __all__ = ["ChainIndex", "ExpectedCache", "expect_cache"]
@@ -55,8 +57,13 @@ class ChainIndex:
         return ids
 
 
+def _by_prefix(provider: str) -> bool:
+    """Whether the provider caches the longest prefix seen (routed by ``prompt_cache_key``)."""
+    return adapter_for(provider).prompt_cache == "prefix"
+
+
 def _scope(request: PlannedRequest) -> Any:
-    key = request.body.get("prompt_cache_key") if request.provider == "openai" else None
+    key = request.body.get("prompt_cache_key") if _by_prefix(request.provider) else None
     return ("scope", request.provider, request.endpoint, str(request.body.get("model")), key)
 
 
@@ -91,10 +98,10 @@ class _Walk:
         return min(self.tokens[cid], self.totals[index])
 
     def minimum(self, request: PlannedRequest) -> int:
-        if request.provider == "openai":
+        if _by_prefix(request.provider):
             return OPENAI_MIN_TOKENS
         price = self.prices.get(str(request.body.get("model")))
-        if request.provider == "gemini":
+        if caches_implicitly(request.provider):
             return (price.min_cacheable_tokens if price is not None else None) \
                 or GEMINI_MIN_TOKENS
         return min_cacheable_tokens(price)
@@ -104,7 +111,7 @@ def _cacheable(walk: _Walk, index: int, found: Sequence[Slot], chain: Sequence[i
                shares: Counter[int]) -> list[int]:
     """Positions whose prefix is shared with another request and long enough to cache."""
     request = walk.requests[index]
-    if request.provider == "anthropic":
+    if marks_breakpoints(request.provider):
         positions = [p for p, _ in existing_breakpoints(request.body, list(found))]
     else:
         positions = list(range(len(chain)))
@@ -191,9 +198,9 @@ def expect_cache(requests: Sequence[PlannedRequest], totals: Sequence[int], *,
             leaders.setdefault(chain[position], i)
         after = tuple(sorted({leaders[chain[p]] for p in shared} - {i}))
         group = leaders[chain[shared[-1]]] if shared else None
-        if requests[i].provider == "anthropic":
+        if marks_breakpoints(requests[i].provider):
             read, writes = _anthropic(walk, i, found, chain)
-        elif requests[i].provider == "gemini":
+        elif caches_implicitly(requests[i].provider):
             read, writes = _implicit(walk, i, found, chain)
         else:
             read, writes = _openai(walk, i, found, chain)

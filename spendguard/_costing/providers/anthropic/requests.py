@@ -1,0 +1,47 @@
+"""Anthropic requests: a Messages body read into a call (the same body on Bedrock and
+Vertex AI once routed), and the end user it names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spendguard._costing.calls import Call, body_model, int_field
+from spendguard._costing.endpoints import Endpoint, Provider
+
+__all__ = ["build_call", "cache_ttls", "end_user"]
+
+
+def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
+    """The TTLs of every ``cache_control`` marker (5 minutes when a marker names none)."""
+    ttls: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            control = node.get("cache_control")
+            if isinstance(control, dict):
+                ttls.add(str(control.get("ttl") or "5m"))
+            for value in node.values():
+                if isinstance(value, (dict, list)):
+                    visit(value)
+        elif isinstance(node, list):
+            for item in node:
+                visit(item)
+
+    visit(body)
+    return tuple(sorted(ttls))
+
+
+def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
+    """A Messages body read into a call."""
+    model = body_model(endpoint, body)
+    return Call(Provider.ANTHROPIC, endpoint, model, body, int_field(body, "max_tokens"),
+                1, bool(body.get("stream")), service_tier=None, speed=body.get("speed"),
+                inference_geo=body.get("inference_geo"), cache_ttls=cache_ttls(body))
+
+
+def end_user(body: Mapping[str, Any]) -> str | None:
+    """The end user a request names: ``metadata.user_id``."""
+    metadata = body.get("metadata")
+    value = metadata.get("user_id") if isinstance(metadata, Mapping) else None
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,29 @@
+"""OpenAI's input count: exact, with OpenAI's own tokenizers (``_costing/tokens``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.providers.openai import paths
+from spendguard._costing.tokens.count import Tally, TokenCount
+from spendguard._costing.tokens.models import Profile
+from spendguard._costing.tokens.openai import count_embeddings, count_responses
+from spendguard._costing.tokens.requests import Walkers, count_with
+
+__all__ = ["count_input"]
+
+
+def _completions(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
+    count_embeddings(profile, body, tally, field="prompt")
+
+
+# Paths that are no priced endpoint but whose input is counted all the same.
+_WALKERS = Walkers((("/responses/input_tokens", count_responses),
+                    ("/completions", _completions)), paths.endpoint_of)
+
+
+def count_input(endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
+    """The input tokens of a body (never raises on its shape)."""
+    return count_with("openai", _WALKERS, endpoint, body)

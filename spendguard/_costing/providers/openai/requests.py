@@ -1,0 +1,85 @@
+"""OpenAI requests: a body read into a call, and the input it will bill (counted exactly with
+OpenAI's own tokenizers, :mod:`spendguard._costing.tokens.openai`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spendguard._costing.calls import Call, body_model, int_field
+from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.providers.openai.usage import unpriced_audio
+
+__all__ = ["build_call", "cache_ttls", "end_user", "refuse_unpriced"]
+
+
+def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
+    """The cache TTL a request may write: the one it asks for, else the 30-minute default
+    (automatic caching may write it)."""
+    options = body.get("prompt_cache_options")
+    if isinstance(options, dict):
+        return (str(options.get("ttl") or "30m"),)
+    return ("30m",)
+
+
+def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
+    """Chat Completions, Responses and Embeddings bodies read into a call."""
+    model = body_model(endpoint, body)
+    stream = bool(body.get("stream"))
+    if endpoint is Endpoint.CHAT:
+        cap = int_field(body, "max_completion_tokens")
+        if cap is None:
+            cap = int_field(body, "max_tokens")
+        choices = int_field(body, "n") or 1
+        return Call(Provider.OPENAI, endpoint, model, body, cap, choices, stream,
+                    service_tier=body.get("service_tier"), cache_ttls=cache_ttls(body))
+    if endpoint is Endpoint.RESPONSES:
+        return Call(Provider.OPENAI, endpoint, model, body, int_field(body, "max_output_tokens"), 1,
+                    stream, service_tier=body.get("service_tier"), cache_ttls=cache_ttls(body))
+    return Call(Provider.OPENAI, endpoint, model, body, 0, 1, False)
+
+
+def end_user(body: Any) -> str | None:
+    """The end user a request names: ``safety_identifier``, or the older ``user``."""
+    value = body.get("safety_identifier") or body.get("user")
+    return value if isinstance(value, str) and value else None
+
+
+def refuse_unpriced(call: Call, raw: bytes | None = None) -> None:
+    """No table prices audio tokens: a request for them is refused, never priced as text.
+
+    ``raw``: the JSON the call's body was parsed from, when it was. UTF-8 bytes (no NUL: JSON
+    in UTF-16 or UTF-32 has one in every ASCII character) that hold neither ``audio`` nor a
+    ``\\u00`` escape (the only other way JSON spells an ASCII letter) cannot ask for audio,
+    and C substring scans tell so without walking the messages.
+    """
+    if call.endpoint is Endpoint.EMBEDDINGS:
+        return
+    if raw is not None and b"audio" not in raw and b"\\u00" not in raw \
+            and b"\x00" not in raw:
+        return
+    asked = _asks_for_audio(call.body)
+    if asked is not None:
+        raise unpriced_audio(f"{call.model}: the request asks for {asked}")
+
+
+def _asks_for_audio(body: Mapping[str, Any]) -> str | None:
+    """Where a request asks for audio tokens (output, or an input part), if it does."""
+    modalities = body.get("modalities")
+    if body.get("audio") is not None or (isinstance(modalities, list) and "audio" in modalities):
+        return "audio output (modalities / audio)"
+    # Every request pays this scan, once per message: a plain loop, and the exact-dict test
+    # before the Mapping one (a parsed JSON body's objects are dicts; the ABC check is dearer).
+    for key in ("messages", "input"):
+        items = body.get(key)
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if type(item) is not dict and not isinstance(item, Mapping):
+                continue
+            content = item.get("content")
+            if item.get("type") == "input_audio" or (isinstance(content, list) and any(
+                    (type(part) is dict or isinstance(part, Mapping))
+                    and part.get("type") == "input_audio" for part in content)):
+                return f"audio input (an input_audio part in {key})"
+    return None

@@ -1,0 +1,143 @@
+"""A provider is one adapter: outside the adapter packages, no code names a provider to branch on.
+
+Shared code asks the provider's adapter (``_costing/providers/adapter.py``: ``adapter_for``,
+``adapters``) instead of comparing names. This test reads every module of ``spendguard`` and
+finds the provider names spelled as string constants (``"openai"``, ``"anthropic"``,
+``"gemini"``, and the platforms ``"azure"``, ``"bedrock"``, ``"vertex"``) and the
+``Provider.OPENAI``-style members; docstrings are prose and not counted. The adapter packages
+(``_costing/providers/<name>/``) may name their own provider; the emulator's job is each
+provider's wire. Any other module is listed below with how many it holds and why: a new one, or
+one more in a listed module, fails here, so a new branch on a provider is a decision someone
+wrote down.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+from spendguard._costing.endpoints import Provider
+
+PACKAGE = Path(__file__).resolve().parents[1] / "spendguard"
+NAMES = frozenset({"openai", "anthropic", "gemini", "azure", "bedrock", "vertex"})
+MEMBERS = frozenset({"OPENAI", "ANTHROPIC", "GEMINI"})
+
+ADAPTERS = PACKAGE / "_costing" / "providers"
+"""Each folder under it is one provider's adapter package: it names its own provider."""
+EMULATOR = PACKAGE / "testing"
+"""The provider emulator: each module serves one provider's wire (its routes, bodies, errors)."""
+
+# module (relative to spendguard/) -> (names it holds, why)
+ALLOWED: dict[str, tuple[int, str]] = {
+    # Where a provider is the module's subject, by design.
+    "_costing/endpoints.py": (11, "defines Provider and each Endpoint's provider"),
+    "_dropin/openai.py": (4, "the drop-in classes of the openai SDK"),
+    "_dropin/anthropic.py": (6, "the drop-in classes of the anthropic SDK"),
+    "_guard/gemini.py": (1, "the Gemini adapter's client half (attaching to google-genai)"),
+    "_strategies/batch/openai_wire.py": (2, "OpenAI's batch wire, found by its name"),
+    "_strategies/batch/anthropic_wire.py": (2, "Anthropic's batch wire, found by its name"),
+    "_reporting/reconcile/openai.py": (1, "OpenAI's report reader, found by its name"),
+    "_reporting/reconcile/anthropic.py": (1, "Anthropic's report reader, found by its name"),
+    "_strategies/batch/gemini_wire.py": (2, "Gemini's batch wire, found by its name"),
+    "_reporting/reconcile/gemini.py": (1, "Gemini's billing-export reader, found by its name"),
+    "_costing/tokens/models.py": (8, "tokenizer families (which BPE rules a model follows)"),
+    "_costing/tokens/api.py": (1, "counts by tokenizer family, not by provider"),
+    "cli/demo_story.py": (2, "the scripted demo's own plan() call, as a user writes it"),
+    "_gateway/app.py": (1, "a path no upstream serves is answered in OpenAI's error shape"),
+    # Not yet behind the adapter: each is provider knowledge the adapter should own.
+    "_gateway/upstreams.py": (31, "the gateway's upstreams: default URLs, path prefixes, keys"),
+    "_adoption/hosts.py": (14, "which provider a host name addresses (install's traffic guard)"),
+    "_adoption/install.py": (6, "the SDK constructors install() patches, their error classes"),
+    "_guard/clients.py": (6, "which SDK a client is, and its base error class"),
+    "_costing/prices/catalog.py": (10, "genai-prices' provider ids and cache-write TTLs"),
+    "_costing/prices/check.py": (7, "LiteLLM's and genai-prices' provider ids"),
+    "_costing/prices/ids.py": (9, "dated and platform model-id rules (Bedrock, Vertex ids)"),
+    "_costing/prices/sections.py": (3, "host and Azure sections price OpenAI-wire models"),
+    "_costing/prices/selfhosted.py": (2, "self-hosted models speak OpenAI's wire"),
+    "_strategies/batch/context.py": (5, "which SDK client a batch is sent with"),
+    "_strategies/batch/limits.py": (1, "BatchLimits' per-provider fields"),
+    "_strategies/plan/inputs.py": (3, "plan() reads OpenAI batch lines, Anthropic and Gemini "
+                                      "requests"),
+    "_guard/metering.py": (1, "a deleted Gemini cache credited: explicit caches are Gemini's"),
+    "_guard/cache_credit.py": (1, "the credit's adjustment record names Gemini, whose caches "
+                                  "it credits"),
+    "_strategies/cascade/checks.py": (1, "a hand-built Candidate's default provider"),
+    "cli/batches.py": (2, "builds the SDK client of a job's provider"),
+}
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            for statement in node.body:
+                if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                    found.add(id(statement.value))
+    return found
+
+
+def provider_names(source: str) -> list[tuple[int, str]]:
+    """(line, what) for each provider name a module's code spells."""
+    tree = ast.parse(source)
+    prose = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and node.value in NAMES and id(node) not in prose):
+            found.append((node.lineno, repr(node.value)))
+        elif (isinstance(node, ast.Attribute) and node.attr in MEMBERS
+              and isinstance(node.value, ast.Name) and node.value.id == "Provider"):
+            found.append((node.lineno, f"Provider.{node.attr}"))
+    return sorted(found)
+
+
+def _counted() -> dict[str, list[tuple[int, str]]]:
+    counted = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        inside_adapter = path.parent != ADAPTERS and ADAPTERS in path.parents
+        if inside_adapter or EMULATOR in path.parents:
+            continue
+        names = provider_names(path.read_text(encoding="utf-8"))
+        if names:
+            counted[path.relative_to(PACKAGE).as_posix()] = names
+    return counted
+
+
+def test_no_provider_name_outside_the_adapters_but_the_listed_ones() -> None:
+    problems = []
+    for module, names in _counted().items():
+        allowed = ALLOWED.get(module, (0, ""))[0]
+        if len(names) > allowed:
+            where = ", ".join(f"line {line}: {what}" for line, what in names)
+            problems.append(f"spendguard/{module} names a provider {len(names)} time(s), "
+                            f"{allowed} allowed ({where})")
+    assert not problems, ("ask the provider's adapter (adapter_for / adapters) instead of "
+                          "naming a provider:\n" + "\n".join(problems))
+
+
+def test_every_allowance_is_still_needed() -> None:
+    counted = _counted()
+    stale = [f"spendguard/{module}: {allowed} allowed, {len(counted.get(module, []))} found"
+             for module, (allowed, _why) in ALLOWED.items()
+             if len(counted.get(module, [])) < allowed]
+    assert not stale, "lower these allowances in ALLOWED:\n" + "\n".join(stale)
+
+
+def test_every_allowance_says_why() -> None:
+    assert all(why.strip() for _count, why in ALLOWED.values())
+
+
+def test_the_finder_sees_names_and_members_but_not_prose() -> None:
+    source = ('"""Talks of "openai" in prose."""\n'
+              'if provider == "anthropic" or kind is Provider.GEMINI:\n'
+              '    platform = "bedrock"\n'
+              'label = "OpenAI"\n')
+    assert provider_names(source) == [(2, "'anthropic'"), (2, "Provider.GEMINI"),
+                                      (3, "'bedrock'")]
+
+
+def test_the_exempt_packages_are_one_adapter_per_provider() -> None:
+    exempt = {path.name for path in ADAPTERS.iterdir() if (path / "__init__.py").is_file()}
+    assert exempt == {member.value for member in Provider}
+    assert Counter(module.split("/")[0] for module in _counted())["testing"] == 0
