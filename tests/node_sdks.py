@@ -39,8 +39,10 @@ def node_modules() -> Path:
 
 
 def _install(folder: Path) -> None:
-    modules = folder / "node_modules"
-    if all((modules / name / "package.json").is_file() for name in PACKAGES):
+    # Written only after npm finished: a folder an interrupted install left half-filled is
+    # installed again rather than trusted.
+    done_mark = folder / ".installed"
+    if done_mark.is_file():
         return
     if not (folder / "package.json").exists():
         (folder / "package.json").write_text('{"private": true}\n', encoding="utf-8")
@@ -52,6 +54,7 @@ def _install(folder: Path) -> None:
         pytest.skip("npm install of the Node SDKs took over 300 s (is the registry reachable?)")
     if done.returncode != 0:
         pytest.skip(f"npm install of the Node SDKs failed: {done.stderr.strip()[-300:]}")
+    done_mark.write_text(" ".join(PACKAGES) + "\n", encoding="utf-8")
 
 
 def node_program(folder: Path, modules: Path, name: str, source: str) -> Path:
