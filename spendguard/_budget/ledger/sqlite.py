@@ -57,7 +57,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -70,6 +70,7 @@ from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, Transac
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.migrations import migrate
+from spendguard._budget.ledger.replay import CallBooks
 from spendguard._budget.ledger.sqlite_files import (
     check_existing,
     create_atomically,
@@ -83,6 +84,7 @@ from spendguard._core.periods import as_utc, utc_now
 __all__ = ["SqliteLedger", "open_sqlite"]
 
 _BUSY_TIMEOUT_S = 30.0
+_IDS_PER_READ = 500  # ids bound in one IN (...): well under SQLite's variable limit
 _CALL_COLUMNS = (
     "id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags, "
     "provider, model, endpoint, attempt, request_id, prompt_hash, prompt_text, "
@@ -494,17 +496,43 @@ class _Tx:
         return cursor.rowcount == 1
 
     def all_events(self) -> Iterator[Event]:
+        # A cursor of its own, read as it goes (sqlite3 fetches a row per step): the log is
+        # never held whole.
         for call_id, kind, time, amount, detail in self.db.execute(
                 "SELECT call_id, kind, time, amount_usd, detail FROM events ORDER BY id"):
             yield Event(call_id, kind, datetime.fromisoformat(time), Decimal(amount), detail)
 
-    def all_calls(self) -> Iterator[CallRow]:
-        return (_row_to_call(row) for row in self.db.execute(_SELECT_CALL).fetchall())
+    def call_books(self, call_ids: Iterable[str]) -> dict[str, CallBooks]:
+        wanted = list(call_ids)
+        books = {}
+        for start in range(0, len(wanted), _IDS_PER_READ):
+            part = wanted[start:start + _IDS_PER_READ]
+            for call_id, scopes, keys, worst, state in self.db.execute(
+                    f"SELECT id, scopes, period_keys, estimated_usd, state FROM calls "
+                    f"WHERE id IN ({', '.join('?' * len(part))})", part):
+                books[call_id] = CallBooks(_claim_keys(scopes, keys), Decimal(worst), state)
+        return books
 
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
         for scope, key, spent, reserved, calls in self.db.execute(
-                "SELECT scope, period_key, spent_usd, reserved_usd, calls FROM totals").fetchall():
+                "SELECT scope, period_key, spent_usd, reserved_usd, calls FROM totals"):
             yield scope, key, Totals(Decimal(spent), Decimal(reserved), calls)
+
+    def closed_call_count(self) -> int:
+        return int(self.db.execute(
+            "SELECT count(*) FROM calls WHERE state != 'open'").fetchone()[0])
+
+    def closed_calls_without_close(self) -> Iterator[tuple[str, str]]:
+        # Asked only when the counts say some exist: a search of the log per closed call.
+        yield from self.db.execute(
+            "SELECT id, state FROM calls WHERE state != 'open' AND NOT EXISTS (SELECT 1 FROM "
+            "events WHERE events.call_id = calls.id AND events.kind != 'reserve')")
+
+
+@functools.lru_cache(maxsize=4096)
+def _claim_keys(scopes: str, period_keys: str) -> tuple[tuple[str, str], ...]:
+    # A budget's calls share their claims' text for a whole period: decoded once per period.
+    return tuple(zip(json.loads(scopes), json.loads(period_keys), strict=True))
 
 
 @functools.lru_cache(maxsize=64)
