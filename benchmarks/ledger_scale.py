@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -131,18 +132,18 @@ def commands(path: Path, out: Path) -> list[tuple[str, list[str]]]:
     cli = [sys.executable, "-m", "spendguard"]
     ledger = ["--ledger", f"sqlite:///{path}"]
     return [
+        ("ledger verify", [*cli, "ledger", "verify", *ledger]),
         ("report", [*cli, "report", *ledger]),
         ("report --json", [*cli, "report", *ledger, "--json"]),
         ("report --html", [*cli, "report", *ledger, "--html", str(out / "report.html")]),
+        ("export focus --aggregate day", [*cli, "export", *ledger, "--format", "focus",
+                                          "--aggregate", "day", "-o",
+                                          str(out / "focus-daily.csv")]),
         ("export csv", [*cli, "export", *ledger, "-o", str(out / "spend.csv")]),
         ("export jsonl", [*cli, "export", *ledger, "--format", "jsonl", "-o",
                           str(out / "spend.jsonl")]),
         ("export focus", [*cli, "export", *ledger, "--format", "focus", "-o",
                           str(out / "focus.csv")]),
-        ("export focus --aggregate day", [*cli, "export", *ledger, "--format", "focus",
-                                          "--aggregate", "day", "-o",
-                                          str(out / "focus-daily.csv")]),
-        ("ledger verify", [*cli, "ledger", "verify", *ledger]),
     ]
 
 
@@ -151,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1_000_000,
                         help="finished calls in the ledger (default 1,000,000)")
     parser.add_argument("--keep", type=Path, help="build the ledger at this path and keep it "
-                                                  "(reused when it exists)")
+                                                  "(reused as it is when it exists)")
+    parser.add_argument("--build-only", action="store_true",
+                        help="build the ledger (with --keep) and measure nothing")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2,000 records")
     args = parser.parse_args(argv)
     count = 2_000 if args.quick else args.records
@@ -161,8 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="spendguard-scale-") as folder:
         out = Path(folder)
         path = args.keep or out / "ledger.db"
-        built = 0.0 if path.exists() else build(path, count)
+        built = 0.0
+        if path.exists():  # a kept ledger: its own size counts
+            count = sqlite3.connect(path).execute("SELECT count(*) FROM calls").fetchone()[0]
+        else:
+            built = build(path, count)
         size_mb = path.stat().st_size / 1_000_000
+        if args.build_only:
+            print(f"built {count:,} records ({size_mb:,.0f} MB) in {built:.0f} s")
+            return 0
         floor = _own_peak([sys.executable, "-c",
                            f"import sqlite3; sqlite3.connect({str(path)!r})"
                            f".execute({_FLOOR_SQL!r}).fetchall()"], env)
@@ -173,10 +183,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append([name, f"{seconds:.1f}", f"{seconds * per_million:.1f}",
                          f"{peak_mb:.0f}", f"{seconds / floor[0]:.1f}",
                          "ok" if status == 0 else f"exit {status}"])
+            print(" | ".join(rows[-1]), file=sys.stderr, flush=True)  # a long run's as it goes
         rows.append(["floor: sqlite3 sum() GROUP BY model, day", f"{floor[0]:.1f}",
                      f"{floor[0] * per_million:.1f}", f"{floor[1]:.0f}", "1.0", "ok"])
-    print(f"ledger: {count:,} records, {size_mb:,.0f} MB SQLite file, built in {built:.0f} s "
-          f"({count / built if built else 0:,.0f} records/s through the drain's bulk path)\n")
+    made = (f"built in {built:.0f} s ({count / built:,.0f} records/s through the drain's bulk "
+            f"path)" if built else "kept from an earlier run")
+    print(f"ledger: {count:,} records, {size_mb:,.0f} MB SQLite file, {made}\n")
     print(markdown_table(["command", "s", "s per million records", "peak MB", "x floor",
                           "status"], rows))
     return 0

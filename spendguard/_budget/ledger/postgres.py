@@ -64,6 +64,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from spendguard._budget.ledger import replay
 from spendguard._budget.ledger.base import (
     CallInfo,
     Crossing,
@@ -76,7 +77,7 @@ from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, Transac
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.postgres_migrations import lock_key, migrate
-from spendguard._budget.ledger.replay import PAGE_SIZE, CallBooks
+from spendguard._budget.ledger.replay import CallBooks
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
 from spendguard._core.periods import as_utc, utc_now
 from spendguard._core.terminal import masked_url
@@ -89,6 +90,7 @@ __all__ = ["PostgresLedger", "open_postgres", "parse_postgres_url"]
 DEFAULT_SCHEMA = "spendguard"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _CONNECT_TIMEOUT_S = 5
+_PAGE_ROWS = 500  # records a server-side cursor sends at a time
 _ATTEMPTS = 5  # runs of one step that failed before its commit (deadlock, lost connection)
 _T = TypeVar("_T")
 _CALL_COLUMNS = (
@@ -355,7 +357,7 @@ class PostgresLedger(TransactionalLedger):
             raise self._unavailable("read", exc) from exc
         try:
             with db.cursor(name="spendguard_records") as cursor:
-                cursor.itersize = 500
+                cursor.itersize = _PAGE_ROWS
                 cursor.execute(sql, params)
                 for row in cursor:
                     yield _row_to_call(row).record
@@ -586,14 +588,14 @@ class _Tx:
     def all_events(self) -> Iterator[Event]:
         # A page at a time by id, on this transaction's snapshot: the log is never held whole,
         # and the cursor is free between pages for the calls' look-ups.
-        after = 0
+        after, size = 0, replay.PAGE_SIZE
         while True:
-            self.cursor.execute(self.sql["events_page"], (after, PAGE_SIZE))
+            self.cursor.execute(self.sql["events_page"], (after, size))
             rows = self.cursor.fetchall()
             for event_id, call_id, kind, time, amount, detail in rows:
                 yield Event(call_id, kind, _utc(time), amount, detail)
                 after = event_id
-            if len(rows) < PAGE_SIZE:
+            if len(rows) < size:
                 return
 
     def call_books(self, call_ids: Iterable[str]) -> dict[str, CallBooks]:

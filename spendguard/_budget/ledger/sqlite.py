@@ -84,6 +84,7 @@ from spendguard._core.periods import as_utc, utc_now
 __all__ = ["SqliteLedger", "open_sqlite"]
 
 _BUSY_TIMEOUT_S = 30.0
+_PAGE_ROWS = 500  # records read from the file at a time
 _IDS_PER_READ = 500  # ids bound in one IN (...): well under SQLite's variable limit
 _CALL_COLUMNS = (
     "id, time, state, expires_at, owner_pid, owner_host, claims, scopes, period_keys, tags, "
@@ -272,7 +273,7 @@ class SqliteLedger(TransactionalLedger):
             raise ledger_error(self.path, "read", exc) from exc
         try:
             cursor = db.execute(sql, params)
-            while rows := cursor.fetchmany(500):
+            while rows := cursor.fetchmany(_PAGE_ROWS):
                 for row in rows:
                     yield _row_to_call(row).record
         except sqlite3.Error as exc:

@@ -31,7 +31,8 @@ from spendguard._core.money import ZERO
 
 __all__ = ["read_records", "read_totals", "read_totals_sum", "total_field", "verify_events"]
 
-_PAGE = 500
+_PAGE = 500  # records read at a time
+_EVENTS_PAGE = 1000  # events replayed at a time by verify()
 _CLOSING = ("settle", "release", "recover", "adjust")
 
 
@@ -150,7 +151,10 @@ def _replay(session: RedisSession, stored_text: dict[str, str], last: Any,
     problems: list[str] = []
     start, replayed = "-", 0
     while last:
-        batch: Any = session.read(partial(_events, f"{prefix}events", start, last[0][0], 1000))
+        batch: Any = session.read(partial(_events, f"{prefix}events", start, last[0][0],
+                                          _EVENTS_PAGE))
+        if not batch:
+            break
         read = dict(calls)
         _load_calls(session, read, {fields["call"] for _, fields in batch})
         for _, event in batch:
@@ -174,7 +178,7 @@ def _replay(session: RedisSession, stored_text: dict[str, str], last: Any,
         replayed += len(batch)
         if progress is not None:
             progress(replayed)
-        if len(batch) < 1000:
+        if len(batch) < _EVENTS_PAGE:
             break
         start = f"({batch[-1][0]}"
     totals_problems = []
