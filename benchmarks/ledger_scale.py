@@ -16,10 +16,13 @@ text, ``--json`` and ``--html``; ``export`` as CSV, JSON Lines, FOCUS and FOCUS 
 ``ledger verify``), and the floor is one ``SELECT ... sum() ... GROUP BY`` over the calls
 table (model and UTC day) by the ``sqlite3`` module in a process of its own.
 
-Per process: wall time, and peak memory as the child's maximum resident set
-(``getrusage(RUSAGE_CHILDREN)`` after waiting for it, one child at a time, so each figure is
-that child's own). "s per million" scales the time to a million records; "x floor" is the
-time over the floor's. ``--quick`` builds 2,000 records.
+Per command: wall time, CPU time (user + system) and peak memory as the maximum resident set,
+read with ``getrusage(RUSAGE_CHILDREN)`` by a small Python process whose only child is the
+command, so each figure is that command's own even with ``--jobs N`` running several at once.
+On a shared machine the wall time says as much about the other jobs as about the command;
+CPU time much less, so "CPU s per million records" (the CPU time scaled to a million) and
+"CPU x floor" (over the floor's CPU time) are the figures to compare across runs.
+``--quick`` builds 2,000 records.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -114,18 +118,20 @@ def _write(ledger: TransactionalLedger, batch: list[SpendRecord]) -> None:
             _insert(tx, record)
 
 
-def _own_peak(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+def _own_peak(command: list[str], env: dict[str, str]) -> tuple[float, float, float, int]:
     """Run ``command`` as the only child of a fresh Python process, so the children's peak
-    resident set that process sees is this command's own: (seconds, peak MB, exit status)."""
+    resident set and CPU time that process sees are this command's own: (wall seconds, CPU
+    seconds, peak MB, exit status)."""
     probe = ("import resource, subprocess, sys, time\n"
              "t = time.perf_counter()\n"
              "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL,"
              " stderr=subprocess.DEVNULL)\n"
-             "print(time.perf_counter() - t,"
-             " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)\n")
+             "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+             "print(time.perf_counter() - t, u.ru_utime + u.ru_stime, u.ru_maxrss,"
+             " r.returncode)\n")
     out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True,
                          text=True, env=env, check=True).stdout.split()
-    return float(out[0]), int(out[1]) / 1024, int(out[2])
+    return float(out[0]), float(out[1]), int(out[2]) / 1024, int(out[3])
 
 
 def commands(path: Path, out: Path) -> list[tuple[str, list[str]]]:
@@ -155,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
                                                   "(reused as it is when it exists)")
     parser.add_argument("--build-only", action="store_true",
                         help="build the ledger (with --keep) and measure nothing")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="commands run at once (default 1); each is still measured alone "
+                             "in a process of its own, but wall times then share the CPUs")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2,000 records")
     args = parser.parse_args(argv)
     count = 2_000 if args.quick else args.records
@@ -176,21 +185,28 @@ def main(argv: list[str] | None = None) -> int:
         floor = _own_peak([sys.executable, "-c",
                            f"import sqlite3; sqlite3.connect({str(path)!r})"
                            f".execute({_FLOOR_SQL!r}).fetchall()"], env)
-        rows = []
         per_million = 1_000_000 / count
-        for name, command in commands(path, out):
-            seconds, peak_mb, status = _own_peak(command, env)
-            rows.append([name, f"{seconds:.1f}", f"{seconds * per_million:.1f}",
-                         f"{peak_mb:.0f}", f"{seconds / floor[0]:.1f}",
-                         "ok" if status == 0 else f"exit {status}"])
-            print(" | ".join(rows[-1]), file=sys.stderr, flush=True)  # a long run's as it goes
-        rows.append(["floor: sqlite3 sum() GROUP BY model, day", f"{floor[0]:.1f}",
-                     f"{floor[0] * per_million:.1f}", f"{floor[1]:.0f}", "1.0", "ok"])
+
+        def row(name: str, measured: tuple[float, float, float, int], floor_cpu: float
+                ) -> list[str]:
+            wall, cpu, peak_mb, status = measured
+            return [name, f"{wall:.1f}", f"{cpu:.1f}", f"{cpu * per_million:.1f}",
+                    f"{peak_mb:.0f}", f"{cpu / floor_cpu:.1f}",
+                    "ok" if status == 0 else f"exit {status}"]
+
+        def one(name: str, command: list[str]) -> list[str]:
+            done = row(name, _own_peak(command, env), floor[1])
+            print(" | ".join(done), file=sys.stderr, flush=True)  # a long run's, as it goes
+            return done
+
+        with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+            rows = list(pool.map(lambda named: one(*named), commands(path, out)))
+        rows.append(row("floor: sqlite3 sum() GROUP BY model, day", floor, floor[1]))
     made = (f"built in {built:.0f} s ({count / built:,.0f} records/s through the drain's bulk "
             f"path)" if built else "kept from an earlier run")
     print(f"ledger: {count:,} records, {size_mb:,.0f} MB SQLite file, {made}\n")
-    print(markdown_table(["command", "s", "s per million records", "peak MB", "x floor",
-                          "status"], rows))
+    print(markdown_table(["command", "wall s", "CPU s", "CPU s per million records",
+                          "peak MB", "CPU x floor", "status"], rows))
     return 0
 
 
