@@ -48,6 +48,7 @@ SCRIPTS = [
     Script("overhead_loopback", "overhead_loopback.py", peers=True),
     Script("enforcement", "enforcement.py", peers=True),
     Script("ledger_throughput", "ledger_throughput.py"),
+    Script("ledger_scale", "ledger_scale.py"),
     Script("redis_cluster", "redis_cluster.py"),
     Script("redis_durable", "redis_durable.py"),
     Script("planning", "planning.py"),

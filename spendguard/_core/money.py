@@ -7,8 +7,8 @@ from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation, localco
 
 from spendguard._core.errors import ConfigError
 
-__all__ = ["MAX_LIMIT_USD", "MILLION", "ZERO", "exact_sums", "format_usd", "normalised",
-           "parse_usd"]
+__all__ = ["EXACT", "MAX_LIMIT_USD", "MILLION", "ZERO", "exact_sums", "format_usd",
+           "normalised", "parse_usd"]
 
 ZERO = Decimal(0)
 MILLION = Decimal(1_000_000)
@@ -65,6 +65,11 @@ def parse_usd(value: object, *, field: str, allow_zero: bool = True,
                           f"({format_usd(maximum)}); for no limit at all, make the "
                           f"calls outside any budget (they are still recorded)")
     return amount
+
+
+EXACT = _SUMS
+"""The context of :func:`exact_sums`, for one operation given its context (``x.normalize(EXACT)``)
+where entering a local context per value would cost more than the operation."""
 
 
 def exact_sums() -> AbstractContextManager[Context]:

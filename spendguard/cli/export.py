@@ -20,6 +20,7 @@ from spendguard._core.money import format_usd
 from spendguard._reporting.export import FORMATS, export_spend, parse_moment, validate_focus
 from spendguard._reporting.export.records import decimal_text
 from spendguard.cli.conventions import SuggestingGroup, emit_json
+from spendguard.cli.progress import Progress
 
 __all__ = ["export", "filter_options", "moment_callback", "option_error"]
 
@@ -131,11 +132,15 @@ def export(ctx: click.Context, format_: str, ledger_url: str | None, since: date
                                  "--format focus, or drop --aggregate day",
                                  param_hint="'--aggregate'")
     try:
-        result = export_spend(output or sys.stdout,
-                              format=format_,  # type: ignore[arg-type]
-                              ledger=ledger_url, since=since, until=until, scope=scope,
-                              tag=tag, model=model, aggregate=aggregate,  # type: ignore[arg-type]
-                              accounts=accounts, internal_tags=internal_tags)
+        with Progress("exporting", "records", quiet=as_json,
+                      data_on_stdout=output is None) as progress:
+            result = export_spend(output or sys.stdout,
+                                  format=format_,  # type: ignore[arg-type]
+                                  ledger=ledger_url, since=since, until=until, scope=scope,
+                                  tag=tag, model=model,
+                                  aggregate=aggregate,  # type: ignore[arg-type]
+                                  accounts=accounts, internal_tags=internal_tags,
+                                  progress=progress)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -9,6 +9,7 @@ import click
 from spendguard._core.errors import SpendguardError
 from spendguard.cli.conventions import SuggestingGroup, emit_json
 from spendguard.cli.export import moment_callback
+from spendguard.cli.progress import Progress
 
 __all__ = ["ledger"]
 
@@ -34,7 +35,8 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
     from spendguard._budget.ledger import open_ledger  # noqa: PLC0415 - keeps --help fast
 
     opened = open_ledger(ledger_url, read_only=True)
-    problems = opened.verify()
+    with Progress("replaying the events", "events", quiet=as_json) as progress:
+        problems = opened.verify(progress=progress)
     if as_json:
         emit_json({"ledger": opened.url, "ok": not problems, "problems": problems})
     else:

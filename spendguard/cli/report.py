@@ -13,6 +13,7 @@ from spendguard._reporting.report.folding import DEFAULT_TOP
 from spendguard._reporting.report.summary import check_by
 from spendguard.cli.conventions import colour_enabled, emit_json, output_width
 from spendguard.cli.export import filter_options, option_error
+from spendguard.cli.progress import Progress
 
 __all__ = ["report"]
 
@@ -48,9 +49,10 @@ def report(by: str, ledger_url: str | None, since: datetime | None, until: datet
     --top that spent most (per-user budgets) fold into one row; --all-scopes shows them all.
     """
     try:
-        result = report_spend(ledger_url, by=by, since=since, until=until, scope=scope,
-                              tag=tag, model=model, top=None if all_scopes else top,
-                              internal_tags=internal_tags)
+        with Progress("reading the ledger", "records", quiet=as_json) as progress:
+            result = report_spend(ledger_url, by=by, since=since, until=until, scope=scope,
+                                  tag=tag, model=model, top=None if all_scopes else top,
+                                  internal_tags=internal_tags, progress=progress)
         if html_path:
             write_html(result, html_path)
     except ConfigError as exc:

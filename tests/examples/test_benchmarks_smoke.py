@@ -95,6 +95,21 @@ def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path
     assert float(counts[1]) >= 2 and float(counts[2]) >= 2  # at least a commit each way
 
 
+def test_the_ledger_scale_benchmark_prints_a_row_per_read_command_and_the_floor(
+        tmp_path: Path) -> None:
+    """Its smallest run: a ledger of 40 records, each command once."""
+    result = run_script(tmp_path, str(BENCHMARKS / "ledger_scale.py"), "--records", "40")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("ledger: 40 records")
+    rows = [line.split("|")[1].strip() for line in result.stdout.splitlines()
+            if line.startswith("| ") and "---" not in line][1:]
+    assert rows == ["ledger verify", "report", "report --json", "report --html",
+                    "export focus --aggregate day", "export csv", "export jsonl",
+                    "export focus", "floor: sqlite3 sum() GROUP BY model, day"]
+    assert all(line.rstrip().endswith("| ok     |") for line in result.stdout.splitlines()
+               if line.startswith("| ") and ("report" in line or "export" in line))
+
+
 @requires_redis_cluster_tools
 def test_the_redis_cluster_benchmark_prints_its_two_rows(tmp_path: Path) -> None:
     """Its smallest run: three calls in one process, on the cluster it starts and stops."""

@@ -12,7 +12,7 @@ server-side atomics. Money is ``Decimal`` USD throughout.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -218,8 +218,11 @@ class Ledger(Protocol):
         """Charge reservations expired at ``now`` at their worst case; returns their ids."""
         ...
 
-    def verify(self) -> list[str]:
-        """Recompute totals from the events; returns the discrepancies (empty when sound)."""
+    def verify(self, *, progress: Callable[[int], object] | None = None) -> list[str]:
+        """Recompute totals from the events; returns the discrepancies (empty when sound).
+
+        Reads the events a page at a time: memory does not grow with the ledger. ``progress``
+        is told the number of events replayed so far, after each page."""
         ...
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ import os
 import socket
 import time as _clock
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
@@ -30,6 +30,7 @@ from spendguard._budget.ledger.base import (
     Totals,
 )
 from spendguard._budget.ledger.limits import merge_claims, refusal, sum_totals
+from spendguard._budget.ledger.replay import CallBooks, replay
 from spendguard._core.errors import LedgerError
 from spendguard._core.money import ZERO
 from spendguard._core.periods import held_key, warning_key, window_keys
@@ -183,8 +184,10 @@ class Tx(Protocol):
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool: ...
     def all_events(self) -> Iterator[Event]: ...
-    def all_calls(self) -> Iterator[CallRow]: ...
+    def call_books(self, call_ids: Iterable[str]) -> Mapping[str, CallBooks]: ...
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]: ...
+    def closed_call_count(self) -> int: ...
+    def closed_calls_without_close(self) -> Iterator[tuple[str, str]]: ...
 
 
 # A period key's window steps and warning key are pure functions of the key, and a budget uses
@@ -372,37 +375,11 @@ class TransactionalLedger(ABC):
         with self._transaction() as tx:
             return self._recover(tx, now)
 
-    def verify(self) -> list[str]:
+    def verify(self, *, progress: Callable[[int], object] | None = None) -> list[str]:
+        # Replayed a page of events at a time (see replay.py): memory does not grow with the
+        # ledger. ``progress`` hears the events replayed so far.
         with self._snapshot() as tx:
-            calls = {row.record.id: row for row in tx.all_calls()}
-            expected: dict[tuple[str, str], Totals] = {}
-            closing: dict[str, str] = {}
-            for event in tx.all_events():
-                row = calls.get(event.call_id)
-                if row is None:
-                    return [f"event {event.kind} refers to unknown call {event.call_id}"]
-                if event.kind != "reserve":
-                    closing[event.call_id] = event.kind
-                for claim in row.claims:
-                    for period_key, spent, held, counted in event_changes(
-                            event.kind, event.amount_usd, row.record.estimated_usd,
-                            claim.period_key):
-                        key = (claim.scope, period_key)
-                        old = expected.get(key, Totals())
-                        expected[key] = Totals(old.spent_usd + spent, old.reserved_usd + held,
-                                               old.calls + counted)
-            stored = {(scope, key): totals for scope, key, totals in tx.all_totals()}
-        problems = [f"totals of {scope!r} in {key}: stored {stored.get((scope, key))}, events "
-                    f"give {want}"
-                    for (scope, key), want in expected.items()
-                    if stored.get((scope, key), Totals()) != want]
-        problems += [f"totals of {scope!r} in {key} have no events" for scope, key in stored
-                     if (scope, key) not in expected and stored[(scope, key)] != Totals()]
-        for call_id, row in calls.items():
-            if (row.state == OPEN) == (call_id in closing):
-                problems.append(f"call {call_id} is {row.state} but its events say "
-                                f"{closing.get(call_id, 'open')}")
-        return problems
+            return replay(tx, event_changes, progress)
 
     # -- the rules, inside a transaction ------------------------------------------------
 

@@ -7,7 +7,7 @@ threads and asyncio tasks; nothing survives the process.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +24,7 @@ from spendguard._budget.ledger.engine import (
 )
 from spendguard._budget.ledger.filters import record_matches
 from spendguard._budget.ledger.limits import sum_totals
+from spendguard._budget.ledger.replay import CallBooks
 
 __all__ = ["MemoryLedger"]
 
@@ -94,8 +95,27 @@ class _Store:
     def all_events(self) -> Iterator[Event]:
         return iter([Event(*line) for line in self.events])
 
+    def call_books(self, call_ids: Iterable[str]) -> dict[str, CallBooks]:
+        books = {}
+        for call_id in call_ids:
+            row = self.calls.get(call_id)
+            if row is not None:
+                record = row.record
+                books[call_id] = CallBooks(tuple(zip(record.scopes, record.period_keys,
+                                                     strict=True)),
+                                           record.estimated_usd, row.state)
+        return books
+
     def all_calls(self) -> Iterator[CallRow]:
         return iter([row.row() if isinstance(row, Call) else row for row in self.calls.values()])
+
+    def closed_call_count(self) -> int:
+        return len(self.calls) - len(self.open_calls)
+
+    def closed_calls_without_close(self) -> Iterator[tuple[str, str]]:
+        closed = {call_id for call_id, kind, *_ in self.events if kind != "reserve"}
+        return iter([(call_id, row.state) for call_id, row in self.calls.items()
+                     if row.state != OPEN and call_id not in closed])
 
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
         return iter([(scope, key, t) for (scope, key), t in self.totals_by_key.items()])

@@ -56,7 +56,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -64,6 +64,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from spendguard._budget.ledger import replay
 from spendguard._budget.ledger.base import (
     CallInfo,
     Crossing,
@@ -84,6 +85,7 @@ from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.postgres_migrations import lock_key, migrate
+from spendguard._budget.ledger.replay import CallBooks
 from spendguard._budget.ledger.rows import RowCodec
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
 from spendguard._core.periods import as_utc, utc_now
@@ -97,6 +99,7 @@ __all__ = ["PostgresLedger", "open_postgres", "parse_postgres_url"]
 DEFAULT_SCHEMA = "spendguard"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _CONNECT_TIMEOUT_S = 5
+_PAGE_ROWS = 500  # records a server-side cursor sends at a time
 _ATTEMPTS = 5  # runs of one step that failed before its commit (deadlock, lost connection)
 _T = TypeVar("_T")
 _CALL_COLUMNS = column_list()
@@ -296,8 +299,8 @@ class PostgresLedger(TransactionalLedger):
     def recover_expired(self, now: datetime) -> list[str]:
         return self._retried(lambda: super(PostgresLedger, self).recover_expired(now))
 
-    def verify(self) -> list[str]:
-        return self._retried(super().verify)
+    def verify(self, *, progress: Callable[[int], object] | None = None) -> list[str]:
+        return self._retried(lambda: super(PostgresLedger, self).verify(progress=progress))
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -361,7 +364,7 @@ class PostgresLedger(TransactionalLedger):
             raise self._unavailable("read", exc) from exc
         try:
             with db.cursor(name="spendguard_records") as cursor:
-                cursor.itersize = 500
+                cursor.itersize = _PAGE_ROWS
                 cursor.execute(sql, params)
                 for row in cursor:
                     yield _row_to_call(row).record
@@ -420,8 +423,14 @@ def _statements(schema: str) -> dict[str, str]:
                    f"expires_at <= %s ORDER BY expires_at, id FOR UPDATE SKIP LOCKED",
         "crossing": f"INSERT INTO {s}crossings VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
         "lock": "SELECT pg_advisory_xact_lock(key) FROM unnest(%s::bigint[]) AS key",
-        "all_events": f"SELECT call_id, kind, time, amount_usd, detail FROM {s}events "
-                      f"ORDER BY id",
+        "events_page": f"SELECT id, call_id, kind, time, amount_usd, detail FROM {s}events "
+                       f"WHERE id > %s ORDER BY id LIMIT %s",
+        "call_books": f"SELECT id, scopes, period_keys, estimated_usd, state FROM {s}calls "
+                      f"WHERE id = ANY(%s)",
+        "closed_count": f"SELECT count(*) FROM {s}calls WHERE state != 'open'",
+        "closed_without_close": f"SELECT id, state FROM {s}calls c WHERE state != 'open' AND "
+                                f"NOT EXISTS (SELECT 1 FROM {s}events e WHERE e.call_id = c.id "
+                                f"AND e.kind != 'reserve')",
         "all_totals": f"SELECT scope, period_key, spent_usd, reserved_usd, calls FROM {s}totals",
     }
 
@@ -586,18 +595,38 @@ class _Tx:
         return bool(self.cursor.rowcount == 1)
 
     def all_events(self) -> Iterator[Event]:
-        self.cursor.execute(self.sql["all_events"])
-        for call_id, kind, time, amount, detail in self.cursor.fetchall():
-            yield Event(call_id, kind, _utc(time), amount, detail)
+        # A page at a time by id, on this transaction's snapshot: the log is never held whole,
+        # and the cursor is free between pages for the calls' look-ups.
+        after, size = 0, replay.PAGE_SIZE
+        while True:
+            self.cursor.execute(self.sql["events_page"], (after, size))
+            rows = self.cursor.fetchall()
+            for event_id, call_id, kind, time, amount, detail in rows:
+                yield Event(call_id, kind, _utc(time), amount, detail)
+                after = event_id
+            if len(rows) < size:
+                return
 
-    def all_calls(self) -> Iterator[CallRow]:
-        self.cursor.execute(self.sql["select_call"])
-        return (_row_to_call(row) for row in self.cursor.fetchall())
+    def call_books(self, call_ids: Iterable[str]) -> dict[str, CallBooks]:
+        wanted = list(call_ids)
+        if not wanted:
+            return {}
+        self.cursor.execute(self.sql["call_books"], (wanted,))
+        return {call_id: CallBooks(tuple(zip(scopes, keys, strict=True)), worst, state)
+                for call_id, scopes, keys, worst, state in self.cursor.fetchall()}
 
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
         self.cursor.execute(self.sql["all_totals"])
         for scope, key, spent, reserved, calls in self.cursor.fetchall():
             yield scope, key, Totals(spent, reserved, calls)
+
+    def closed_call_count(self) -> int:
+        self.cursor.execute(self.sql["closed_count"])
+        return int(self.cursor.fetchone()[0])
+
+    def closed_calls_without_close(self) -> Iterator[tuple[str, str]]:
+        self.cursor.execute(self.sql["closed_without_close"])
+        return iter(self.cursor.fetchall())
 
 
 def _utc(moment: datetime) -> datetime:

@@ -78,6 +78,23 @@ class RowCodec:
             values[position] = convert(values[position])
         return values
 
+    def reader(self, names: Sequence[str]) -> Callable[[Sequence[Any]], list[Any]]:
+        """Decoding a row whose first values are the columns ``names``, in that order (a read
+        that needs a few of a call's fields, not its record); any values after them are left
+        as they are."""
+        by_position = dict(self._decode)
+        steps = tuple((position, by_position[_NAMES.index(name)])
+                      for position, name in enumerate(names)
+                      if _NAMES.index(name) in by_position)
+
+        def read(stored: Sequence[Any]) -> list[Any]:
+            values = list(stored)
+            for position, convert in steps:
+                values[position] = convert(values[position])
+            return values
+
+        return read
+
     def call_row(self, stored: Sequence[Any]) -> CallRow:
         """The call a row read back holds."""
         values = list(stored)

@@ -97,6 +97,7 @@ from spendguard._core.periods import utc_now
 __all__ = ["SqliteLedger", "open_sqlite"]
 
 _BUSY_TIMEOUT_S = 30.0
+_PAGE_ROWS = 500  # records read from the file at a time
 # The file's page: every commit appends each page it changed to the WAL whole (about a dozen
 # per reserve + settle, most of them changed by a few bytes), so smaller pages mean less to
 # write, checksum and later copy back. Fixed when a file is made; older files keep theirs.
@@ -259,7 +260,7 @@ class SqliteLedger(TransactionalLedger):
             raise ledger_error(self.path, "read", exc) from exc
         try:
             cursor = db.execute(sql, params)
-            while rows := cursor.fetchmany(500):
+            while rows := cursor.fetchmany(_PAGE_ROWS):
                 for row in rows:
                     yield row_to_call(row).record
         except sqlite3.Error as exc:

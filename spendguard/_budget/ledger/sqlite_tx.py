@@ -10,15 +10,17 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from spendguard._budget.ledger import replay
 from spendguard._budget.ledger.base import ScopeClaim, Totals
 from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, add_to_totals
 from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.limits import sum_totals
+from spendguard._budget.ledger.replay import CallBooks
 from spendguard._budget.ledger.rows import RowCodec
 from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc
@@ -55,9 +57,19 @@ _HOLD_PROBING = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_u
                  "expires_at <= ?)), calls = calls + 1 WHERE scope = ? AND period_key = ?")
 _HOLD = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, calls + 1, 0), "
          "calls = calls + 1 WHERE scope = ? AND period_key = ?")
-# The log's events, read from the calls they are about (see all_events).
-_CALL_EVENTS = "SELECT id, time, state, estimated_usd, actual_usd, note FROM calls ORDER BY rowid"
+# The log's events, read from the calls they are about (see all_events), a page of calls at
+# a time in the order they were written.
+_EVENT_COLUMNS = ("id", "time", "state", "estimated_usd", "actual_usd", "note")
+_CALL_EVENTS = (f"SELECT {', '.join(_EVENT_COLUMNS)}, rowid FROM calls WHERE rowid > ? "
+                f"ORDER BY rowid LIMIT ?")
 _CLOSED_BY = {"settled": "settle", "released": "release", "recovered": "recover"}
+# What replaying a call's events needs of it (see call_books).
+_BOOKS_COLUMNS = ("id", "scopes", "period_keys", "estimated_usd", "state")
+_IDS_PER_READ = 500  # ids bound in one IN (...): well under SQLite's variable limit
+_CLOSED_COUNT = "SELECT count(*) FROM calls WHERE state != 'open'"
+# A closed call's row is its close in the log, unless its state names none (see all_events).
+_WITHOUT_CLOSE = (f"SELECT id, state FROM calls WHERE state NOT IN "
+                  f"('open', 'adjustment', {', '.join(repr(s) for s in _CLOSED_BY)})")
 _ANY_EXPIRED = "SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ? LIMIT 1"
 _PUT_TOTALS = ("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
                "calls) VALUES (?, ?, ?, ?, ?)")
@@ -75,7 +87,7 @@ class SqliteTx:
     A row read is known to exist (``stored``), so writing it back updates it in place rather
     than replacing it (a delete and an insert in the table's b-tree). Statements whose results
     are read at once run on the transaction's cursor (``run``); the ones iterated lazily
-    (``all_events``) get cursors of their own.
+    (``all_totals``, ``closed_calls_without_close``) get cursors of their own.
     """
 
     def __init__(self, db: sqlite3.Connection, open_rows: dict[str, tuple[int, Call]],
@@ -243,27 +255,48 @@ class SqliteTx:
         its close (the amount it charged, why), or one correction. Nothing an event said is
         missing from its row but the moment of the close, so no table of its own is written
         (one more b-tree, page and statement per step); ledgers made before keep theirs, as
-        it was, beside (their calls say the same)."""
-        for call_id, time, state, worst, actual, note in self.db.execute(_CALL_EVENTS):
-            at = datetime.fromisoformat(time)
-            if state == "adjustment":
-                yield Event(call_id, "adjust", at, Decimal(actual), note)
-                continue
-            yield Event(call_id, "reserve", at, Decimal(worst))
-            closed = _CLOSED_BY.get(state)
-            if closed == "settle":
-                yield Event(call_id, closed, at, Decimal(actual))
-            elif closed is not None:
-                yield Event(call_id, closed, at,
-                            ZERO if closed == "release" else Decimal(actual), note)
+        it was, beside (their calls say the same). Read a page of calls at a time, by rowid:
+        the log is never held whole."""
+        after, size = 0, replay.PAGE_SIZE
+        while rows := self.run(_CALL_EVENTS, (after, size)).fetchall():
+            after = rows[-1][-1]
+            for call_id, at, state, worst, actual, note, _ in map(_read_event, rows):
+                if state == "adjustment":
+                    yield Event(call_id, "adjust", at, actual, note)
+                    continue
+                yield Event(call_id, "reserve", at, worst)
+                closed = _CLOSED_BY.get(state)
+                if closed == "settle":
+                    yield Event(call_id, closed, at, actual)
+                elif closed is not None:
+                    yield Event(call_id, closed, at, ZERO if closed == "release" else actual,
+                                note)
+            if len(rows) < size:
+                return
 
-    def all_calls(self) -> Iterator[CallRow]:
-        return (row_to_call(row) for row in self.db.execute(SELECT_CALL).fetchall())
+    def call_books(self, call_ids: Iterable[str]) -> dict[str, CallBooks]:
+        wanted = list(call_ids)
+        books = {}
+        for start in range(0, len(wanted), _IDS_PER_READ):
+            part = wanted[start:start + _IDS_PER_READ]
+            rows = self.run(f"SELECT {', '.join(_BOOKS_COLUMNS)} FROM calls WHERE id IN "
+                            f"({', '.join('?' * len(part))})", part).fetchall()
+            for call_id, scopes, keys, worst, state in map(_read_books, rows):
+                books[call_id] = CallBooks(tuple(zip(scopes, keys, strict=True)), worst, state)
+        return books
 
     def all_totals(self) -> Iterator[tuple[str, str, Totals]]:
         for scope, key, spent, reserved, calls in self.db.execute(
-                "SELECT scope, period_key, spent_usd, reserved_usd, calls FROM totals").fetchall():
+                "SELECT scope, period_key, spent_usd, reserved_usd, calls FROM totals"):
             yield scope, key, Totals(Decimal(spent), Decimal(reserved), calls)
+
+    def closed_call_count(self) -> int:
+        return int(self.run(_CLOSED_COUNT).fetchone()[0])
+
+    def closed_calls_without_close(self) -> Iterator[tuple[str, str]]:
+        # Every closed row is its own close in the log (all_events), but for a state that
+        # names none: only such a row can lack one.
+        yield from self.db.execute(_WITHOUT_CLOSE)
 
 
 @functools.lru_cache(maxsize=64)
@@ -318,6 +351,12 @@ def _list_text(items: tuple[str, ...]) -> str:
     return _json(list(items))
 
 
+@functools.lru_cache(maxsize=256)
+def _list_of(text: str) -> tuple[str, ...]:
+    # A call's scopes and period keys are its budget's for a whole period: decoded once.
+    return tuple(json.loads(text))
+
+
 def _claims(text: str) -> tuple[ScopeClaim, ...]:
     # A call cap is the fifth element (claims written before call caps have four).
     return tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
@@ -329,7 +368,11 @@ _ROWS = RowCodec(
     encode={"time": stamp, "usd": str, "flag": int, "map": _json_object, "list": _list_text,
             "claims": _claims_text},
     decode={"time": datetime.fromisoformat, "usd": Decimal, "flag": bool, "map": json.loads,
-            "list": lambda text: tuple(json.loads(text)), "claims": _claims})
+            "list": _list_of, "claims": _claims})
+
+
+_read_event = _ROWS.reader(_EVENT_COLUMNS)  # the rowid after them stays as it is
+_read_books = _ROWS.reader(_BOOKS_COLUMNS)
 
 
 def _stored_call(row: tuple[Any, ...]) -> Call | CallRow:

@@ -34,6 +34,13 @@ def neutralise(text: str) -> str:
 def cell_text(value: Any) -> str:
     """One value as CSV text: empty for null, ``true``/``false``, exact decimals, JSON for
     lists and dicts."""
+    # The common types first, by exact type: a large export writes millions of cells, and an
+    # isinstance() against the Mapping ABC costs several times a type comparison.
+    kind = type(value)
+    if kind is str:
+        return neutralise(value)
+    if kind is Decimal:
+        return decimal_text(value)
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -81,10 +81,21 @@ class SpendFilter:
             parse_tag(tag)
         return cls(start, stop, scope or None, tag or None, model or None)
 
-    def records(self, ledger: Ledger) -> Iterator[SpendRecord]:
-        """The ledger's finished calls and corrections that pass, oldest first."""
-        return ledger.records(since=self.since, until=self.until, scope=self.scope,
-                              tag=self.tag, model=self.model)
+    def records(self, ledger: Ledger, *,
+                progress: Callable[[int], object] | None = None) -> Iterator[SpendRecord]:
+        """The ledger's finished calls and corrections that pass, oldest first, read as they
+        are used (every backend reads them a page at a time). ``progress`` is told the count
+        read so far after each record."""
+        records = ledger.records(since=self.since, until=self.until, scope=self.scope,
+                                 tag=self.tag, model=self.model)
+        return records if progress is None else _counted(records, progress)
+
+
+def _counted(records: Iterator[SpendRecord],
+             progress: Callable[[int], object]) -> Iterator[SpendRecord]:
+    for done, record in enumerate(records, start=1):
+        yield record
+        progress(done)
 
 
 def ledger_of(ledger: Ledger | str | os.PathLike[str] | None, *,

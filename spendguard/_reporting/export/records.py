@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from spendguard._budget.ledger.base import SpendRecord
-from spendguard._core.money import exact_sums
+from spendguard._core.money import EXACT
 
 __all__ = [
     "ADJUSTMENT",
@@ -65,13 +65,14 @@ def decimal_text(amount: Decimal) -> str:
     """An exact decimal as plain text: no exponent, no trailing zeros, no ``-0``."""
     if amount == 0:
         return "0"
-    with exact_sums():  # normalize() rounds to the context's precision
-        return format(amount.normalize(), "f")
+    # normalize() rounds to its context's precision: given the exact one, not entered per
+    # value (a local context per cell was a tenth of a large export's time).
+    return format(amount.normalize(EXACT), "f")
 
 
 def utc_text(moment: datetime, *, micro: bool = False) -> str:
     """``2031-01-31T23:00:00Z`` (FOCUS's date/time format); with ``micro``, microseconds too."""
-    utc = moment.astimezone(UTC)
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -47,8 +47,8 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
                  until: datetime | date | str | None = None, scope: str | None = None,
                  tag: str | None = None, model: str | None = None,
                  aggregate: Aggregate = "call", accounts: Mapping[str, str] | None = None,
-                 table: PriceTable | None = None,
-                 internal_tags: bool = False) -> ExportResult:
+                 table: PriceTable | None = None, internal_tags: bool = False,
+                 progress: Callable[[int], object] | None = None) -> ExportResult:
     """Write the ledger's records to ``out`` (a path or a text stream).
 
     ``format`` is ``"csv"`` or ``"jsonl"`` (one row per call or correction, every ledger
@@ -60,6 +60,10 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
     prices FOCUS list prices (default: the process's price table). FOCUS ``Tags`` (and so
     the per-day groups) leave out spendguard's own bookkeeping tags (``spendguard.*``)
     unless ``internal_tags``. Raises ``ConfigError`` naming the argument on bad input.
+
+    Records are read and written as a stream: memory holds a page of records, and with
+    ``aggregate="day"`` the groups of one day, never the whole export. ``progress`` is told
+    the number of records read so far after each one.
     """
     if format not in FORMATS:
         raise ConfigError(f"format: {format!r} is not an export format; use one of "
@@ -72,7 +76,7 @@ def export_spend(out: str | os.PathLike[str] | TextIO, *, format: Format = "csv"
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
     table = table or default_table()
     _check_accounts(accounts or {}, table)
-    records = _started(chosen.records(ledger_of(ledger)))
+    records = _started(chosen.records(ledger_of(ledger), progress=progress))
     total = _Total()
     with _opened(out) as (stream, path), exact_sums():
         if format == "focus":

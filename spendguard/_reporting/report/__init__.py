@@ -8,6 +8,7 @@ saves the page.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 
@@ -51,7 +52,8 @@ def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: s
                  until: datetime | date | str | None = None, scope: str | None = None,
                  tag: str | None = None, model: str | None = None,
                  top: int | None = DEFAULT_TOP, internal_tags: bool = False,
-                 now: datetime | None = None) -> SpendReport:
+                 now: datetime | None = None,
+                 progress: Callable[[int], object] | None = None) -> SpendReport:
     """A report of the ledger's spend, grouped ``by`` model, scope, tag, day or provider
     (``tag:KEY`` groups by one tag's values). Filters as in :func:`spendguard.export_spend`.
     Its ``total_usd`` is the exact sum of the records read. Children of one parent and kind
@@ -62,7 +64,11 @@ def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: s
     ``report.on_track`` answers "are we on track?" for each budget with a daily or monthly
     period: spent so far, the forecast at the period's end, when the limit is reached at the
     current pace, the last period, refused and would-refuse calls — for the period containing
-    ``now`` (an aware datetime; default: the current time)."""
+    ``now`` (an aware datetime; default: the current time).
+
+    The records are read once, as a stream: memory holds one accumulator per group (model,
+    scope, tag, day, budget), not the records, whatever the ledger's size. ``progress`` is
+    told the number of records read so far after each one."""
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise ConfigError(f"top: {top!r} is not a number of rows; use a whole number of at "
                           f"least 1, or None to show every scope")
@@ -70,9 +76,9 @@ def report_spend(ledger: Ledger | str | os.PathLike[str] | None = None, *, by: s
     chosen = SpendFilter.of(since=since, until=until, scope=scope, tag=tag, model=model)
     opened = ledger_of(ledger)
     with exact_sums():
-        return summarise(chosen.records(opened), by=by, ledger=opened, since=chosen.since,
-                         until=chosen.until, top=top, internal_tags=internal_tags,
-                         as_of=now)
+        return summarise(chosen.records(opened, progress=progress), by=by, ledger=opened,
+                         since=chosen.since, until=chosen.until, top=top,
+                         internal_tags=internal_tags, as_of=now)
 
 
 def write_html(report: SpendReport, path: str | os.PathLike[str]) -> Path:

@@ -217,8 +217,8 @@ class RedisLedger:
         return self._with_redis(partial(read_records, self._session, since=since, until=until,
                                         scope=scope, tag=tag, model=model))
 
-    def verify(self) -> list[str]:
-        return self._with_redis(partial(verify_events, self._session))
+    def verify(self, *, progress: Callable[[int], object] | None = None) -> list[str]:
+        return self._with_redis(partial(verify_events, self._session, progress=progress))
 
     def require_existing(self) -> None:
         """``LedgerError`` naming the URL when nothing was ever written under this prefix

@@ -8,7 +8,7 @@ MULTI, so it compares them at a single point in time while other processes keep 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
@@ -31,7 +31,8 @@ from spendguard._core.money import ZERO
 
 __all__ = ["read_records", "read_totals", "read_totals_sum", "total_field", "verify_events"]
 
-_PAGE = 500
+_PAGE = 500  # records read at a time
+_EVENTS_PAGE = 1000  # events replayed at a time by verify()
 _CLOSING = ("settle", "release", "recover", "adjust")
 
 
@@ -121,8 +122,13 @@ def decode_record(state: str, rec: str, done: str | None, note: str | None) -> S
     return record
 
 
-def verify_events(session: RedisSession) -> list[str]:
-    """Replay the event stream and compare with the stored totals; the discrepancies found."""
+def verify_events(session: RedisSession, *,
+                  progress: Callable[[int], object] | None = None) -> list[str]:
+    """Replay the event stream and compare with the stored totals; the discrepancies found.
+
+    Memory holds the totals, the calls in flight at that point of the stream and one page,
+    not every call: a call is forgotten once its close is replayed. ``progress`` is told the
+    events replayed so far after each page."""
     prefix = session.prefix
 
     def snapshot(client: Any) -> Any:
@@ -132,55 +138,67 @@ def verify_events(session: RedisSession) -> list[str]:
         return pipe.execute()
 
     with exact():
-        return _replay(session, *session.read(snapshot))
+        stored, last = session.read(snapshot)
+        return _replay(session, stored, last, progress)
 
 
-def _replay(session: RedisSession, stored_text: dict[str, str], last: Any) -> list[str]:
+def _replay(session: RedisSession, stored_text: dict[str, str], last: Any,
+            progress: Callable[[int], object] | None) -> list[str]:
     prefix = session.prefix
     stored = {field: parse_totals(text) for field, text in stored_text.items()}
     expected: dict[str, tuple[Decimal, Decimal, int]] = {}
-    calls: dict[str, tuple[list[Any], Decimal, str]] = {}
-    closing: set[str] = set()
+    calls: dict[str, tuple[list[Any], Decimal, str]] = {}  # in flight at this point
     problems: list[str] = []
-    start = "-"
+    start, replayed = "-", 0
     while last:
-        batch: Any = session.read(partial(_events, f"{prefix}events", start, last[0][0], 1000))
-        _load_calls(session, calls, {fields["call"] for _, fields in batch})
+        batch: Any = session.read(partial(_events, f"{prefix}events", start, last[0][0],
+                                          _EVENTS_PAGE))
+        if not batch:
+            break
+        read = dict(calls)
+        _load_calls(session, read, {fields["call"] for _, fields in batch})
         for _, event in batch:
-            call = calls.get(event["call"])
+            call = calls.get(event["call"]) or read.get(event["call"])
             if call is None:
                 return [f"event {event['kind']} refers to unknown call {event['call']}"]
-            claims, worst, _ = call
+            claims, worst, state = call
             amount = tidy(event["usd"])
             if event["kind"] in _CLOSING:
-                closing.add(event["call"])
+                calls.pop(event["call"], None)
+                if state == "open":
+                    problems.append(f"call {event['call']} is open but its events say closed")
+            else:
+                calls[event["call"]] = call
             for scope, claim_key, *_ in claims:
                 for period_key, spent, held, counted in event_changes(event["kind"], amount,
                                                                       worst, claim_key):
                     old = expected.get(total_field(scope, period_key), (ZERO, ZERO, 0))
                     expected[total_field(scope, period_key)] = (old[0] + spent, old[1] + held,
                                                                 old[2] + counted)
-        if len(batch) < 1000:
+        replayed += len(batch)
+        if progress is not None:
+            progress(replayed)
+        if len(batch) < _EVENTS_PAGE:
             break
         start = f"({batch[-1][0]}"
+    totals_problems = []
     for field, (spent, held, counted) in expected.items():
         want, found = Totals(spent, held, counted), stored.get(field, Totals())
         if want != found:
             period_key, _, scope = field.partition(" ")
-            problems.append(f"totals of {scope!r} in {period_key}: stored {found}, events "
-                            f"give {want}")
-    problems += [f"totals of {field.partition(' ')[2]!r} in {field.partition(' ')[0]} have no "
-                 f"events" for field, totals in stored.items()
-                 if field not in expected and totals != Totals()]
+            totals_problems.append(f"totals of {scope!r} in {period_key}: stored {found}, "
+                                   f"events give {want}")
+    totals_problems += [f"totals of {field.partition(' ')[2]!r} in {field.partition(' ')[0]} "
+                        f"have no events" for field, totals in stored.items()
+                        if field not in expected and totals != Totals()]
+    problems = totals_problems + problems
     later: Any = session.read(partial(_events, f"{prefix}events", f"({last[0][0]}", "+",
                                       None)) if last else []
     closed_later = {fields["call"] for _, fields in later if fields["kind"] in _CLOSING}
-    for call_id, (_, _, state) in calls.items():
-        is_open, was_closed = state == "open", call_id in closing
-        if (is_open and was_closed) or (not is_open and not was_closed
-                                        and call_id not in closed_later):
-            problems.append(f"call {call_id} is {state} but its events say "
-                            f"{'closed' if was_closed else 'open'}")
+    # The calls left are the ones whose close was not replayed: they must still be open.
+    problems += [f"call {call_id} is {state} but its events say open"
+                 for call_id, (_, _, state) in calls.items()
+                 if state != "open" and call_id not in closed_later]
     return problems
 
 
