@@ -257,10 +257,7 @@ def _guard_sdk_client(client: Any, settings: _Settings) -> None:
         return
     from spendguard._guard.clients import wrap  # noqa: PLC0415
 
-    options = settings.options
-    if is_genai_client(client):  # cap_output does not apply to Gemini clients yet
-        options = replace(options, cap_output=False)
-    wrap(client, **options.as_dict())
+    wrap(client, **settings.options.as_dict())
 
 
 def _dispatching(original: Callable[..., None]) -> Callable[..., None]:

@@ -9,6 +9,7 @@ default so unpriced spend never slips through).
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,8 +18,8 @@ from spendguard._core.jsontext import loads
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.providers.adapter import adapter_for
 
-__all__ = ["Call", "Endpoint", "Provider", "body_model", "build_call", "classify", "int_field",
-           "parse_body"]
+__all__ = ["Call", "Endpoint", "Provider", "body_model", "build_call", "cap_field", "classify",
+           "int_field", "parse_body", "with_output_cap", "with_top_level_cap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +42,28 @@ class Call:
 
     @property
     def cap_field(self) -> str | None:
-        """The body field that caps output, for ``cap_output=True`` rewriting."""
-        if self.endpoint is Endpoint.CHAT:
-            return "max_tokens" if "max_tokens" in self.body and \
-                "max_completion_tokens" not in self.body else "max_completion_tokens"
-        if self.endpoint is Endpoint.RESPONSES:
-            return "max_output_tokens"
-        if self.endpoint is Endpoint.MESSAGES:
-            return "max_tokens"
-        return None
+        """The top-level body field that caps output (None where the cap is nested or the
+        endpoint has none); telemetry reads the request's cap from it."""
+        return cap_field(self.endpoint, self.body)
+
+
+def cap_field(endpoint: Endpoint, body: Mapping[str, Any]) -> str | None:
+    """The top-level field of a chat, Responses or Messages body that caps its output."""
+    if endpoint is Endpoint.CHAT:
+        return "max_tokens" if "max_tokens" in body and \
+            "max_completion_tokens" not in body else "max_completion_tokens"
+    if endpoint is Endpoint.RESPONSES:
+        return "max_output_tokens"
+    if endpoint is Endpoint.MESSAGES:
+        return "max_tokens"
+    return None
+
+
+def with_top_level_cap(endpoint: Endpoint, body: dict[str, Any],
+                       tokens: int) -> dict[str, Any] | None:
+    """``body`` with its top-level output cap set to ``tokens`` (None: no such field)."""
+    name = cap_field(endpoint, body)
+    return None if name is None else {**body, name: tokens}
 
 
 def classify(provider: Provider, method: str, path: str, *,
@@ -123,3 +137,11 @@ def build_call(provider: Provider, endpoint: Endpoint, body: dict[str, Any]) -> 
     # The endpoint's API says how its body reads; the call keeps the provider it was sent to.
     call = adapter_for(endpoint.provider or provider).build_call(endpoint, body)
     return call if call.provider == provider else replace(call, provider=Provider(provider))
+
+
+def with_output_cap(call: Call, body: dict[str, Any], tokens: int) -> dict[str, Any] | None:
+    """``body`` (the call's, or the one sent for it) rewritten so each choice generates at
+    most ``tokens`` output tokens, as the adapter of the API the call speaks writes it; None
+    when the endpoint has no cap to lower."""
+    adapter = adapter_for(call.endpoint.provider or call.provider)
+    return adapter.with_output_cap(call.endpoint, body, tokens)

@@ -22,10 +22,10 @@ class Gemini(genai.Client):
 
     Takes the official constructor's arguments (``api_key``, ``vertexai``, ``project``,
     ``location``, ``credentials``, ``http_options``, ...) plus spendguard's: ``budget``,
-    ``allow_unpriced``, ``store_prompts``, ``prices``. ``client.aio``, ``client.chats`` and
-    every other module share the guard. ``cache_order`` (True or a ``CacheOrder``) orders
-    requests for Gemini's implicit prefix cache. ``cap_output`` is not supported for Gemini
-    yet (given as True it raises ``ConfigError``).
+    ``cap_output``, ``allow_unpriced``, ``store_prompts``, ``prices``. ``client.aio``,
+    ``client.chats`` and every other module share the guard. ``cache_order`` (True or a
+    ``CacheOrder``) orders requests for Gemini's implicit prefix cache. ``cap_output`` lowers
+    ``generationConfig.maxOutputTokens`` (and sets a ``thinkingBudget``) to fit the budget.
     """
 
     def __init__(self, *args: Any, budget: Budget | None = None, cap_output: bool = False,

@@ -91,9 +91,6 @@ def guard_genai_client(client: Any, options: ClientOptions) -> None:
     The client's ``.aio``, ``.chats`` and every other module share its API client, so they are
     guarded with it; wrapping again replaces the guard.
     """
-    if options.cap_output:
-        raise ConfigError("cap_output: not supported for Gemini clients yet (the cap sits in "
-                          "generationConfig); set max_output_tokens yourself")
     api = reach.api_client(client)
     if reach.uses_google_auth_session(api):
         raise ConfigError(

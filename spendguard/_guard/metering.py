@@ -32,7 +32,15 @@ from spendguard._budget.scopes import collect_budgets
 from spendguard._budget.templates import end_user_of
 from spendguard._core.errors import UnknownModelError
 from spendguard._core.jsontext import loads
-from spendguard._costing.calls import Call, Endpoint, Provider, build_call, classify, parse_body
+from spendguard._costing.calls import (
+    Call,
+    Endpoint,
+    Provider,
+    build_call,
+    classify,
+    parse_body,
+    with_output_cap,
+)
 from spendguard._costing.cost import billable_tier, total_usd
 from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
@@ -528,7 +536,7 @@ class Guard:
             request, body = _with_body(request, call.body)
         estimate, bound_tags = learned_input_bound(self.budget, call, estimate, table,
                                                    budgets=budgets)
-        if self.options.cap_output and call.cap_field is not None and may_cap:
+        if self.options.cap_output and may_cap and estimate.output_tokens_worst > 0:
             request, call, estimate = self._fit_output(request, call, estimate, parsed,
                                                        budgets)
         return request, body, parsed, call, estimate, degraded, bound_tags
@@ -600,18 +608,27 @@ class Guard:
                 low = mid
             else:
                 high = mid - 1
-        if low < _MIN_CAPPED_OUTPUT or call.cap_field is None:
+        if low < _MIN_CAPPED_OUTPUT:
             return request, call, estimate  # cannot fit: reserve as is, and be refused
-        body = {**wire_body, call.cap_field: low}  # what is sent; the call prices its route
-        new_call = build_call(call.provider, call.endpoint, {**call.body, call.cap_field: low})
+        # The adapter writes the cap (a top-level field, or Gemini's generationConfig) into
+        # what is sent and into the body the call is priced from (its route's).
+        body = with_output_cap(call, wire_body, low)
+        priced = with_output_cap(call, call.body, low)
+        if body is None or priced is None:
+            return request, call, estimate  # no cap to lower: reserve as is
+        new_call = build_call(call.provider, call.endpoint, priced)
+        per_choice = new_call.output_cap
+        if per_choice is None or per_choice > low:  # the rewrite must bound the worst case
+            return request, call, estimate
+        output = per_choice * new_call.choices
         new_estimate = Estimate(
-            estimate.model, estimate.input_tokens, low * call.choices,
-            worst_cost_usd(new_call, input_tokens, low * call.choices, self.table,
-                           at=estimate.at),
+            estimate.model, estimate.input_tokens, output,
+            worst_cost_usd(new_call, input_tokens, output, self.table, at=estimate.at),
             estimate.table_version, estimate.price, estimate.at,
         )
         new_request, _ = _with_body(request, body)
-        log.info("spendguard capped %s output at %d tokens to fit the budget", call.model, low)
+        log.info("spendguard capped %s output at %d tokens to fit the budget", call.model,
+                 per_choice)
         return new_request, new_call, new_estimate
 
 

@@ -142,6 +142,13 @@ class ProviderAdapter(Protocol):
         """A priced request body (with ``model`` set) read into a call."""
         ...
 
+    def with_output_cap(self, endpoint: Endpoint, body: dict[str, Any],
+                        tokens: int) -> dict[str, Any] | None:
+        """A copy of ``body`` whose worst case is at most ``tokens`` output tokens per choice,
+        as :meth:`build_call` reads it back (``cap_output=True``); None when the endpoint has
+        no output cap, or the body cannot be capped that low."""
+        ...
+
     def reply_endpoint(self, module: str) -> Endpoint | None:
         """The endpoint an SDK reply object comes from, by its class's module (None: not one
         of this provider's replies)."""

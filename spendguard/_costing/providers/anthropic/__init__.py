@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from spendguard._costing.calls import Call
+from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
@@ -75,6 +75,10 @@ class AnthropicAdapter:
 
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return requests.build_call(endpoint, body)
+
+    def with_output_cap(self, endpoint: Endpoint, body: dict[str, Any],
+                        tokens: int) -> dict[str, Any] | None:
+        return with_top_level_cap(endpoint, body, tokens)
 
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         return None

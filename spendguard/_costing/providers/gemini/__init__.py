@@ -18,7 +18,11 @@ from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
 from spendguard._costing.providers.gemini.errors import error_body
 from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
-from spendguard._costing.providers.gemini.requests import build_call, count_input
+from spendguard._costing.providers.gemini.requests import (
+    build_call,
+    count_input,
+    with_output_cap,
+)
 from spendguard._costing.providers.gemini.routing import route
 from spendguard._costing.providers.gemini.usage import GeminiStreamReader, usage_from_gemini
 from spendguard._costing.tokens.count import TokenCount
@@ -68,6 +72,10 @@ class GeminiAdapter:
 
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return build_call(endpoint, body)
+
+    def with_output_cap(self, endpoint: Endpoint, body: dict[str, Any],
+                        tokens: int) -> dict[str, Any] | None:
+        return with_output_cap(endpoint, body, tokens)
 
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         return None

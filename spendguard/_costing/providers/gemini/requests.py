@@ -31,7 +31,7 @@ from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.tokens.images import image_size_from_base64
 
 __all__ = ["CONTEXT_BOUND", "DEFAULT_CACHE_TTL_S", "build_call", "cache_ttl_seconds",
-           "count_input", "field"]
+           "count_input", "field", "with_output_cap"]
 
 CONTEXT_BOUND = 1_048_576
 """The longest prompt any Gemini text model takes."""
@@ -41,6 +41,9 @@ IMAGE_TILE_TOKENS = 258
 IMAGE_TILE_PX = 768
 IMAGE_SMALL_PX = 384
 IMAGE_MIN_BOUND = 1120
+THINKING_BUDGET_RANGE = (512, 24_576)
+"""The thinking budgets every Gemini 2.5 model takes: 2.5 Pro 128-32,768, 2.5 Flash
+0-24,576, 2.5 Flash-Lite 512-24,576 (ai.google.dev/gemini-api/docs/thinking)."""
 
 
 def field(container: Mapping[str, Any] | None, camel: str) -> Any:
@@ -87,6 +90,50 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     choices = _int(config, "candidateCount") or 1
     return Call(Provider.GEMINI, endpoint, model, body, output_cap, max(choices, 1),
                 bool(body.get("stream")))
+
+
+def _key(container: Mapping[str, Any], camel: str) -> str:
+    """The key a field is written under: the spelling the body already uses, else REST's."""
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+    return snake if snake in container and camel not in container else camel
+
+
+def with_output_cap(endpoint: Endpoint, body: dict[str, Any],
+                    tokens: int) -> dict[str, Any] | None:
+    """``body`` with ``generationConfig`` set so that ``maxOutputTokens`` plus an explicit
+    ``thinkingBudget`` (the worst case :func:`build_call` reads) is at most ``tokens``.
+
+    A thinking budget the request set is kept while it leaves the answer a token; otherwise
+    (dynamic thinking, or a budget too large) thinking gets half of ``tokens``, within
+    :data:`THINKING_BUDGET_RANGE` and never more than the request's own budget. The answer
+    gets the rest, never more than the request's ``maxOutputTokens``. None when not one
+    answer token is left, and for a request that sets a ``thinkingLevel`` (Gemini 3), which
+    the API refuses beside a ``thinkingBudget``.
+    """
+    if endpoint is not Endpoint.GENERATE:
+        return None
+    config = field(body, "generationConfig")
+    config = dict(config) if isinstance(config, Mapping) else {}
+    thinking_config = field(config, "thinkingConfig")
+    thinking_config = dict(thinking_config) if isinstance(thinking_config, Mapping) else {}
+    if field(thinking_config, "thinkingLevel") is not None:
+        return None
+    cap = _int(config, "maxOutputTokens")
+    budget = _int(thinking_config, "thinkingBudget")
+    if budget is not None and 0 <= budget < tokens:
+        thinking = budget
+    else:
+        low, high = THINKING_BUDGET_RANGE
+        thinking = min(max(tokens // 2, low), high)
+        if budget is not None and budget >= 0:
+            thinking = min(thinking, budget)
+    answer = tokens - thinking if cap is None else min(cap, tokens - thinking)
+    if answer < 1:
+        return None
+    thinking_config[_key(thinking_config, "thinkingBudget")] = thinking
+    config[_key(config, "thinkingConfig")] = thinking_config
+    config[_key(config, "maxOutputTokens")] = answer
+    return {**body, _key(body, "generationConfig"): config}
 
 
 class _Bound:
