@@ -50,8 +50,6 @@ was written.
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import os
 import re
 import threading
@@ -86,7 +84,13 @@ from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.postgres_migrations import lock_key, migrate
 from spendguard._budget.ledger.replay import CallBooks
-from spendguard._budget.ledger.rows import RowCodec
+from spendguard._budget.ledger.rows import (
+    RowCodec,
+    amount_key,
+    claims_from_text,
+    claims_text,
+    json_object,
+)
 from spendguard._core.errors import ConfigError, LedgerError, LedgerUnavailable
 from spendguard._core.periods import as_utc, utc_now
 from spendguard._core.terminal import masked_url
@@ -590,7 +594,7 @@ class _Tx:
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
-        self.cursor.execute(self.sql["crossing"], (scope, period_key, _amount_key(warn_usd),
+        self.cursor.execute(self.sql["crossing"], (scope, period_key, amount_key(warn_usd),
                                                    as_utc(time)))
         return bool(self.cursor.rowcount == 1)
 
@@ -634,45 +638,8 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
 
 
-def _amount_key(amount: Decimal) -> str:
-    """Equal amounts as equal text (``8.0`` and ``8.00`` are one warning level)."""
-    return format(amount.normalize(), "f")
-
-
-def _optional_decimal(text: str | None) -> Decimal | None:
-    return None if text is None else Decimal(text)
-
-
-_json = json.JSONEncoder().encode
-
-
-def _json_object(mapping: Mapping[str, Any]) -> str:
-    return _json(dict(mapping)) if mapping else "{}"
-
-
-@functools.lru_cache(maxsize=256)
-def _claims_json(rows: tuple[tuple[str | int | None, ...], ...]) -> str:
-    # A budget claims the same for a whole period: encoded once per period, not per call.
-    return _json([list(row) for row in rows])
-
-
-def _claims_text(claims: tuple[ScopeClaim, ...]) -> str:
-    # Amounts as their own text, so equal amounts written differently ("8", "8.00") keep it.
-    return _claims_json(tuple([(c.scope, c.period_key,
-                                None if c.limit_usd is None else str(c.limit_usd),
-                                None if c.warn_usd is None else str(c.warn_usd), c.max_calls)
-                               for c in claims]))
-
-
-def _claims(text: str) -> tuple[ScopeClaim, ...]:
-    # A call cap is the fifth element (claims written before call caps have four).
-    return tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
-                            cap[0] if cap else None)
-                 for scope, key, limit, warn, *cap in json.loads(text))
-
-
 # Amounts go as Decimal into NUMERIC, times into TIMESTAMPTZ, flags into BOOLEAN: as they are.
 _ROWS = RowCodec(
-    encode={"time": as_utc, "map": _json_object, "list": list, "claims": _claims_text},
-    decode={"time": _utc, "list": tuple, "claims": _claims})
+    encode={"time": as_utc, "map": json_object, "list": list, "claims": claims_text},
+    decode={"time": _utc, "list": tuple, "claims": claims_from_text})
 _row_to_call = _ROWS.call_row

@@ -8,16 +8,20 @@ where its value lives on a :class:`Call` or a :class:`CallRow`, comes from
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
+from decimal import Decimal
 from operator import attrgetter
 from typing import Any
 
-from spendguard._budget.ledger.base import SpendRecord
+from spendguard._budget.ledger.base import ScopeClaim, SpendRecord
 from spendguard._budget.ledger.engine import Call, CallRow
 from spendguard._budget.ledger.fields import CLOSING, COLUMNS, Field, Kind
 
-__all__ = ["Convert", "RowCodec"]
+__all__ = ["Convert", "RowCodec", "amount_key", "claims_from_text", "claims_text",
+           "json_object"]
 
 Convert = Callable[[Any], Any]
 """One value of a kind, to what the backend stores or back."""
@@ -105,3 +109,47 @@ class RowCodec:
         record = SpendRecord(**{name: named[name] for name in _RECORD},
                              limits_usd=tuple(claim.limit_usd for claim in claims))
         return CallRow(record=record, **{name: named[name] for name in _ROW})
+
+
+# The JSON columns both SQL backends write alike (tags and tokens, a call's claims), and the
+# text of a warning level.
+
+_json = json.JSONEncoder().encode  # json.dumps less its own call and option checks
+
+
+def amount_key(amount: Decimal) -> str:
+    """Equal amounts as equal text (``8.0`` and ``8.00`` are one warning level)."""
+    return format(amount.normalize(), "f")
+
+
+def json_object(mapping: Mapping[str, Any]) -> str:
+    """A mapping (tags, token counts) as JSON; most calls have no tags, and no tokens until
+    settled, so the empty one is not encoded each time."""
+    return _json(dict(mapping)) if mapping else "{}"
+
+
+@functools.lru_cache(maxsize=256)
+def _claims_json(rows: tuple[tuple[str | int | None, ...], ...]) -> str:
+    # A budget claims the same for a whole period: encoded once per period, not per call.
+    return _json([list(row) for row in rows])
+
+
+def claims_text(claims: tuple[ScopeClaim, ...]) -> str:
+    """A call's claims as JSON: ``[[scope, period_key, limit, warn, max_calls], ...]``."""
+    # Amounts as their own text, so equal amounts written differently ("8", "8.00") keep it.
+    return _claims_json(tuple([(c.scope, c.period_key,
+                                None if c.limit_usd is None else str(c.limit_usd),
+                                None if c.warn_usd is None else str(c.warn_usd), c.max_calls)
+                               for c in claims]))
+
+
+def _optional_decimal(text: str | None) -> Decimal | None:
+    return None if text is None else Decimal(text)
+
+
+def claims_from_text(text: str) -> tuple[ScopeClaim, ...]:
+    """The claims :func:`claims_text` wrote."""
+    # A call cap is the fifth element (claims written before call caps have four).
+    return tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
+                            cap[0] if cap else None)
+                 for scope, key, limit, warn, *cap in json.loads(text))

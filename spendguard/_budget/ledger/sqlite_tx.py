@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -21,7 +21,13 @@ from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, add_to_
 from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.replay import CallBooks
-from spendguard._budget.ledger.rows import RowCodec
+from spendguard._budget.ledger.rows import (
+    RowCodec,
+    amount_key,
+    claims_from_text,
+    claims_text,
+    json_object,
+)
 from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc
 
@@ -247,7 +253,7 @@ class SqliteTx:
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
         cursor = self.run("INSERT OR IGNORE INTO crossings VALUES (?, ?, ?, ?)",
-                          (scope, period_key, _amount_key(warn_usd), stamp(time)))
+                          (scope, period_key, amount_key(warn_usd), stamp(time)))
         return cursor.rowcount == 1
 
     def all_events(self) -> Iterator[Event]:
@@ -311,38 +317,7 @@ def stamp(moment: datetime) -> str:
     return as_utc(moment).isoformat(timespec="microseconds")
 
 
-def _amount_key(amount: Decimal) -> str:
-    """Equal amounts as equal text (``8.0`` and ``8.00`` are one warning level)."""
-    return format(amount.normalize(), "f")
-
-
-def _optional_decimal(text: str | None) -> Decimal | None:
-    return None if text is None else Decimal(text)
-
-
-# json.dumps with its default options, less its own call and option checks.
-_json = json.JSONEncoder().encode
-
-
-def _json_object(mapping: Mapping[str, Any]) -> str:
-    """A mapping (tags, token counts) as JSON; most calls have no tags, and no tokens until
-    settled, so the empty one is not encoded each time."""
-    return _json(dict(mapping)) if mapping else "{}"
-
-
-@functools.lru_cache(maxsize=256)
-def _claims_json(rows: tuple[tuple[str | int | None, ...], ...]) -> str:
-    # A budget claims the same for a whole period: encoded once per period, not per call.
-    return _json([list(row) for row in rows])
-
-
-def _claims_text(claims: tuple[ScopeClaim, ...]) -> str:
-    """A call's claims as JSON: ``[[scope, period_key, limit, warn, max_calls], ...]``."""
-    # Amounts as their own text, so equal amounts written differently ("8", "8.00") keep it.
-    return _claims_json(tuple([(c.scope, c.period_key,
-                                None if c.limit_usd is None else str(c.limit_usd),
-                                None if c.warn_usd is None else str(c.warn_usd), c.max_calls)
-                               for c in claims]))
+_json = json.JSONEncoder().encode  # json.dumps less its own call and option checks
 
 
 @functools.lru_cache(maxsize=256)
@@ -357,18 +332,11 @@ def _list_of(text: str) -> tuple[str, ...]:
     return tuple(json.loads(text))
 
 
-def _claims(text: str) -> tuple[ScopeClaim, ...]:
-    # A call cap is the fifth element (claims written before call caps have four).
-    return tuple(ScopeClaim(scope, key, _optional_decimal(limit), _optional_decimal(warn),
-                            cap[0] if cap else None)
-                 for scope, key, limit, warn, *cap in json.loads(text))
-
-
 _ROWS = RowCodec(
-    encode={"time": stamp, "usd": str, "flag": int, "map": _json_object, "list": _list_text,
-            "claims": _claims_text},
+    encode={"time": stamp, "usd": str, "flag": int, "map": json_object, "list": _list_text,
+            "claims": claims_text},
     decode={"time": datetime.fromisoformat, "usd": Decimal, "flag": bool, "map": json.loads,
-            "list": _list_of, "claims": _claims})
+            "list": _list_of, "claims": claims_from_text})
 
 
 _read_event = _ROWS.reader(_EVENT_COLUMNS)  # the rowid after them stays as it is
