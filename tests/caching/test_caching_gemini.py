@@ -69,16 +69,21 @@ def test_volatile_system_text_can_go_to_the_last_user_turn() -> None:
     assert ordered.body["contents"][-1]["parts"][-1] == {"text": "Now: 2026-12-06T10:01:07Z."}
 
 
-def test_a_guarded_gemini_client_sends_its_requests_ordered_for_the_cache() -> None:
-    emulator = Emulator()
-    budget = spendguard.Budget("1", ledger="memory://")
-    client = spendguard.Gemini(api_key="emulated", http_options=emulator.gemini_http_options(),
-                               budget=budget, cache_order=True)
+def ask_with_a_timestamp_first(client: Any) -> None:
+    """One call whose system instruction opens with a volatile timestamp."""
     client.models.generate_content(
         model="gemini-2.5-flash", contents="Where is #42?",
         config=types.GenerateContentConfig(
             system_instruction=f"Now: 2026-12-06T10:01:07Z.\n\n{AGENT}", max_output_tokens=50,
             thinking_config=types.ThinkingConfig(thinking_budget=0)))
+
+
+def test_a_guarded_gemini_client_sends_its_requests_ordered_for_the_cache() -> None:
+    emulator = Emulator()
+    budget = spendguard.Budget("1", ledger="memory://")
+    client = spendguard.Gemini(api_key="emulated", http_options=emulator.gemini_http_options(),
+                               budget=budget, cache_order=True)
+    ask_with_a_timestamp_first(client)
     [sent] = emulator.requests
     assert sent.body["systemInstruction"]["parts"][0] == {"text": AGENT}
     [record] = budget.ledger.records()
@@ -93,10 +98,6 @@ def test_install_orders_the_requests_of_a_genai_client_built_elsewhere() -> None
         client = emulator.gemini_client()  # as a framework would build it
     finally:
         spendguard.uninstall()
-    client.models.generate_content(
-        model="gemini-2.5-flash", contents="Where is #42?",
-        config=types.GenerateContentConfig(
-            system_instruction=f"Now: 2026-12-06T10:01:07Z.\n\n{AGENT}", max_output_tokens=50,
-            thinking_config=types.ThinkingConfig(thinking_budget=0)))
+    ask_with_a_timestamp_first(client)
     [sent] = emulator.requests
     assert sent.body["systemInstruction"]["parts"][0] == {"text": AGENT}
