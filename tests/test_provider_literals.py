@@ -59,7 +59,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "_strategies/batch/limits.py": (1, "BatchLimits' per-provider fields"),
     "_strategies/plan/inputs.py": (3, "plan() reads OpenAI batch lines, Anthropic and Gemini "
                                       "requests"),
-    "_guard/metering.py": (1, "a deleted Gemini cache credited: explicit caches are Gemini's"),
     "_guard/cache_credit.py": (1, "the credit's adjustment record names Gemini, whose caches "
                                   "it credits"),
     "_strategies/cascade/checks.py": (1, "a hand-built Candidate's default provider"),

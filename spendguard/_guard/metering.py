@@ -46,6 +46,7 @@ from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
 from spendguard._costing.providers import stream_reader, usage_reader
+from spendguard._costing.providers.adapter import adapter_for
 from spendguard._costing.routing import Route, route_request
 from spendguard._costing.tokens import TokenCount
 from spendguard._costing.usage import Usage
@@ -415,16 +416,15 @@ class Guard:
         return self.options.prices or default_table()
 
     def after_free(self, request: httpx2.Request, response: httpx2.Response) -> None:
-        """A free request's answer where it changes what was charged: a Gemini cache deleted
-        before the expiry its storage was charged to (credited). Never raises."""
-        if (self.provider is not Provider.GEMINI or request.method != "DELETE"
-                or not 200 <= response.status_code < 300):
+        """A free request's answer where it changes what was charged: an explicit cache ended
+        before the expiry its storage was charged to (a Gemini ``caches.delete``), credited.
+        Never raises."""
+        if not 200 <= response.status_code < 300:
             return
-        from spendguard._costing.providers.gemini.caches import cache_name  # noqa: PLC0415
-        from spendguard._guard.cache_credit import credit_unused_storage  # noqa: PLC0415
-
-        name = cache_name(request.url.path)
+        name = adapter_for(self.provider).ended_cache(request.method, request.url.path)
         if name is not None:
+            from spendguard._guard.cache_credit import credit_unused_storage  # noqa: PLC0415
+
             credit_unused_storage(self, name, None, forget=True)
 
     def admit(self, request: httpx2.Request) -> tuple[Endpoint, dict[str, str]] | None:

@@ -365,7 +365,7 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
         _mark(request)
     if attempt is None:
         response = inner.handle_request(request)
-        if tag is not None and request.method == "DELETE":  # a cache deleted: credit it
+        if tag is not None and request.method == "DELETE":  # may end a cache: the adapter says
             tag.guard.after_free(request, response)
         return response
     _track_writing(request, attempt, wire)
@@ -410,7 +410,7 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
         _mark(request)
     if attempt is None:
         response = await inner.handle_async_request(request)
-        if tag is not None and request.method == "DELETE":  # a cache deleted: credit it
+        if tag is not None and request.method == "DELETE":  # may end a cache: the adapter says
             tag.guard.after_free(request, response)
         return response
     _track_writing(request, attempt, wire)

@@ -149,6 +149,11 @@ class ProviderAdapter(Protocol):
         no output cap, or the body cannot be capped that low."""
         ...
 
+    def ended_cache(self, method: str, path: str) -> str | None:
+        """The explicit cache a successful free request ends before its charged expiry (its
+        resource name), whose unused storage is credited; None for any other request."""
+        ...
+
     def reply_endpoint(self, module: str) -> Endpoint | None:
         """The endpoint an SDK reply object comes from, by its class's module (None: not one
         of this provider's replies)."""

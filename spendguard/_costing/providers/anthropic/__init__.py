@@ -80,6 +80,9 @@ class AnthropicAdapter:
                         tokens: int) -> dict[str, Any] | None:
         return with_top_level_cap(endpoint, body, tokens)
 
+    def ended_cache(self, method: str, path: str) -> str | None:
+        return None  # no explicit cache is billed for its storage
+
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         return None
 

@@ -77,6 +77,11 @@ class GeminiAdapter:
                         tokens: int) -> dict[str, Any] | None:
         return with_output_cap(endpoint, body, tokens)
 
+    def ended_cache(self, method: str, path: str) -> str | None:
+        from spendguard._costing.providers.gemini.caches import cache_name  # noqa: PLC0415
+
+        return cache_name(path) if method == "DELETE" else None
+
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         return None
 

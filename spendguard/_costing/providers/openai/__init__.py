@@ -89,6 +89,9 @@ class OpenAIAdapter:
                         tokens: int) -> dict[str, Any] | None:
         return with_top_level_cap(endpoint, body, tokens)
 
+    def ended_cache(self, method: str, path: str) -> str | None:
+        return None  # no explicit cache is billed for its storage
+
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         requests.refuse_unpriced(call, raw)
 
