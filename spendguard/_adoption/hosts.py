@@ -1,42 +1,38 @@
 """Which provider a request is addressed to, from its URL alone: what ``install()`` guards.
 
 Under :func:`spendguard.install`, requests no guarded SDK client built (a framework's own
-HTTP code, a client built before ``install()``) are guarded by where they go:
+HTTP code, a client built before ``install()``) are guarded by where they go, for each provider
+whose adapter has ``traffic_guard`` set:
 
-- ``api.openai.com`` (OpenAI) and ``api.anthropic.com`` (Anthropic);
-- Azure OpenAI resources (``*.openai.azure.com``, ``*.cognitiveservices.azure.com``,
-  ``*.services.ai.azure.com``): OpenAI requests naming deployments;
-- Amazon Bedrock runtime (``bedrock-runtime[-fips].<region>.amazonaws.com``) and Vertex AI's
-  Anthropic publisher (``[<region>-]aiplatform.googleapis.com/.../publishers/anthropic/...``):
-  Anthropic requests whose model is in the path;
-- an OpenAI-compatible host of the price table (``[hosts.*]`` with its ``base_url``);
-- every base URL the user declares (``install(base_urls={...})``), and the SDKs' own
-  ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` when set.
+- the hosts its adapter recognises (``traffic_kind``): ``api.openai.com`` and Azure OpenAI
+  resources (OpenAI requests naming deployments), ``api.anthropic.com``, Amazon Bedrock
+  runtime and Vertex AI's Anthropic publisher (Anthropic requests whose model is in the path);
+- a compatible host of the price table (``[hosts.*]`` with its ``base_url``), which speaks the
+  default wire (OpenAI's);
+- every base URL the user declares (``install(base_urls={...})``, marked with a kind: a
+  provider's name or a platform's), and the SDKs' own base-URL variables
+  (``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``: the adapters' ``base_url_env``) when set.
 
 Everything else passes untouched. Pure: the environment is read by the caller.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.routing import AZURE
+from spendguard._costing.providers.adapter import (
+    ProviderAdapter,
+    adapter_kinds,
+    adapters,
+    default_wire_adapter,
+)
 
 __all__ = ["Destination", "ProviderHosts", "declared_base_urls"]
-
-_EXACT = {"api.openai.com": Provider.OPENAI, "api.anthropic.com": Provider.ANTHROPIC}
-_AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com",
-                   ".services.ai.azure.com")
-_BEDROCK = re.compile(r"bedrock-runtime(-fips)?\.[a-z0-9-]+\.amazonaws\.com")
-_VERTEX = re.compile(r"([a-z0-9-]+-)?aiplatform\.googleapis\.com")
-_PROVIDER_NAMES = {"openai": (Provider.OPENAI, None), "anthropic": (Provider.ANTHROPIC, None),
-                   "azure": (Provider.OPENAI, AZURE)}
-_ENV_BASE_URLS = (("OPENAI_BASE_URL", "openai"), ("ANTHROPIC_BASE_URL", "anthropic"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +41,16 @@ class Destination:
 
     provider: Provider
     platform: str | None = None
+
+
+@functools.cache  # read for every untagged request
+def _guarded() -> tuple[tuple[ProviderAdapter, ...], dict[str, Destination]]:
+    """The adapters whose traffic install() guards, and the destination each of their kinds
+    names."""
+    guarded = tuple(adapter for adapter in adapters() if adapter.traffic_guard)
+    kinds = {kind: Destination(Provider(adapter.name), platform)
+             for kind, (adapter, platform) in adapter_kinds().items() if adapter in guarded}
+    return guarded, kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +62,8 @@ class ProviderHosts:
 
     @classmethod
     def declare(cls, base_urls: Mapping[str, str] | None) -> ProviderHosts:
-        """``base_urls`` maps a base URL to ``"openai"``, ``"anthropic"`` or ``"azure"``."""
+        """``base_urls`` maps a base URL to a kind of a guarded provider: ``"openai"``,
+        ``"anthropic"`` or ``"azure"``."""
         if base_urls is None:
             return cls()
         if not isinstance(base_urls, Mapping):
@@ -67,11 +74,11 @@ class ProviderHosts:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise ConfigError(f"base_urls: {url!r} is not an http(s) URL; give the base "
                                   "URL the client is built with, e.g. http://localhost:8000/v1")
-            if name not in _PROVIDER_NAMES:
+            kinds = _guarded()[1]
+            if name not in kinds:
                 raise ConfigError(f"base_urls[{url!r}]: {name!r} is not one of "
-                                  f"{', '.join(sorted(_PROVIDER_NAMES))}")
-            provider, platform = _PROVIDER_NAMES[name]
-            declared.append((url.rstrip("/"), Destination(provider, platform)))
+                                  f"{', '.join(sorted(kinds))}")
+            declared.append((url.rstrip("/"), kinds[name]))
         declared.sort(key=lambda item: -len(item[0]))
         return cls(tuple(declared))
 
@@ -88,18 +95,14 @@ class ProviderHosts:
             declared = spoken or declared
         if declared:
             return declared[0]
-        exact = _EXACT.get(host)
-        if exact is not None:
-            return Destination(exact)
-        if host.endswith(_AZURE_SUFFIXES):
-            return Destination(Provider.OPENAI, AZURE)
-        if _BEDROCK.fullmatch(host):
-            return Destination(Provider.ANTHROPIC)
-        if _VERTEX.fullmatch(host):
-            # Vertex serves many publishers; spendguard prices Anthropic's only.
-            return Destination(Provider.ANTHROPIC) if "/publishers/anthropic/" in path else None
+        guarded, kinds = _guarded()
+        for adapter in guarded:
+            kind = adapter.traffic_kind(host, path)
+            if kind is not None:
+                return kinds[kind] if kind else None  # "": its host, an API it does not price
         if table.host_for(url) is not None:
-            return Destination(Provider.OPENAI)  # an OpenAI-compatible host it has prices for
+            # A compatible host it has prices for: it speaks the default wire.
+            return Destination(Provider(default_wire_adapter().name))
         return None
 
 
@@ -107,7 +110,7 @@ def declared_base_urls(environ: Mapping[str, str],
                        base_urls: Mapping[str, str]) -> dict[str, str]:
     """``base_urls`` plus the SDKs' base-URL variables set in ``environ`` (the SDKs, and the
     frameworks that read them, send there); an explicit entry wins."""
-    found = {environ[name]: provider for name, provider in _ENV_BASE_URLS
-             if environ.get(name, "").startswith(("http://", "https://"))}
+    found = {environ[adapter.base_url_env]: adapter.name for adapter in _guarded()[0]
+             if environ.get(adapter.base_url_env, "").startswith(("http://", "https://"))}
     found.update(base_urls)
     return found

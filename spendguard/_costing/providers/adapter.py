@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from spendguard._costing.tokens.count import TokenCount
     from spendguard._costing.usage import Usage
 
-__all__ = ["PROVIDERS", "ProviderAdapter", "Route", "StreamReader", "adapter_for", "adapters",
-           "otel_provider_name"]
+__all__ = ["PROVIDERS", "ProviderAdapter", "Route", "StreamReader", "adapter_for",
+           "adapter_kinds", "adapters", "default_wire_adapter", "otel_provider_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,52 @@ class ProviderAdapter(Protocol):
     base_url_env: str
     """The environment variable its SDK reads a base URL from (``spendguard run`` sends the
     traffic addressed there through its gateway)."""
+    # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
+    platforms: tuple[str, ...]
+    """The platforms that serve its API under their own address and names, which a guard is
+    told of because the path does not say (``("azure",)``: requests name deployments). With
+    :attr:`name`, they are its *kinds*: what an ``--upstream`` URL (``azure+URL``), an upstream's
+    name or an ``install(base_urls=)`` entry may name to mean its API (or the platform's)."""
+    api_base_url: str
+    """Its API's base URL as its SDK takes it (``https://api.openai.com/v1``): the gateway's
+    default upstream of its name."""
+    default_wire: bool
+    """Whether its wire is the one spoken where no provider is named (an ``--upstream`` with no
+    kind, a price-table host, a gateway ``/v1/...`` request no other adapter claims): OpenAI's,
+    which the compatible hosts copy. Exactly one adapter has it."""
+    gateway_headers: tuple[str, ...]
+    """Request headers (lower case) only its official client sends (``anthropic-version``): a
+    request the default wire's :meth:`gateway_path` would take goes to it, its path whole,
+    when it carries one and no adapter claimed the path."""
+    traffic_guard: bool
+    """Whether ``install()`` guards requests no guarded client tagged that are addressed to it
+    (:meth:`traffic_kind`, a declared base URL, :attr:`base_url_env`); false: only the
+    clients of its SDK are guarded."""
+
+    def key_env(self, platform: str | None) -> str:
+        """The environment variable holding its API's key, or a platform's
+        (``AZURE_OPENAI_API_KEY``): the gateway's provider key for an upstream of that name."""
+        ...
+
+    def key_header(self, platform: str | None) -> str:
+        """The header (lower case) its official client sends its key in, on its API or a
+        platform; ``authorization`` carries a bearer token."""
+        ...
+
+    def gateway_path(self, path: str) -> str | None:
+        """The path forwarded after its default upstream's base URL when the gateway's default
+        route takes ``path`` for it (Gemini's ``/v1beta/...``, Anthropic's ``/v1/messages``);
+        None: not its path. The adapters that are not the default wire are asked first, then
+        their :attr:`gateway_headers`, and the default wire last (it takes the rest of
+        ``/v1/...``, its base URL holding the ``/v1``)."""
+        ...
+
+    def traffic_kind(self, host: str, path: str) -> str | None:
+        """Which of its kinds (:attr:`platforms`) a request to ``host`` (lower case) at
+        ``path`` addresses, by its host: ``install()``'s traffic guard. ``""``: its host, but
+        for an API it does not price (Vertex's other publishers: the request passes untouched);
+        None: not its host."""
+        ...
     cache_ttls: tuple[str, ...]
     """The cache-write TTLs it bills (the ``cache_write_<ttl>`` rates of its price entries);
     empty when it bills no cache writes."""
@@ -205,6 +251,21 @@ def adapter_for(provider: str) -> ProviderAdapter:
 def adapters() -> tuple[ProviderAdapter, ...]:
     """Every provider's adapter, in the order of :data:`PROVIDERS` (imports them all)."""
     return tuple(adapter_for(name) for name in PROVIDERS)
+
+
+def default_wire_adapter() -> ProviderAdapter:
+    """The adapter whose wire is spoken where no provider is named (its ``default_wire``)."""
+    return next(adapter for adapter in adapters() if adapter.default_wire)
+
+
+def adapter_kinds() -> dict[str, tuple[ProviderAdapter, str | None]]:
+    """Each kind an address may be marked with (a provider's name, or one of its
+    ``platforms``): the adapter whose API it speaks, and the platform (None: its own API)."""
+    kinds: dict[str, tuple[ProviderAdapter, str | None]] = {}
+    for adapter in adapters():
+        kinds[adapter.name] = (adapter, None)
+        kinds.update((platform, (adapter, platform)) for platform in adapter.platforms)
+    return kinds
 
 
 @functools.lru_cache(maxsize=8)

@@ -17,7 +17,7 @@ from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
-from spendguard._costing.providers.anthropic import paths, requests, routing
+from spendguard._costing.providers.anthropic import addresses, paths, requests, routing
 from spendguard._costing.providers.anthropic.errors import error_body
 from spendguard._costing.providers.anthropic.usage import (
     MessageStreamReader,
@@ -52,6 +52,25 @@ class AnthropicAdapter:
     billing_names = ("Anthropic", "Claude API")
     sdk_package = "anthropic"
     base_url_env = "ANTHROPIC_BASE_URL"
+    # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
+    platforms: tuple[str, ...] = ()  # Bedrock's and Vertex's paths say which they are
+    api_base_url = "https://api.anthropic.com"
+    default_wire = False
+    gateway_headers: tuple[str, ...] = addresses.GATEWAY_HEADERS
+    traffic_guard = True
+
+    def key_env(self, platform: str | None) -> str:
+        return "ANTHROPIC_API_KEY"
+
+    def key_header(self, platform: str | None) -> str:
+        return "x-api-key"
+
+    def gateway_path(self, path: str) -> str | None:
+        return addresses.gateway_path(path)
+
+    def traffic_kind(self, host: str, path: str) -> str | None:
+        return addresses.traffic_kind(self.name, host, path)
+
     cache_ttls: tuple[str, ...] = ("5m", "1h")
     exact_input = False
     model_prefixes: tuple[str, ...] = ("claude",)

@@ -16,6 +16,7 @@ from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
+from spendguard._costing.providers.gemini.addresses import gateway_path
 from spendguard._costing.providers.gemini.errors import error_body
 from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
 from spendguard._costing.providers.gemini.requests import (
@@ -48,6 +49,25 @@ class GeminiAdapter:
     billing_names = ("Google", "Gemini API")
     sdk_package = "google.genai"
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
+    # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
+    platforms: tuple[str, ...] = ()  # Vertex AI's paths say it
+    api_base_url = "https://generativelanguage.googleapis.com"
+    default_wire = False
+    gateway_headers: tuple[str, ...] = ()
+    traffic_guard = False  # install() guards the clients google-genai builds, not its hosts
+
+    def key_env(self, platform: str | None) -> str:
+        return "GEMINI_API_KEY"
+
+    def key_header(self, platform: str | None) -> str:
+        return "x-goog-api-key"
+
+    def gateway_path(self, path: str) -> str | None:
+        return gateway_path(path)
+
+    def traffic_kind(self, host: str, path: str) -> str | None:
+        return None
+
     cache_ttls: tuple[str, ...] = ()  # an explicit cache bills storage by the hour instead
     exact_input = False
     model_prefixes: tuple[str, ...] = ("gemini",)

@@ -16,8 +16,9 @@ from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
-from spendguard._costing.providers.openai import paths, requests, routing
+from spendguard._costing.providers.openai import addresses, paths, requests, routing
 from spendguard._costing.providers.openai.errors import error_body
+from spendguard._costing.providers.openai.platforms import AZURE
 from spendguard._costing.providers.openai.usage import (
     ChatStreamReader,
     ResponsesStreamReader,
@@ -53,6 +54,25 @@ class OpenAIAdapter:
     billing_names = ("OpenAI", "OpenAI API")
     sdk_package = "openai"
     base_url_env = "OPENAI_BASE_URL"
+    # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
+    platforms: tuple[str, ...] = (AZURE,)
+    api_base_url = "https://api.openai.com/v1"
+    default_wire = True
+    gateway_headers: tuple[str, ...] = ()
+    traffic_guard = True
+
+    def key_env(self, platform: str | None) -> str:
+        return "AZURE_OPENAI_API_KEY" if platform == AZURE else "OPENAI_API_KEY"
+
+    def key_header(self, platform: str | None) -> str:
+        return "api-key" if platform == AZURE else "authorization"
+
+    def gateway_path(self, path: str) -> str | None:
+        return addresses.gateway_path(path)
+
+    def traffic_kind(self, host: str, path: str) -> str | None:
+        return addresses.traffic_kind(self.name, host)
+
     cache_ttls: tuple[str, ...] = ("30m", "12h")
     exact_input = True
     model_prefixes: tuple[str, ...] = ()
