@@ -44,7 +44,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "_costing/tokens/models.py": (8, "tokenizer families (which BPE rules a model follows)"),
     "_costing/tokens/api.py": (1, "counts by tokenizer family, not by provider"),
     "cli/demo_story.py": (2, "the scripted demo's own plan() call, as a user writes it"),
-    "_gateway/app.py": (1, "a path no upstream serves is answered in OpenAI's error shape"),
     # Not yet behind the adapter: each is provider knowledge the adapter should own.
     "_adoption/install.py": (6, "the SDK constructors install() patches, their error classes"),
     "_guard/clients.py": (6, "which SDK a client is, and its base error class"),

@@ -30,6 +30,7 @@ from spendguard._budget.events import CallEvent, subscribe, unsubscribe
 from spendguard._budget.scopes import enter, leave, tags
 from spendguard._core.errors import ConfigError, SpendguardError
 from spendguard._costing.calls import Provider
+from spendguard._costing.providers.adapter import default_wire_adapter
 from spendguard._gateway.config import GUARDED_HEADER, SCOPE_HEADER, GatewayConfig
 from spendguard._gateway.keys import KeyStore, VirtualKey
 from spendguard._gateway.refusals import error_response, refusal_response
@@ -200,9 +201,11 @@ class Gateway:
         path = request.url.path
         routed = self.router.route(path, request.headers)
         if routed is None:
+            # Answered in the shape of the wire spoken where no provider is named.
             return error_response(
-                Provider.OPENAI, 404, f"spendguard gateway: no upstream serves {path}; use "
-                "/v1/... (OpenAI, Anthropic) or /<upstream>/... for one of "
+                Provider(default_wire_adapter().name), 404,
+                f"spendguard gateway: no upstream serves {path}; use /v1/"
+                "... (OpenAI, Anthropic) or /<upstream>/... for one of "
                 f"{', '.join(sorted(self.router.upstreams))}", code="no_upstream")
         upstream, url = routed
         if request.url.query:
