@@ -58,8 +58,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "_strategies/batch/context.py": (5, "which SDK client a batch is sent with"),
     "_strategies/plan/inputs.py": (3, "plan() reads OpenAI batch lines, Anthropic and Gemini "
                                       "requests"),
-    "_guard/cache_credit.py": (1, "the credit's adjustment record names Gemini, whose caches "
-                                  "it credits"),
     "_strategies/cascade/checks.py": (1, "a hand-built Candidate's default provider"),
     "cli/batches.py": (2, "builds the SDK client of a job's provider"),
 }
