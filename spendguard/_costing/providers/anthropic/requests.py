@@ -1,5 +1,5 @@
 """Anthropic requests: a Messages body read into a call (the same body on Bedrock and
-Vertex AI once routed), and the end user it names."""
+Vertex AI once routed), the end user it names, and a Message Batches request's body."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """OpenAI requests: a body read into a call, and the input it will bill (counted exactly with
-OpenAI's own tokenizers, :mod:`spendguard._costing.tokens.openai`)."""
+OpenAI's own tokenizers, :mod:`spendguard._costing.tokens.openai`); a batch input line read
+into its endpoint and body."""
 
 from __future__ import annotations
 
