@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from spendguard._caching.arrange import Arranged, arrange
-from spendguard._caching.gemini import arrange_gemini, prefix_notes
+from spendguard._caching.implicit import arrange_implicit, prefix_notes
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
@@ -46,7 +46,7 @@ class CacheRules:
 _RULES = {
     "breakpoints": CacheRules(arrange, markers=True),  # cache_control markers
     "prefix": CacheRules(arrange, markers=True),  # a cache key and breakpoints
-    "implicit": CacheRules(arrange_gemini, markers=False, implicit_notes=prefix_notes),
+    "implicit": CacheRules(arrange_implicit, markers=False, implicit_notes=prefix_notes),
 }
 """The rules per ``ProviderAdapter.prompt_cache`` style."""
 

@@ -3,11 +3,11 @@
 A cache's storage is charged ahead, to the expiry it was given
 (:mod:`spendguard._costing.providers.gemini.caches`). When the cache ends sooner (a TTL update
 to an earlier expiry, or ``caches.delete``), the storage charged past the new end is credited
-back by a negative adjustment record in each budget's ledger (status ``adjustment``, provider
-``gemini``, the cache's model), so the ledger counts the storage for the time the cache
-existed, as Google bills it. The seconds are whole, rounded down: a credit never exceeds the
-storage that was not used. Nothing here raises: a credit that cannot be written is logged,
-and the ledger stays at the (higher) amount charged.
+back by a negative adjustment record in each budget's ledger (status ``adjustment``, the
+provider whose adapter named the cache, the cache's model), so the ledger counts the storage
+for the time the cache existed, as Google bills it. The seconds are whole, rounded down: a
+credit never exceeds the storage that was not used. Nothing here raises: a credit that
+cannot be written is logged, and the ledger stays at the (higher) amount charged.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ log = logging.getLogger("spendguard")
 
 
 def credit_unused_storage(guard: Guard, name: str, until: datetime | None, *,
-                          forget: bool) -> None:
+                          forget: bool, provider: str) -> None:
     """Credit the storage of cache ``name`` charged past ``until`` (None: now, on the
-    budget's clock); ``forget`` when the cache was deleted."""
+    budget's clock); ``forget`` when the cache was deleted; ``provider``: whose cache it is
+    (the adapter that named it), as the credit's record names it."""
     try:
         budgets = collect_budgets(guard.budget)
         now = budgets[-1].now() if budgets else None
@@ -54,15 +55,15 @@ def credit_unused_storage(guard: Guard, name: str, until: datetime | None, *,
         note = (f"{name}: {seconds:,} s of storage charged ahead and not used "
                 f"({'deleted' if forget else 'TTL shortened'}), credited")
         for ledger, claims in by_ledger.values():
-            ledger.adjust(claims, -usd, time=now, note=note, provider="gemini",
+            ledger.adjust(claims, -usd, time=now, note=note, provider=provider,
                           model=term.model)
     except Exception:
         log.warning("spendguard could not credit the unused storage of %s; the ledger keeps "
                     "it charged", name, exc_info=True)
 
 
-def credit_after_update(guard: Guard, reply: object) -> None:
+def credit_after_update(guard: Guard, reply: object, *, provider: str) -> None:
     """After a TTL update's reply: credit the storage charged past its new expiry, if any."""
     end = reply_end(reply)
     if end is not None:
-        credit_unused_storage(guard, end[0], end[1], forget=False)
+        credit_unused_storage(guard, end[0], end[1], forget=False, provider=provider)

@@ -336,7 +336,7 @@ class Attempt:
         if note is not None:
             from spendguard._guard.cache_credit import credit_after_update  # noqa: PLC0415
 
-            credit_after_update(self.guard, body)
+            credit_after_update(self.guard, body, provider=self.call.provider.value)
         return body
 
     def _note_response(self, body: Mapping[str, Any]) -> None:
@@ -421,11 +421,12 @@ class Guard:
         Never raises."""
         if not 200 <= response.status_code < 300:
             return
-        name = adapter_for(self.provider).ended_cache(request.method, request.url.path)
+        adapter = adapter_for(self.provider)
+        name = adapter.ended_cache(request.method, request.url.path)
         if name is not None:
             from spendguard._guard.cache_credit import credit_unused_storage  # noqa: PLC0415
 
-            credit_unused_storage(self, name, None, forget=True)
+            credit_unused_storage(self, name, None, forget=True, provider=adapter.name)
 
     def admit(self, request: httpx2.Request) -> tuple[Endpoint, dict[str, str]] | None:
         """The endpoint of a request that needs a reservation, from its method and path alone

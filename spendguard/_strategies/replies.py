@@ -22,8 +22,7 @@ from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Endpoint, Provider, build_call
 from spendguard._costing.cost import cost
 from spendguard._costing.estimate import estimate_call
-from spendguard._costing.providers.adapter import adapter_for, adapters
-from spendguard._costing.providers.gemini.kwargs import plain, rest_body, sdk_kwargs
+from spendguard._costing.providers.adapter import ProviderAdapter, adapter_for, adapters
 from spendguard._costing.usage import Usage, usage_from
 
 __all__ = [
@@ -43,6 +42,7 @@ __all__ = [
     "reply_usage",
     "sdk_arguments",
     "tagged",
+    "text_request",
     "worst_usd",
 ]
 
@@ -90,6 +90,12 @@ def endpoint_for(provider: str, request: Mapping[str, Any]) -> Endpoint:
     return adapter_for(provider).body_endpoint(request, embedding=False)
 
 
+def text_request(provider: str, model: str, text: str, max_tokens: int) -> dict[str, Any]:
+    """A one-turn request of ``text`` to ``model``, at most ``max_tokens`` of output, in the
+    provider's body (messages; Gemini: contents and config)."""
+    return adapter_for(provider).text_request(model, text, max_tokens)
+
+
 def call(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
     """Send one non-streaming request through the SDK and return its parsed reply."""
     if body.get("stream"):
@@ -99,9 +105,18 @@ def call(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
 
 
 def sdk_arguments(endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
-    """The SDK method's keyword arguments for a request body (Gemini's REST body is turned
-    into ``model``, ``contents``, ``config``; other bodies are the arguments already)."""
-    return sdk_kwargs(body) if endpoint is Endpoint.GENERATE else dict(body)
+    """The SDK method's keyword arguments for a request body, as the endpoint's provider
+    spells them (Gemini's REST body is turned into ``model``, ``contents``, ``config``;
+    other bodies are the arguments already)."""
+    return _adapter(endpoint).sdk_arguments(endpoint, body)
+
+
+def _adapter(endpoint: Endpoint) -> ProviderAdapter:
+    """The adapter of the provider whose API has ``endpoint``."""
+    provider = endpoint.provider
+    if provider is None:
+        raise ConfigError(f"endpoint: {endpoint!r} is no provider's priced endpoint")
+    return adapter_for(provider)
 
 
 async def acall(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any:
@@ -114,20 +129,7 @@ async def acall(client: Any, endpoint: Endpoint, body: Mapping[str, Any]) -> Any
 
 def reply_text(endpoint: Endpoint, response: Any) -> str:
     """The text a reply carries (text blocks joined; empty when it has none)."""
-    if endpoint == Endpoint.CHAT:
-        choices = getattr(response, "choices", None) or []
-        content = choices[0].message.content if choices else None
-        return content or ""
-    if endpoint == Endpoint.RESPONSES:
-        return str(getattr(response, "output_text", "") or "")
-    if endpoint == Endpoint.GENERATE:  # the first candidate's text parts, thoughts left out
-        candidates = getattr(response, "candidates", None) or []
-        content = getattr(candidates[0], "content", None) if candidates else None
-        return "".join(part.text for part in getattr(content, "parts", None) or []
-                       if isinstance(getattr(part, "text", None), str)
-                       and not getattr(part, "thought", False))
-    blocks = getattr(response, "content", None) or []
-    return "".join(block.text for block in blocks if getattr(block, "type", None) == "text")
+    return _adapter(endpoint).reply_text(endpoint, response)
 
 
 def reply_kind(response: object) -> tuple[str, Endpoint]:
@@ -147,45 +149,9 @@ def reply_model(response: object) -> str:
     return str(getattr(response, "model", None) or getattr(response, "model_version", None))
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content
-                         if isinstance(part, Mapping) and part.get("type") in
-                         ("text", "input_text"))
-    return ""
-
-
-def _gemini_prompt(contents: Any) -> str:
-    if isinstance(contents, str):
-        return contents
-    turns = plain(contents) if isinstance(contents, list) else []
-    if turns and all(isinstance(turn, str) for turn in turns):
-        return "\n".join(turns)
-    for turn in reversed(turns):
-        if isinstance(turn, Mapping) and turn.get("role", "user") == "user":
-            parts = turn.get("parts") or []
-            return "\n".join(str(part.get("text")) for part in parts
-                             if isinstance(part, Mapping) and isinstance(part.get("text"), str))
-    return ""
-
-
 def prompt_text(endpoint: Endpoint, request: Mapping[str, Any]) -> str:
     """The last user turn of a request, as text (what a judge is shown as the question)."""
-    if endpoint == Endpoint.GENERATE:
-        return _gemini_prompt(request.get("contents"))
-    if endpoint == Endpoint.RESPONSES:
-        items = request.get("input")
-        if isinstance(items, str):
-            return items
-        messages = items if isinstance(items, list) else []
-    else:
-        messages = request.get("messages") or []
-    for message in reversed(messages):
-        if isinstance(message, Mapping) and message.get("role") == "user":
-            return _content_text(message.get("content"))
-    return ""
+    return _adapter(endpoint).prompt_text(endpoint, request)
 
 
 # --- couplings to other layers: one small function each -------------------------------------
@@ -208,7 +174,7 @@ def rank_usd(model: str) -> Decimal:
 def worst_usd(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> Decimal:
     """The request's worst case as the guard estimates it (input counted offline, output at
     its cap), in USD."""
-    priced = rest_body(body) if endpoint is Endpoint.GENERATE else dict(body)
+    priced = adapter_for(provider).request_body(body)  # Gemini's SDK arguments: REST body
     call_ = build_call(Provider(provider), endpoint, priced)
     return estimate_call(call_).worst_usd
 

@@ -163,6 +163,41 @@ class ProviderAdapter(Protocol):
     seen before, automatically, steered by a cache key), ``"implicit"`` (a common prefix,
     with neither markers nor a key: only the order of the body's parts helps), or ``""``
     (cache ordering does not shape its bodies)."""
+    # Requests as plans read them and SDK calls as the strategies make them; their texts
+    batch_request_fields: tuple[str, ...]
+    """The fields of one request of its batch API's input, as :meth:`batch_request` reads it
+    (``("custom_id", "params")``); empty when plans do not read its batch requests."""
+
+    def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
+        """The endpoint and body of one request of its batch API's input (a batch file's
+        line, a batch's request); None when ``item`` is not in that shape. Raises
+        ``ConfigError`` for one in that shape whose endpoint is not planned."""
+        ...
+
+    def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A request body, in any spelling its SDK takes, as the REST body that is estimated,
+        planned and cache-ordered (Gemini's ``generate_content`` arguments become its REST
+        body); a copy of the body where there is one spelling."""
+        ...
+
+    def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of the SDK method that sends ``endpoint``, for a request
+        body (Gemini's REST body becomes ``model``, ``contents``, ``config``)."""
+        ...
+
+    def prompt_text(self, endpoint: Endpoint, request: Mapping[str, Any]) -> str:
+        """The last user turn of a request, as text (what a judge is shown as the question)."""
+        ...
+
+    def reply_text(self, endpoint: Endpoint, response: Any) -> str:
+        """The text an SDK reply carries (text blocks joined; empty when it has none)."""
+        ...
+
+    def text_request(self, model: str, text: str, max_tokens: int) -> dict[str, Any]:
+        """A one-turn request body (a judge's question): ``text`` as the user's turn, at most
+        ``max_tokens`` of output, for the endpoint :meth:`body_endpoint` gives it."""
+        ...
+
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The endpoint a POST to ``path`` reaches: priced, ``Endpoint.FREE``, or None."""

@@ -8,7 +8,7 @@ Message Batch may mix models. Requests keep their order inside each batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Protocol, TypeVar
 
 from spendguard._core.errors import ConfigError
@@ -41,21 +41,26 @@ class BatchLimits:
     """Inline requests, "under 20MB" in all (ai.google.dev/gemini-api/docs/batch-mode)."""
 
     def __post_init__(self) -> None:
-        for name in ("openai_max_requests", "openai_max_file_bytes",
-                     "openai_max_embedding_inputs", "anthropic_max_requests",
-                     "anthropic_max_bytes", "gemini_max_requests", "gemini_max_bytes"):
+        for name in (limit.name for limit in fields(self)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"BatchLimits.{name}: expected a positive whole number, "
                                   f"got {value!r}")
 
     def of(self, provider: Provider) -> tuple[int, int, int | None]:
-        """(most requests, most bytes, most embedding inputs or None) for one provider."""
-        if provider is Provider.OPENAI:
-            return (self.openai_max_requests, self.openai_max_file_bytes,
-                    self.openai_max_embedding_inputs)
-        return (getattr(self, f"{provider.value}_max_requests"),
-                getattr(self, f"{provider.value}_max_bytes"), None)
+        """(most requests, most bytes, most embedding inputs or None) for one provider.
+
+        A provider's limits are the fields named for it: ``<provider>_max_requests``,
+        ``<provider>_max_file_bytes`` where a batch is an uploaded file (else
+        ``<provider>_max_bytes``), and ``<provider>_max_embedding_inputs`` where it caps them.
+        """
+        named = {limit.name for limit in fields(self)}
+        prefix = f"{provider.value}_max_"
+        size = (f"{prefix}file_bytes" if f"{prefix}file_bytes" in named
+                else f"{prefix}bytes")
+        inputs = f"{prefix}embedding_inputs"
+        return (getattr(self, f"{prefix}requests"), getattr(self, size),
+                getattr(self, inputs) if inputs in named else None)
 
 
 class Sized(Protocol):

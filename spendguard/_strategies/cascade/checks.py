@@ -48,8 +48,13 @@ class Candidate:
     request: Mapping[str, Any] = field(default_factory=dict, repr=False)
     client: Any = field(default=None, repr=False)
     """The client the reply came from; a judge check without its own client uses it."""
-    provider: str = "openai"
+    provider: str = ""
+    """The provider whose API answered; by default the endpoint's."""
     endpoint: Endpoint = Endpoint.CHAT
+
+    def __post_init__(self) -> None:
+        if not self.provider and self.endpoint.provider is not None:
+            object.__setattr__(self, "provider", self.endpoint.provider.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,16 +310,11 @@ class check_judge(Check):
     def _request(self, candidate: Candidate,
                  client: Any) -> tuple[str, Endpoint, dict[str, Any]]:
         provider = replies.provider_of(client)
-        endpoint = replies.endpoint_for(provider, {})  # the provider's chat-like endpoint
         question = replies.prompt_text(candidate.endpoint, candidate.request)
         content = self.prompt.format(criteria=self.criteria, question=question,
                                      answer=candidate.text)
-        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
-                                "messages": [{"role": "user", "content": content}]}
-        if endpoint is Endpoint.GENERATE:
-            body = {"model": self.model, "contents": content,
-                    "config": {"max_output_tokens": self.max_tokens}}
-        return provider, endpoint, body
+        body = replies.text_request(provider, self.model, content, self.max_tokens)
+        return provider, replies.endpoint_for(provider, body), body
 
     def _verdict(self, provider: str, endpoint: Endpoint, response: Any) -> Verdict:
         said = replies.reply_text(endpoint, response).strip()

@@ -6,8 +6,9 @@ Accepted, one request per item (or per JSONL line):
   the endpoint from the body's shape (see :func:`spendguard._caching.kind.request_kind`); a
   Gemini request as its REST body or as ``generate_content``'s arguments (``contents``,
   ``config``), kept as the REST body;
-- an OpenAI batch input line: ``{"custom_id", "method": "POST", "url": "/v1/...", "body"}``;
-- an Anthropic message-batch request: ``{"custom_id", "params": {...}}``.
+- a provider's batch request, as its adapter reads it (``batch_request``): an OpenAI batch
+  input line ``{"custom_id", "method": "POST", "url": "/v1/...", "body"}``, an Anthropic
+  message-batch request ``{"custom_id", "params": {...}}``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from spendguard._caching.kind import request_kind
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.gemini.kwargs import rest_body
+from spendguard._costing.providers.adapter import adapter_for, adapters
 
 __all__ = ["PlannedRequest", "load_requests", "read_jsonl"]
 
@@ -77,22 +78,22 @@ def _entry(item: Mapping[str, Any], index: int, where: str, provider: str | None
            table: PriceTable | None) -> PlannedRequest:
     custom_id = item.get("custom_id")
     custom = str(custom_id) if custom_id is not None else None
-    if "params" in item and isinstance(item["params"], Mapping):
-        body = dict(item["params"])
-        return PlannedRequest(index, "anthropic", Endpoint.MESSAGES, body, custom)
-    if "body" in item and "url" in item:
-        endpoint = Endpoint.from_batch_url(item["url"])
-        if endpoint is None or not isinstance(item["body"], Mapping):
-            raise ConfigError(f"{where}: url {item['url']!r} is not an endpoint spendguard "
-                              "plans (/v1/chat/completions, /v1/responses, /v1/embeddings)")
-        return PlannedRequest(index, "openai", endpoint, dict(item["body"]), custom)
+    for adapter in adapters():  # a provider's batch request: its adapter reads the shape
+        try:
+            found = adapter.batch_request(item)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if found is not None:
+            return PlannedRequest(index, adapter.name, found[0], found[1], custom)
     if not isinstance(item.get("model"), str):
-        raise ConfigError(f"{where}: a request needs a 'model'; give a request body, an OpenAI "
-                          "batch line (custom_id, method, url, body) or an Anthropic batch "
-                          "request (custom_id, params)")
+        shapes = "; ".join(f"{adapter.display_name}'s: "
+                           f"{', '.join(adapter.batch_request_fields)}"
+                           for adapter in adapters() if adapter.batch_request_fields)
+        raise ConfigError(f"{where}: a request needs a 'model'; give a request body or a "
+                          f"provider's batch request ({shapes})")
     found_provider, endpoint = request_kind(item, provider=provider, table=table)
-    # Gemini: planned (estimated, ordered) as the REST body, whichever way it was written.
-    body = rest_body(item) if found_provider == "gemini" else dict(item)
+    # Planned (estimated, ordered) as the REST body, whichever way it was written (Gemini).
+    body = adapter_for(found_provider).request_body(item)
     return PlannedRequest(index, found_provider, endpoint, body, custom)
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spendguard._caching.gemini import DEFAULT_MIN_TOKENS as GEMINI_MIN_TOKENS
+from spendguard._caching.implicit import DEFAULT_MIN_TOKENS as IMPLICIT_MIN_TOKENS
 from spendguard._caching.kind import caches_implicitly, marks_breakpoints
 from spendguard._caching.layout import Slot, identity, prefix_body, slots
 from spendguard._caching.marks import existing_breakpoints
@@ -103,7 +103,7 @@ class _Walk:
         price = self.prices.get(str(request.body.get("model")))
         if caches_implicitly(request.provider):
             return (price.min_cacheable_tokens if price is not None else None) \
-                or GEMINI_MIN_TOKENS
+                or IMPLICIT_MIN_TOKENS
         return min_cacheable_tokens(price)
 
 

@@ -116,3 +116,14 @@ def test_splitting_keeps_every_request_once_in_order_within_every_limit(
         assert len(batch) <= max_requests
         assert overhead + sum(item.size_bytes for item in batch) <= max_bytes
         assert sum(item.inputs for item in batch) <= max_inputs
+
+
+@pytest.mark.parametrize(("provider", "expected"), [
+    (Provider.OPENAI, (50_000, 7, 3)),
+    (Provider.ANTHROPIC, (100_000, 256_000_000, None)),
+    (Provider.GEMINI, (10_000, 20_000_000, None)),
+])
+def test_each_provider_is_limited_by_the_fields_named_for_it(
+        provider: Provider, expected: tuple[int, int, int | None]) -> None:
+    limits = BatchLimits(openai_max_file_bytes=7, openai_max_embedding_inputs=3)
+    assert limits.of(provider) == expected

@@ -158,3 +158,11 @@ def test_check_constructors_are_exported() -> None:
     for name in ("check_all", "check_any", "check_judge", "check_matches", "check_parses",
                  "check_with", "always_pass", "Verdict", "Candidate"):
         assert name in spendguard.__all__
+
+
+def test_a_hand_built_candidate_is_its_endpoints_providers() -> None:
+    assert reply("ok").provider == "openai"
+    messages = Candidate(model="claude-haiku-4-5", text="ok",
+                         endpoint=spendguard.Endpoint.MESSAGES)
+    assert messages.provider == "anthropic"
+    assert Candidate(model="m", text="ok", provider="gemini").provider == "gemini"

@@ -24,6 +24,7 @@ from spendguard._costing.providers.anthropic.usage import (
     stream_reader,
     usage_from_anthropic,
 )
+from spendguard._costing.providers.texts import block_text, last_user_text
 from spendguard._costing.usage import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,6 +76,27 @@ class AnthropicAdapter:
     exact_input = False
     model_prefixes: tuple[str, ...] = ("claude",)
     prompt_cache = "breakpoints"
+    # Requests as plans read them and SDK calls as the strategies make them; their texts
+    batch_request_fields: tuple[str, ...] = ("custom_id", "params")
+
+    def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
+        return requests.batch_request(item)
+
+    def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(body)
+
+    def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(body)
+
+    def prompt_text(self, endpoint: Endpoint, request: Mapping[str, Any]) -> str:
+        return last_user_text(request.get("messages") or [])
+
+    def reply_text(self, endpoint: Endpoint, response: Any) -> str:
+        return block_text(response)
+
+    def text_request(self, model: str, text: str, max_tokens: int) -> dict[str, Any]:
+        return {"model": model, "max_tokens": max_tokens,
+                "messages": [{"role": "user", "content": text}]}
 
     def endpoint(self, path: str) -> Endpoint | None:
         return paths.endpoint_of(path)

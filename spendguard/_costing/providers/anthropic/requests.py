@@ -1,5 +1,5 @@
 """Anthropic requests: a Messages body read into a call (the same body on Bedrock and
-Vertex AI once routed), and the end user it names."""
+Vertex AI once routed), the end user it names, and a Message Batches request's body."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from spendguard._costing.calls import Call, body_model, int_field
 from spendguard._costing.endpoints import Endpoint, Provider
 
-__all__ = ["build_call", "cache_ttls", "end_user"]
+__all__ = ["batch_request", "build_call", "cache_ttls", "end_user"]
 
 
 def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
@@ -38,6 +38,13 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     return Call(Provider.ANTHROPIC, endpoint, model, body, int_field(body, "max_tokens"),
                 1, bool(body.get("stream")), service_tier=None, speed=body.get("speed"),
                 inference_geo=body.get("inference_geo"), cache_ttls=cache_ttls(body))
+
+
+def batch_request(item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
+    """The endpoint and body of a Message Batches request (``custom_id``, ``params``); None
+    for anything else."""
+    params = item.get("params")
+    return (Endpoint.MESSAGES, dict(params)) if isinstance(params, Mapping) else None
 
 
 def end_user(body: Mapping[str, Any]) -> str | None:

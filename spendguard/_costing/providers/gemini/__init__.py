@@ -16,8 +16,10 @@ from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
+from spendguard._costing.providers.gemini import texts
 from spendguard._costing.providers.gemini.addresses import gateway_path
 from spendguard._costing.providers.gemini.errors import error_body
+from spendguard._costing.providers.gemini.kwargs import rest_body, sdk_kwargs
 from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
 from spendguard._costing.providers.gemini.requests import (
     build_call,
@@ -72,6 +74,26 @@ class GeminiAdapter:
     exact_input = False
     model_prefixes: tuple[str, ...] = ("gemini",)
     prompt_cache = "implicit"  # an explicit cache is its own endpoint
+    # Requests as plans read them and SDK calls as the strategies make them; their texts
+    batch_request_fields: tuple[str, ...] = ()  # plans do not read its batch requests
+
+    def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
+        return None
+
+    def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return rest_body(body)  # generate_content's arguments, or the REST body already
+
+    def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
+        return sdk_kwargs(body) if endpoint is Endpoint.GENERATE else dict(body)
+
+    def prompt_text(self, endpoint: Endpoint, request: Mapping[str, Any]) -> str:
+        return texts.prompt_text(endpoint, request)
+
+    def reply_text(self, endpoint: Endpoint, response: Any) -> str:
+        return texts.reply_text(endpoint, response)
+
+    def text_request(self, model: str, text: str, max_tokens: int) -> dict[str, Any]:
+        return {"model": model, "contents": text, "config": {"max_output_tokens": max_tokens}}
 
     def endpoint(self, path: str) -> Endpoint | None:
         return endpoint_of(path)

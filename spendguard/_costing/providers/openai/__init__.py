@@ -16,7 +16,7 @@ from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
-from spendguard._costing.providers.openai import addresses, paths, requests, routing
+from spendguard._costing.providers.openai import addresses, paths, requests, routing, texts
 from spendguard._costing.providers.openai.errors import error_body
 from spendguard._costing.providers.openai.platforms import AZURE
 from spendguard._costing.providers.openai.usage import (
@@ -77,6 +77,27 @@ class OpenAIAdapter:
     exact_input = True
     model_prefixes: tuple[str, ...] = ()
     prompt_cache = "prefix"
+    # Requests as plans read them and SDK calls as the strategies make them; their texts
+    batch_request_fields: tuple[str, ...] = ("custom_id", "method", "url", "body")
+
+    def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
+        return requests.batch_request(item)
+
+    def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(body)
+
+    def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(body)
+
+    def prompt_text(self, endpoint: Endpoint, request: Mapping[str, Any]) -> str:
+        return texts.prompt_text(endpoint, request)
+
+    def reply_text(self, endpoint: Endpoint, response: Any) -> str:
+        return texts.reply_text(endpoint, response)
+
+    def text_request(self, model: str, text: str, max_tokens: int) -> dict[str, Any]:
+        return {"model": model, "max_tokens": max_tokens,
+                "messages": [{"role": "user", "content": text}]}
 
     def endpoint(self, path: str) -> Endpoint | None:
         return paths.endpoint_of(path)

@@ -1,16 +1,18 @@
 """OpenAI requests: a body read into a call, and the input it will bill (counted exactly with
-OpenAI's own tokenizers, :mod:`spendguard._costing.tokens.openai`)."""
+OpenAI's own tokenizers, :mod:`spendguard._costing.tokens.openai`); a batch input line read
+into its endpoint and body."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, body_model, int_field
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.providers.openai.usage import unpriced_audio
 
-__all__ = ["build_call", "cache_ttls", "end_user", "refuse_unpriced"]
+__all__ = ["batch_request", "build_call", "cache_ttls", "end_user", "refuse_unpriced"]
 
 
 def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
@@ -37,6 +39,18 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return Call(Provider.OPENAI, endpoint, model, body, int_field(body, "max_output_tokens"), 1,
                     stream, service_tier=body.get("service_tier"), cache_ttls=cache_ttls(body))
     return Call(Provider.OPENAI, endpoint, model, body, 0, 1, False)
+
+
+def batch_request(item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
+    """The endpoint and body of a batch input line (``custom_id``, ``method``, ``url``,
+    ``body``); None for anything else."""
+    if "body" not in item or "url" not in item:
+        return None
+    endpoint = Endpoint.from_batch_url(item["url"])
+    if endpoint is None or not isinstance(item["body"], Mapping):
+        raise ConfigError(f"url {item['url']!r} is not an endpoint spendguard plans "
+                          "(/v1/chat/completions, /v1/responses, /v1/embeddings)")
+    return endpoint, dict(item["body"])
 
 
 def end_user(body: Any) -> str | None:

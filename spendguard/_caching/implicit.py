@@ -1,4 +1,7 @@
-"""Gemini's prompt cache: implicit caching of a request's common prefix.
+"""The ``"implicit"`` prompt-cache style: a common prefix cached with no marker (Gemini's).
+
+An adapter whose ``prompt_cache`` is ``"implicit"`` gets this arrangement
+(:mod:`spendguard._caching.rules`); it reads the body Gemini's way, the only API of that style.
 
 Gemini 2.5 and later cache implicitly: a request whose prompt starts with the same tokens as a
 recent one is billed the cached part at the cache-read rate, with no marker in the request
@@ -39,7 +42,7 @@ from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
 from spendguard._costing.providers.gemini.requests import count_input, field
 
-__all__ = ["DEFAULT_MIN_TOKENS", "arrange_gemini", "prefix_notes"]
+__all__ = ["DEFAULT_MIN_TOKENS", "arrange_implicit", "prefix_notes"]
 
 DEFAULT_MIN_TOKENS = 4096
 """The shortest cacheable prompt for a model whose entry states none (the largest published
@@ -162,10 +165,10 @@ def _to_last_user(contents: list[Any], texts: list[str]) -> list[Any] | None:
     return None
 
 
-def arrange_gemini(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
-                   shared: Collection[Any] = (), move_volatile: bool = True,
-                   to_last_message: bool = False, reorder_content: bool = False,
-                   shared_texts: Collection[str] = ()) -> Arranged:
+def arrange_implicit(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
+                     shared: Collection[Any] = (), move_volatile: bool = True,
+                     to_last_message: bool = False, reorder_content: bool = False,
+                     shared_texts: Collection[str] = ()) -> Arranged:
     """A ``generateContent`` body with its stable content first (see the module's rules);
     the arguments are :func:`~spendguard._caching.arrange.arrange`'s."""
     out = dict(body)
