@@ -45,15 +45,11 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "_costing/tokens/api.py": (1, "counts by tokenizer family, not by provider"),
     "cli/demo_story.py": (2, "the scripted demo's own plan() call, as a user writes it"),
     # Not yet behind the adapter: each is provider knowledge the adapter should own.
-    "_adoption/install.py": (6, "the SDK constructors install() patches, their error classes"),
-    "_guard/clients.py": (6, "which SDK a client is, and its base error class"),
     "_costing/prices/catalog.py": (10, "genai-prices' provider ids and cache-write TTLs"),
     "_costing/prices/check.py": (7, "LiteLLM's and genai-prices' provider ids"),
     "_costing/prices/ids.py": (9, "dated and platform model-id rules (Bedrock, Vertex ids)"),
     "_costing/prices/sections.py": (3, "host and Azure sections price OpenAI-wire models"),
     "_costing/prices/selfhosted.py": (2, "self-hosted models speak OpenAI's wire"),
-    "_strategies/batch/context.py": (5, "which SDK client a batch is sent with"),
-    "cli/batches.py": (2, "builds the SDK client of a job's provider"),
 }
 
 

@@ -44,6 +44,8 @@ from spendguard._caching.order import CacheOrder
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
+from spendguard._costing.providers import adapters
+from spendguard._costing.routing import AZURE
 from spendguard._guard.azure import azure_platform, azure_prices
 from spendguard._guard.clients import Guarded, guard_client
 from spendguard._guard.gemini import is_genai_client
@@ -51,20 +53,24 @@ from spendguard._guard.metering import Guard
 from spendguard._guard.options import ClientOptions, check_budget
 from spendguard._guard.reaches.imports import PatchOnImport
 from spendguard._guard.reaches.stainless import sdk_http_client
+from spendguard._guard.sdk_clients import loaded_sdk_error, sdk_of
 from spendguard._guard.transport import ClientGuard, client_guard, set_traffic_guard
 from spendguard._guard.transport import install as install_dispatcher
 
 __all__ = ["install", "installed", "uninstall"]
 
-SDK_CLASSES: dict[str, tuple[str, ...]] = {
-    "openai": ("OpenAI", "AsyncOpenAI"),
-    "anthropic": ("Anthropic", "AsyncAnthropic", "AnthropicBedrock", "AsyncAnthropicBedrock",
-                  "AnthropicVertex", "AsyncAnthropicVertex"),
-    # google-genai's one client class (its .aio shares the guard).
-    "google.genai": ("Client",),
-}
-"""The SDK constructors install() wraps, by package (subclasses such as ``AzureOpenAI`` call
-them)."""
+
+@functools.cache  # filled by install() before its import hook, which asks on every import
+def sdk_classes() -> dict[str, tuple[str, ...]]:
+    """The SDK constructors install() wraps, by module: each adapter's hooked ``sdk_clients``
+    (subclasses such as ``AzureOpenAI`` call them; a ``genai.Client`` builds its ``.aio``)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for adapter in adapters():
+        for entry in adapter.sdk_clients:
+            if entry.hooked:
+                found[entry.module] = (*found.get(entry.module, ()), entry.name)
+    return found
+
 
 HTTP_CLASSES: dict[str, tuple[str, ...]] = {
     "httpx2": ("Client", "AsyncClient"),
@@ -73,8 +79,6 @@ HTTP_CLASSES: dict[str, tuple[str, ...]] = {
 """The HTTP client constructors install() wraps, by package."""
 
 _ORIGINAL = "__spendguard_original_init__"
-_USER_AGENT_ERRORS = (("OpenAI/", "openai", "OpenAIError"),
-                      ("Anthropic/", "anthropic", "AnthropicError"))
 
 
 @dataclass(slots=True)
@@ -122,11 +126,10 @@ class _Settings:
 def _sdk_error_of(user_agent: str) -> type[Exception] | None:
     """The base error of the SDK that built a request (by its User-Agent), so a refusal of
     an SDK client built before install() is neither wrapped nor retried by that SDK."""
-    for prefix, package, name in _USER_AGENT_ERRORS:
-        module = sys.modules.get(package)
-        if user_agent.startswith(prefix) and module is not None:
-            error: type[Exception] = getattr(module, name)
-            return error
+    for adapter in adapters():
+        prefix = adapter.sdk_user_agent
+        if prefix and user_agent.startswith(prefix):
+            return loaded_sdk_error(adapter)  # None: that SDK is not imported
     return None
 
 
@@ -170,7 +173,7 @@ def install(budget: Budget | None = None, *, cap_output: bool = False,
         first = _settings is None
         _settings = _Settings(options, hosts, azure_deployments, unmapped_deployments)
         set_traffic_guard(_traffic_tag)
-        for package, names in {**SDK_CLASSES, **HTTP_CLASSES}.items():
+        for package, names in {**sdk_classes(), **HTTP_CLASSES}.items():
             module = sys.modules.get(package)
             if module is not None:
                 _patch(module, names)
@@ -249,10 +252,10 @@ def _guarding(original: Callable[..., None]) -> Callable[..., None]:
 
 
 def _guard_sdk_client(client: Any, settings: _Settings) -> None:
-    openai: Any = sys.modules.get("openai")  # never imported here for an Anthropic client
-    if openai is not None and isinstance(client, (openai.AzureOpenAI, openai.AsyncAzureOpenAI)):
+    sdk = sdk_of(client)  # never imports an SDK: an Anthropic client leaves openai alone
+    if sdk is not None and sdk.platform == AZURE:  # the installed deployment mapping
         prices, platform = settings.azure()
-        guard_client(client, Provider.OPENAI, openai.OpenAIError,
+        guard_client(client, sdk.provider, sdk.sdk_error,
                      replace(settings.options, prices=prices).as_dict(), platform=platform)
         return
     from spendguard._guard.clients import wrap  # noqa: PLC0415
@@ -276,7 +279,7 @@ def _is_guarded(client: Any) -> bool:
 
 
 def _patched_classes(package: str) -> tuple[str, ...] | None:
-    return SDK_CLASSES.get(package) or HTTP_CLASSES.get(package)
+    return sdk_classes().get(package) or HTTP_CLASSES.get(package)
 
 
 def _patch_imported(module: ModuleType) -> None:
@@ -288,4 +291,4 @@ def _patch_imported(module: ModuleType) -> None:
 
 
 _HOOK = PatchOnImport(lambda name: _patched_classes(name) is not None, _patch_imported)
-"""Patches each package of :data:`SDK_CLASSES` and :data:`HTTP_CLASSES` when it is imported."""
+"""Patches each package of :func:`sdk_classes` and :data:`HTTP_CLASSES` when it is imported."""

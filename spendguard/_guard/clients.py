@@ -24,7 +24,6 @@ from spendguard._caching.order import CacheOrder
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.routing import AZURE
 from spendguard._guard.metering import Guard
 from spendguard._guard.options import UNSET, ClientOptions, option_parameters, pop_options
 from spendguard._guard.reaches.stainless import (
@@ -34,6 +33,7 @@ from spendguard._guard.reaches.stainless import (
     sdk_http_client,
     sdk_prepare_request,
 )
+from spendguard._guard.sdk_clients import sdk_of
 from spendguard._guard.transport import ClientGuard, install, tag_request
 
 __all__ = ["UNSET", "Guarded", "guard_client", "is_http_client", "wrap"]
@@ -228,26 +228,13 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
     if is_genai_client(client):  # spendguard.Gemini included: wrap() gives it another budget
         guard_genai_client(client, ClientOptions.of(given))
         return client
-    package = type(client).__module__.partition(".")[0]
-    sdk_error: type[Exception]
-    platform: str | None = None
-    if package == "openai" or _is_instance(client, "openai", ("OpenAI", "AsyncOpenAI")):
-        import openai  # noqa: PLC0415 - only the SDK in use is imported
-
-        provider, sdk_error = Provider.OPENAI, openai.OpenAIError
-        if isinstance(client, (openai.AzureOpenAI, openai.AsyncAzureOpenAI)):
-            platform = AZURE
-    elif package == "anthropic" or _is_instance(client, "anthropic",
-                                                ("Anthropic", "AsyncAnthropic")):
-        import anthropic  # noqa: PLC0415 - only the SDK in use is imported
-
-        provider, sdk_error = Provider.ANTHROPIC, anthropic.AnthropicError
-    else:
+    sdk = sdk_of(client)
+    if sdk is None:
         raise ConfigError(
             f"client: spendguard.wrap() takes an openai, anthropic or google.genai client, got "
             f"{type(client).__name__}"
         )
-    guard_client(client, provider, sdk_error, given, platform=platform)
+    guard_client(client, sdk.provider, sdk.sdk_error, given, platform=sdk.platform)
     return client
 
 
@@ -260,9 +247,3 @@ def is_http_client(value: object) -> bool:
     legacy = sys.modules.get("httpx")  # never imported here: an httpx client means it was
     return legacy is not None and isinstance(value, (legacy.Client, legacy.AsyncClient))
 
-
-def _is_instance(client: Any, package: str, names: tuple[str, ...]) -> bool:
-    import sys  # noqa: PLC0415
-
-    module = sys.modules.get(package)
-    return module is not None and isinstance(client, tuple(getattr(module, n) for n in names))

@@ -22,6 +22,7 @@ from spendguard._core.errors import SpendguardError
 from spendguard._core.money import format_usd
 from spendguard._core.private_files import open_private
 from spendguard._core.terminal import printable
+from spendguard._costing.providers import adapter_for
 from spendguard._strategies.batch import (
     BatchJob,
     BatchResult,
@@ -62,20 +63,8 @@ _BASE_URL = click.option("--base-url", default=None,
 
 
 def _client(provider: str, base_url: str | None) -> Any:
-    options: dict[str, Any] = {} if base_url is None else {"base_url": base_url}
-    try:
-        if provider == "openai":
-            import openai  # noqa: PLC0415 - the SDK of the job's provider only
-
-            return openai.OpenAI(**options)
-        if provider == "gemini":
-            from google import genai  # noqa: PLC0415
-            from google.genai import types  # noqa: PLC0415
-
-            return genai.Client(http_options=types.HttpOptions(base_url=base_url))
-        import anthropic  # noqa: PLC0415
-
-        return anthropic.Anthropic(**options)
+    try:  # the SDK of the job's provider only is imported
+        return adapter_for(provider).sdk_client(base_url)
     except Exception as exc:  # the SDKs raise their own error for a missing key
         raise click.ClickException(f"cannot build a {provider} client: {exc}") from exc
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from spendguard._costing.calls import Call
     from spendguard._costing.endpoints import Endpoint
+    from spendguard._costing.providers.sdk import SdkClient
     from spendguard._costing.tokens.count import TokenCount
     from spendguard._costing.usage import Usage
 
@@ -101,6 +102,24 @@ class ProviderAdapter(Protocol):
     (``("Anthropic", "Claude API")``)."""
     sdk_package: str
     """The import name of the official SDK whose clients and replies speak its API."""
+    # Its SDK's clients: recognised (wrap, install, batches) and built (the CLI).
+    sdk_clients: tuple[SdkClient, ...]
+    """Its SDK's client classes, by name (found in ``sys.modules``, never imported to look),
+    platform ones included, each saying whether it is async, the guard's platform for it,
+    whether it addresses the provider's own API and whether ``install()`` hooks it."""
+    sdk_error: str
+    """The dotted name of its SDK's base error class (``"openai.OpenAIError"``), which the
+    guard's refusals also subclass so that the SDK neither wraps nor retries them; empty
+    where they are raised as spendguard's own errors only."""
+    sdk_user_agent: str
+    """The prefix of the User-Agent its SDK sends (``"OpenAI/"``): which SDK built a request
+    that no guarded client tagged; empty where nothing is read from it."""
+
+    def sdk_client(self, base_url: str | None) -> Any:
+        """A plain client of its SDK for its own API (the SDK imported on this call), sent to
+        ``base_url`` when given; the API key is read by the SDK, from its environment."""
+        ...
+
     base_url_env: str
     """The environment variable its SDK reads a base URL from (``spendguard run`` sends the
     traffic addressed there through its gateway)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,8 @@ from spendguard._budget.scopes import collect_budgets
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
 from spendguard._costing.prices import PriceTable, default_table
+from spendguard._costing.providers import adapters
+from spendguard._guard.sdk_clients import loaded_class
 from spendguard._guard.transport import client_guard
 from spendguard._strategies.batch.wire import BatchAPI, api_for
 
@@ -39,22 +40,14 @@ class ClientContext:
     store_prompts: bool
 
 
-_CLIENTS = ((Provider.OPENAI, "openai", "OpenAI", "AsyncOpenAI"),
-            (Provider.ANTHROPIC, "anthropic", "Anthropic", "AsyncAnthropic"),
-            (Provider.GEMINI, "google.genai.client", "Client", "AsyncClient"))
-"""Each provider's SDK module and its sync and async client classes (``client.aio`` is
-google-genai's async client)."""
-
-
 def _kind(client: Any) -> tuple[Provider, bool] | None:
-    for provider, package, sync_name, async_name in _CLIENTS:
-        module = sys.modules.get(package)  # a client's SDK is imported already
-        if module is None:
-            continue
-        if isinstance(client, getattr(module, async_name)):
-            return provider, True
-        if isinstance(client, getattr(module, sync_name)):
-            return provider, False
+    """The provider and async-ness of a client of a provider's own API (a batch is sent
+    there), by its adapter's SDK client classes; None for any other object."""
+    for adapter in adapters():
+        for entry in adapter.sdk_clients:
+            cls = loaded_class(entry) if entry.own_api else None  # its SDK is imported already
+            if cls is not None and isinstance(client, cls):
+                return Provider(adapter.name), entry.is_async
     return None
 
 

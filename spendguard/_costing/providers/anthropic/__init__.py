@@ -17,7 +17,7 @@ from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
-from spendguard._costing.providers.anthropic import addresses, paths, requests, routing
+from spendguard._costing.providers.anthropic import addresses, paths, requests, routing, sdk
 from spendguard._costing.providers.anthropic.errors import error_body
 from spendguard._costing.providers.anthropic.usage import (
     MessageStreamReader,
@@ -52,6 +52,14 @@ class AnthropicAdapter:
     display_name = "Anthropic"
     billing_names = ("Anthropic", "Claude API")
     sdk_package = "anthropic"
+    # Its SDK's clients: recognised (wrap, install, batches) and built (the CLI).
+    sdk_clients = sdk.CLIENTS
+    sdk_error = sdk.ERROR
+    sdk_user_agent = sdk.USER_AGENT
+
+    def sdk_client(self, base_url: str | None) -> Any:
+        return sdk.client(base_url)
+
     base_url_env = "ANTHROPIC_BASE_URL"
     # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
     platforms: tuple[str, ...] = ()  # Bedrock's and Vertex's paths say which they are

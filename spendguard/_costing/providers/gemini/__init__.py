@@ -16,7 +16,7 @@ from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
-from spendguard._costing.providers.gemini import texts
+from spendguard._costing.providers.gemini import sdk, texts
 from spendguard._costing.providers.gemini.addresses import gateway_path
 from spendguard._costing.providers.gemini.errors import error_body
 from spendguard._costing.providers.gemini.kwargs import rest_body, sdk_kwargs
@@ -50,6 +50,14 @@ class GeminiAdapter:
     display_name = "Gemini"
     billing_names = ("Google", "Gemini API")
     sdk_package = "google.genai"
+    # Its SDK's clients: recognised (wrap, install, batches) and built (the CLI).
+    sdk_clients = sdk.CLIENTS
+    sdk_error = sdk.ERROR
+    sdk_user_agent = sdk.USER_AGENT
+
+    def sdk_client(self, base_url: str | None) -> Any:
+        return sdk.client(base_url)
+
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
     # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
     platforms: tuple[str, ...] = ()  # Vertex AI's paths say it

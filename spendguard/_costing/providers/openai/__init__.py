@@ -16,7 +16,14 @@ from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.providers.adapter import ProviderAdapter, Route
-from spendguard._costing.providers.openai import addresses, paths, requests, routing, texts
+from spendguard._costing.providers.openai import (
+    addresses,
+    paths,
+    requests,
+    routing,
+    sdk,
+    texts,
+)
 from spendguard._costing.providers.openai.errors import error_body
 from spendguard._costing.providers.openai.platforms import AZURE
 from spendguard._costing.providers.openai.usage import (
@@ -53,6 +60,14 @@ class OpenAIAdapter:
     display_name = "OpenAI"
     billing_names = ("OpenAI", "OpenAI API")
     sdk_package = "openai"
+    # Its SDK's clients: recognised (wrap, install, batches) and built (the CLI).
+    sdk_clients = sdk.CLIENTS
+    sdk_error = sdk.ERROR
+    sdk_user_agent = sdk.USER_AGENT
+
+    def sdk_client(self, base_url: str | None) -> Any:
+        return sdk.client(base_url)
+
     base_url_env = "OPENAI_BASE_URL"
     # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
     platforms: tuple[str, ...] = (AZURE,)
