@@ -18,6 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 from spendguard._costing.endpoints import Provider
+from spendguard._costing.prices.sections import SECTION_KEYS
+from spendguard._costing.providers.adapter import adapters
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spendguard"
 NAMES = frozenset({"openai", "anthropic", "gemini", "azure", "bedrock", "vertex"})
@@ -44,12 +46,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "_costing/tokens/models.py": (8, "tokenizer families (which BPE rules a model follows)"),
     "_costing/tokens/api.py": (1, "counts by tokenizer family, not by provider"),
     "cli/demo_story.py": (2, "the scripted demo's own plan() call, as a user writes it"),
-    # Not yet behind the adapter: each is provider knowledge the adapter should own.
-    "_costing/prices/catalog.py": (10, "genai-prices' provider ids and cache-write TTLs"),
-    "_costing/prices/check.py": (7, "LiteLLM's and genai-prices' provider ids"),
-    "_costing/prices/ids.py": (9, "dated and platform model-id rules (Bedrock, Vertex ids)"),
-    "_costing/prices/sections.py": (3, "host and Azure sections price OpenAI-wire models"),
-    "_costing/prices/selfhosted.py": (2, "self-hosted models speak OpenAI's wire"),
 }
 
 
@@ -127,3 +123,13 @@ def test_the_exempt_packages_are_one_adapter_per_provider() -> None:
     exempt = {path.name for path in ADAPTERS.iterdir() if (path / "__init__.py").is_file()}
     assert exempt == {member.value for member in Provider}
     assert Counter(module.split("/")[0] for module in _counted())["testing"] == 0
+
+
+def test_what_the_price_modules_ask_of_the_adapters_has_one_answer() -> None:
+    """A price-file section, a genai-prices id and an id rule each belong to one adapter."""
+    owned = [section for adapter in adapters() for section in adapter.price_sections]
+    assert sorted(owned) == sorted(SECTION_KEYS)
+    ids = [genai_id for adapter in adapters() for genai_id in adapter.genai_prices_ids]
+    rules = [rule for adapter in adapters() for rule in adapter.id_rules]
+    assert len(set(ids)) == len(ids) and len(set(rules)) == len(rules)
+    assert all(list(adapter.genai_prices_ids.values()).count("") == 1 for adapter in adapters())

@@ -36,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from spendguard._core.errors import ConfigError
+from spendguard._costing.providers.adapter import adapter_for, adapters
 
-__all__ = ["CATALOG_ENV", "DEFAULT_URL", "GenaiPricesCatalog", "catalog_from_env"]
+__all__ = ["CATALOG_ENV", "DEFAULT_URL", "GenaiPricesCatalog", "catalog_from_env",
+           "fallback_providers"]
 
 log = logging.getLogger("spendguard.prices")
 
@@ -47,14 +49,6 @@ DEFAULT_URL = ("https://raw.githubusercontent.com/pydantic/genai-prices/refs/hea
                "new_data/v2/data.json")
 """Where genai-prices publishes its data (what its own ``UpdatePrices`` fetches)."""
 EXTRA = "pip install 'spendguard-llm[prices]'"
-
-# genai-prices provider -> (spendguard provider, price-id prefix): whose responses spendguard
-# reads (OpenAI- and Anthropic-shaped), and the host name a host's calls are priced under.
-_PROVIDERS: Mapping[str, tuple[str, str]] = {
-    "openai": ("openai", ""), "anthropic": ("anthropic", ""),
-    "deepseek": ("openai", "deepseek/"), "moonshotai": ("openai", "moonshot/"),
-}
-_WRITE_TTL = {"openai": "cache_write_30m", "anthropic": "cache_write_5m"}
 
 Fetch = Callable[[str, float], bytes]
 """``fetch(url, timeout_s) -> body``: how a refresh downloads (injectable for tests)."""
@@ -141,7 +135,7 @@ class GenaiPricesCatalog:
         return entry
 
     def _find(self, snapshot: Any, model: str) -> tuple[str, str, Any] | None:
-        for genai_id, (provider, prefix) in _PROVIDERS.items():
+        for genai_id, (provider, prefix) in fallback_providers().items():
             if prefix and not model.startswith(prefix):
                 continue
             if not prefix and "/" in model:
@@ -185,13 +179,25 @@ class GenaiPricesCatalog:
         return True
 
 
+def fallback_providers() -> dict[str, tuple[str, str]]:
+    """genai-prices provider -> (spendguard provider, price-id prefix): the providers whose
+    models the fallback prices (their adapters' ``genai_prices_ids``), and the host name a
+    compatible host's models are priced under."""
+    return {genai_id: (adapter.name, prefix) for adapter in adapters()
+            if adapter.genai_prices_fallback
+            for genai_id, prefix in adapter.genai_prices_ids.items()}
+
+
 def _rates(price: Any, provider: str) -> tuple[dict[str, Decimal], list[dict[str, Any]]]:
     """genai-prices' rates as ``usd_per_million`` and whole-request long-context tiers."""
     from genai_prices.types import TieredPrices  # noqa: PLC0415 - optional extra
 
-    fields = {"input": "input_mtok", "cache_read": "cache_read_mtok",
-              _WRITE_TTL[provider]: "cache_write_mtok", "output": "output_mtok"}
-    if provider == "anthropic":
+    adapter = adapter_for(provider)
+    fields = {"input": "input_mtok", "cache_read": "cache_read_mtok"}
+    if adapter.cache_ttls:  # genai-prices' one write rate: the provider's shortest TTL
+        fields[f"cache_write_{adapter.cache_ttls[0]}"] = "cache_write_mtok"
+    fields["output"] = "output_mtok"
+    if "1h" in adapter.cache_ttls:
         fields["cache_write_1h"] = "cache_write_1h_mtok"
     rates: dict[str, Decimal] = {}
     ratios: dict[int, tuple[Decimal, Decimal]] = {}
@@ -209,10 +215,12 @@ def _rates(price: Any, provider: str) -> tuple[dict[str, Decimal], list[dict[str
                                           else (max(old_in, ratio), old_out))
         else:
             rates[kind] = Decimal(value)
-    if provider == "anthropic" and "input" in rates:  # the Claude API bills both TTLs
+    # A breakpoints provider's entries state every cache rate (the price schema requires
+    # them): one genai-prices leaves out is read at input, or at the write multipliers.
+    if adapter.prompt_cache == "breakpoints" and "input" in rates:
         rates.setdefault("cache_read", rates["input"])
-        rates.setdefault("cache_write_5m", rates["input"] * Decimal("1.25"))
-        rates.setdefault("cache_write_1h", rates["input"] * 2)
+        for ttl, multiplier in adapter.cache_write_multipliers.items():
+            rates.setdefault(f"cache_write_{ttl}", rates["input"] * multiplier)
     # The dearest ratio of any input-side kind reprices the whole request (never under).
     tiers = [{"above_input_tokens": start, "input_multiplier": ratio_in,
               "output_multiplier": ratio_out}

@@ -27,6 +27,8 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError, SpendguardError
 from spendguard._costing.prices import ModelPrice, PriceTable
+from spendguard._costing.prices.catalog import fallback_providers
+from spendguard._costing.providers.adapter import adapter_for, adapters
 
 __all__ = ["GENAI_PRICES_EXTRA", "Disagreement", "PriceCheck", "check_prices",
            "compare_genai_prices", "compare_litellm", "genai_prices_lacking", "newest_first",
@@ -104,13 +106,17 @@ def _differ(model: str, kind: str, ours: Decimal | None, theirs: Any,
     return [Disagreement(model, kind, ours, theirs, other)]
 
 
-def _short_write(entry: ModelPrice) -> str:
-    # The provider's shortest cache write: Anthropic 5 minutes, OpenAI 30 minutes.
-    return "cache_write_5m" if entry.provider == "anthropic" else "cache_write_30m"
+def _short_write(entry: ModelPrice) -> str | None:
+    """The kind the other tables' one cache-write rate prices: the provider's shortest TTL
+    (Anthropic 5 minutes, OpenAI 30 minutes); None when it bills no cache writes."""
+    ttls = adapter_for(entry.provider).cache_ttls
+    return f"cache_write_{ttls[0]}" if ttls else None
 
 
-_GENAI_PRICES_PROVIDER = {"gemini": "google"}
-"""genai-prices' provider id where it differs from ours."""
+def _genai_prices_id(provider: str) -> str:
+    """genai-prices' id of a provider: the one its models keep their ids under."""
+    return next(genai_id for genai_id, prefix
+                in adapter_for(provider).genai_prices_ids.items() if not prefix)
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -146,7 +152,7 @@ def compare_genai_prices(table: PriceTable, when: datetime, provider: str | None
         entry = table.get(model, when)  # the rates in force on the day compared
         try:
             _, info = snapshot.find_provider_model(
-                model, None, _GENAI_PRICES_PROVIDER.get(entry.provider, entry.provider), None)
+                model, None, _genai_prices_id(entry.provider), None)
         except LookupError:
             missing.append(model)
             continue
@@ -209,10 +215,11 @@ def _compare_genai_price(model: str, entry: ModelPrice, price: Any, modifier: st
 
     found: list[Disagreement] = []
     named = f" ({modifier})" if modifier else ""
+    short_write = _short_write(entry)
     theirs: dict[str, Any] = {
         "input": getattr(price, "input_mtok", None),
         "cache_read": getattr(price, "cache_read_mtok", None),
-        _short_write(entry): getattr(price, "cache_write_mtok", None),
+        **({short_write: getattr(price, "cache_write_mtok", None)} if short_write else {}),
         "cache_write_1h": getattr(price, "cache_write_1h_mtok", None),
         "output": getattr(price, "output_mtok", None),
     }
@@ -264,8 +271,13 @@ def _litellm_rate(name: str, entry: ModelPrice) -> tuple[str, int | None, str | 
         if field != _LITELLM_WRITE:
             return None
         kind = f"cache_write_{match['hours']}h"
+    elif field == _LITELLM_WRITE:
+        short_write = _short_write(entry)
+        if short_write is None:
+            return None  # a rate spendguard's table leaves out
+        kind = short_write
     else:
-        kind = _short_write(entry) if field == _LITELLM_WRITE else _LITELLM_KINDS[field]
+        kind = _LITELLM_KINDS[field]
     above = int(match["k"]) * 1000 if match["k"] else None
     return kind, above, _LITELLM_MODIFIERS[modifier] if modifier else None
 
@@ -291,17 +303,13 @@ def _compare_litellm_record(model: str, entry: ModelPrice, record: Mapping[str, 
 
 
 def _our_id(key: str, record: Mapping[str, Any]) -> str | None:
-    """A LiteLLM key in spendguard's id scheme (None for providers it does not price)."""
+    """A LiteLLM key in spendguard's id scheme (None for providers it does not price): the
+    first adapter's that claims it (``litellm_id``)."""
     provider = record.get("litellm_provider")
-    if provider in ("openai", "anthropic"):
-        return None if "/" in key or key.startswith("ft:") else key
-    if provider in ("bedrock", "bedrock_converse") and "anthropic." in key and "/" not in key:
-        return f"bedrock/{key}"
-    if provider == "vertex_ai-anthropic_models" and key.startswith("vertex_ai/"):
-        return f"vertex/{key.removeprefix('vertex_ai/')}"
-    if provider in ("deepseek", "moonshot") and key.startswith(f"{provider}/"):
-        return key
-    return None
+    if not isinstance(provider, str):
+        return None
+    return next((ours for adapter in adapters()
+                 if (ours := adapter.litellm_id(key, provider)) is not None), None)
 
 
 def _entry_for(table: PriceTable, model: str, when: datetime | None) -> ModelPrice | None:
@@ -355,17 +363,17 @@ def compare_litellm(table: PriceTable, source: Path | Mapping[str, Any],
 
 
 def genai_prices_lacking(table: PriceTable, snapshot_file: Path | None = None,
-                         providers: tuple[str, ...] = ("openai", "anthropic", "deepseek",
-                                                       "moonshotai")) -> list[str]:
-    """Model ids genai-prices prices for these providers that spendguard does not."""
+                         providers: tuple[str, ...] | None = None) -> list[str]:
+    """Model ids genai-prices prices for these providers that spendguard does not; by
+    default those the fallback catalog reads (its adapters' ``genai_prices_ids``)."""
     snapshot, _ = _genai_snapshot(snapshot_file)
-    host = {"deepseek": "deepseek/", "moonshotai": "moonshot/"}
+    prefixes = {genai_id: prefix for genai_id, (_, prefix) in fallback_providers().items()}
     lacking = []
     for found in snapshot.providers:
-        if found.id not in providers:
+        if found.id not in (prefixes if providers is None else providers):
             continue
         for info in found.models:
-            ours = host.get(found.id, "") + info.id
+            ours = prefixes.get(found.id, "") + info.id
             if ours not in table:
                 lacking.append(ours)
     return lacking

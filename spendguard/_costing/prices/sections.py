@@ -1,7 +1,9 @@
 """Price-file sections beyond ``[models]``: hosts, Azure deployments, self-hosted endpoints.
 
 Each section expands into ordinary model entries, so a call to any of them is estimated and
-settled by the same rules as a call to OpenAI or Anthropic:
+settled by the same rules as a call to OpenAI or Anthropic. The provider a section prices for
+(a host's and a self-hosted model's, the snapshot names of an Azure deployment's model) is the
+one whose adapter owns it (``price_sections``): OpenAI, whose wire they speak.
 
 - ``[hosts.<name>]`` an OpenAI-compatible provider matched by ``base_url``; its
   ``[hosts.<name>.models."<id>"]`` become entries ``"<name>/<id>"``.
@@ -19,6 +21,7 @@ its copies too.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -27,10 +30,10 @@ from typing import Any
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
-from spendguard._costing.prices.ids import undated
+from spendguard._costing.providers.adapter import PROVIDERS, ProviderAdapter, adapter_for, adapters
 
 __all__ = ["AZURE_DEPLOYMENT_TYPES", "Host", "azure_entry", "expand_sections",
-           "resolve_derived"]
+           "resolve_derived", "section_owner"]
 
 AZURE_PREFIX = "azure:"
 # Microsoft prices Data Zone Standard deployments 10 % above Global Standard ("Costs 10% more
@@ -43,6 +46,12 @@ AZURE_DEPLOYMENT_TYPES: Mapping[str, Decimal | None] = {
 AZURE_SOURCE = "https://azure.microsoft.com/pricing/details/cognitive-services/openai-service/"
 AZURE_AS_OF = date(2026, 12, 1)
 SECTION_KEYS = ("hosts", "azure_deployments", "self_hosted")
+
+
+@functools.cache
+def section_owner(section: str) -> ProviderAdapter:
+    """The adapter whose models a price-file section's entries are (its ``price_sections``)."""
+    return next(adapter for adapter in adapters() if section in adapter.price_sections)
 
 
 @dataclass(frozen=True)
@@ -115,10 +124,12 @@ def _host(name: str, section: Mapping[str, Any], path: str) -> Host:
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise _fail(path, f"hosts.{name}.base_url",
                     'give the URL the client is built with, e.g. "https://api.moonshot.ai/v1"')
-    provider = section.get("provider", "openai")
-    if provider != "openai":
+    owner = section_owner("hosts")
+    provider = section.get("provider", owner.name)
+    if provider != owner.name:
         raise _fail(path, f"hosts.{name}.provider",
-                    "only OpenAI-compatible hosts are supported (provider = \"openai\")")
+                    f"only {owner.display_name}-compatible hosts are supported "
+                    f'(provider = "{owner.name}")')
     source = section.get("source")
     if not isinstance(source, str) or not source:
         raise _fail(path, f"hosts.{name}.source", "say where the prices come from")
@@ -154,6 +165,14 @@ def _scaled(rates: Mapping[str, Any], multiplier: Decimal) -> dict[str, Any]:
     return {kind: Decimal(str(rate)) * multiplier for kind, rate in rates.items()}
 
 
+def _undated(model: str, provider: object) -> str | None:
+    """The base id of a dated snapshot name by the rule of the entry's provider; an entry
+    that names none (an Azure deployment's) is the Azure section owner's."""
+    owner = (adapter_for(provider) if isinstance(provider, str) and provider in PROVIDERS
+             else section_owner("azure_deployments"))
+    return owner.undated(model)
+
+
 def resolve_derived(raw: Mapping[str, Mapping[str, Any]], origin: Mapping[str, str],
                     ) -> dict[str, dict[str, Any]]:
     """Every entry with ``derived_from`` filled in from its base model's merged entry."""
@@ -166,8 +185,8 @@ def resolve_derived(raw: Mapping[str, Mapping[str, Any]], origin: Mapping[str, s
             resolved[model] = dict(entry)
             continue
         base_id = base_name if base_name in raw else owner.get(str(base_name))
-        if base_id is None:  # an Azure snapshot name: the dated-snapshot rule (prices/ids.py)
-            undated_name = undated(str(base_name), str(entry.get("provider", "openai")))
+        if base_id is None:  # an Azure snapshot name: the dated-snapshot rule (its undated)
+            undated_name = _undated(str(base_name), entry.get("provider"))
             if undated_name is not None and undated_name in raw and raw[undated_name].get(
                     "dated_snapshots", True):
                 base_id = undated_name

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import MILLION, parse_usd
-from spendguard._costing.prices.sections import Host
+from spendguard._costing.prices.sections import Host, section_owner
 
 __all__ = ["SelfHosted", "deployment_from_section"]
 
@@ -109,7 +109,7 @@ class SelfHosted:
         return self._rate(self.input_tok_s)
 
     def host(self) -> Host:
-        return Host(self.name, self.base_url.rstrip("/"), "openai", self.source)
+        return Host(self.name, self.base_url.rstrip("/"), _provider(), self.source)
 
     @property
     def source(self) -> str:
@@ -120,7 +120,7 @@ class SelfHosted:
     def price_entry(self) -> dict[str, Any]:
         """The price-table entry its calls are estimated and settled with."""
         entry: dict[str, Any] = {
-            "provider": "openai",
+            "provider": _provider(),
             "usd_per_million": {"input": self.input_usd_per_million,
                                 "output": self.output_usd_per_million},
             "context_window": self.context_window,
@@ -146,6 +146,12 @@ class SelfHosted:
                 "context_window": self.context_window,
                 "max_output_tokens": self.max_output_tokens, "as_of": self.as_of,
                 **({"count_as": self.count_as} if self.count_as else {})}
+
+
+def _provider() -> str:
+    """The provider whose wire a self-hosted endpoint speaks (the ``self_hosted`` section's
+    owner: OpenAI-compatible servers)."""
+    return section_owner("self_hosted").name
 
 
 def _positive(section: Mapping[str, Any], key: str, where: str, path: str) -> Decimal:

@@ -16,6 +16,8 @@ import functools
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spendguard._core.errors import ConfigError
@@ -30,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spendguard._costing.tokens.count import TokenCount
     from spendguard._costing.usage import Usage
 
-__all__ = ["PROVIDERS", "ProviderAdapter", "Route", "StreamReader", "adapter_for",
+__all__ = ["PROVIDERS", "PricedIds", "ProviderAdapter", "Route", "StreamReader", "adapter_for",
            "adapter_kinds", "adapters", "default_wire_adapter", "otel_provider_name"]
 
 
@@ -85,6 +87,26 @@ class StreamReader(Protocol):
     def usage(self) -> Usage | None: ...
 
     def output_text(self) -> str: ...
+
+
+class PricedIds(Protocol):
+    """What an id rule asks of a price table (:meth:`ProviderAdapter.resolve_id`), by id."""
+
+    def has(self, model: str) -> bool:
+        """Whether ``model`` is an entry (not an alias)."""
+        ...
+
+    def provider(self, model: str) -> str | None:
+        """The provider of entry ``model``."""
+        ...
+
+    def aliases(self, model: str) -> tuple[str, ...]:
+        """The aliases entry ``model`` declares."""
+        ...
+
+    def snapshots(self, model: str) -> bool:
+        """Whether entry ``model``'s dated snapshots bill as it does (``dated_snapshots``)."""
+        ...
 
 
 class ProviderAdapter(Protocol):
@@ -172,6 +194,43 @@ class ProviderAdapter(Protocol):
     cache_ttls: tuple[str, ...]
     """The cache-write TTLs it bills (the ``cache_write_<ttl>`` rates of its price entries);
     empty when it bills no cache writes."""
+    # Price ids and price data beyond its price file: other tables, platforms, file sections.
+    genai_prices_ids: Mapping[str, str]
+    """Its models in pydantic's genai-prices: each provider id there -> the prefix those
+    models' ids take in spendguard's price ids (``""``: the same ids, under its own id there;
+    ``"deepseek/"``: a compatible host's, under its host name)."""
+    genai_prices_fallback: bool
+    """Whether the genai-prices fallback catalog prices a model the table lacks as one of its
+    models (those ids' models), and ``spendguard prices check`` lists those spendguard lacks."""
+    cache_write_multipliers: Mapping[str, Decimal]
+    """Each cache-write TTL's rate as a multiple of the input rate, where the provider prices
+    every model's writes so (``{"5m": Decimal("1.25")}``): the fallback catalog fills in a
+    write rate genai-prices leaves out with it, for a provider whose entries state them all
+    (``prompt_cache == "breakpoints"``); empty when its write rates are the models' own."""
+    price_sections: tuple[str, ...]
+    """The price-file sections beyond ``[models]`` whose entries are its models, speaking its
+    wire (``"hosts"``, ``"azure_deployments"``, ``"self_hosted"``); each has one owner."""
+    id_rules: Mapping[str, str]
+    """Its id rules, by the name :meth:`resolve_id` gives (``"dated:openai"``), each with where
+    its naming scheme (and that it names the same model at the same price) is published."""
+
+    def litellm_id(self, key: str, litellm_provider: str) -> str | None:
+        """The price id of a model LiteLLM's price file lists under ``key`` and
+        ``litellm_provider``, when it is one of its models (its platforms' and compatible
+        hosts' too); None for any other record."""
+        ...
+
+    def undated(self, model: str) -> str | None:
+        """The base id of one of its dated snapshot ids (``gpt-5.5-2026-04-23``: ``gpt-5.5``);
+        None when the id carries no real date in its scheme, or it dates no snapshots."""
+        ...
+
+    def resolve_id(self, model: str, entries: PricedIds, day: date) -> tuple[str, str] | None:
+        """The entry a dated snapshot or platform id (``bedrock/us.anthropic.claude-…``,
+        ``vertex/claude-…@20240620``) names under one of its :attr:`id_rules` on ``day``, and
+        the rule; None when none of its rules resolves ``model`` (then another's may)."""
+        ...
+
     exact_input: bool
     """Whether its input is counted exactly before sending (else a stated upper bound)."""
     model_prefixes: tuple[str, ...]

@@ -3,21 +3,24 @@
 
 ``paths`` (endpoint of a path, the platforms' path forms), ``routing`` (Bedrock and Vertex
 price ids), ``requests`` (a body read into a call), ``usage`` (replies, streams, batch
-results). :data:`ADAPTER` bundles them; the input count is an upper bound (Claude's tokenizer
-is not public: ``_costing/tokens/anthropic.py``).
+results), ``ids`` (dated snapshots, Bedrock and Vertex ids, LiteLLM's ids). :data:`ADAPTER`
+bundles them; the input count is an upper bound (Claude's tokenizer is not public:
+``_costing/tokens/anthropic.py``).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from datetime import date
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import ProviderAdapter, Route
-from spendguard._costing.providers.anthropic import addresses, paths, requests, routing, sdk
+from spendguard._costing.providers.adapter import PricedIds, ProviderAdapter, Route
+from spendguard._costing.providers.anthropic import addresses, ids, paths, requests, routing, sdk
 from spendguard._costing.providers.anthropic.errors import error_body
 from spendguard._costing.providers.anthropic.usage import (
     MessageStreamReader,
@@ -81,6 +84,22 @@ class AnthropicAdapter:
         return addresses.traffic_kind(self.name, host, path)
 
     cache_ttls: tuple[str, ...] = ("5m", "1h")
+    # Price ids and price data beyond its price file: other tables, platforms, file sections.
+    genai_prices_ids: Mapping[str, str] = {"anthropic": ""}
+    genai_prices_fallback = True
+    cache_write_multipliers: Mapping[str, Decimal] = {"5m": Decimal("1.25"), "1h": Decimal(2)}
+    price_sections: tuple[str, ...] = ()
+    id_rules: Mapping[str, str] = ids.ID_RULES
+
+    def litellm_id(self, key: str, litellm_provider: str) -> str | None:
+        return ids.litellm_id(key, litellm_provider)
+
+    def undated(self, model: str) -> str | None:
+        return ids.undated(model)
+
+    def resolve_id(self, model: str, entries: PricedIds, day: date) -> tuple[str, str] | None:
+        return ids.resolve_id(model, entries, day)
+
     exact_input = False
     model_prefixes: tuple[str, ...] = ("claude",)
     prompt_cache = "breakpoints"

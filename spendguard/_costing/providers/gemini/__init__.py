@@ -10,12 +10,14 @@ bundles them for the choke point; the client side (attaching the guard to a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import ProviderAdapter, Route
+from spendguard._costing.providers.adapter import PricedIds, ProviderAdapter, Route
 from spendguard._costing.providers.gemini import sdk, texts
 from spendguard._costing.providers.gemini.addresses import gateway_path
 from spendguard._costing.providers.gemini.errors import error_body
@@ -79,6 +81,23 @@ class GeminiAdapter:
         return None
 
     cache_ttls: tuple[str, ...] = ()  # an explicit cache bills storage by the hour instead
+    # Price ids and price data beyond its price file: other tables, platforms, file sections.
+    genai_prices_ids: Mapping[str, str] = {"google": ""}
+    # Its entries bill what genai-prices does not publish (explicit-cache storage, grounding).
+    genai_prices_fallback = False
+    cache_write_multipliers: Mapping[str, Decimal] = {}
+    price_sections: tuple[str, ...] = ()
+    id_rules: Mapping[str, str] = {}  # its ids name versions (-001) and previews, not dates
+
+    def litellm_id(self, key: str, litellm_provider: str) -> str | None:
+        return None  # LiteLLM's Gemini records are not read
+
+    def undated(self, model: str) -> str | None:
+        return None
+
+    def resolve_id(self, model: str, entries: PricedIds, day: date) -> tuple[str, str] | None:
+        return None
+
     exact_input = False
     model_prefixes: tuple[str, ...] = ("gemini",)
     prompt_cache = "implicit"  # an explicit cache is its own endpoint

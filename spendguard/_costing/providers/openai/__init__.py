@@ -2,22 +2,26 @@
 seam (:mod:`spendguard._costing.providers.adapter`).
 
 ``paths`` (endpoint of a path), ``routing`` (Azure deployments, compatible hosts), ``requests``
-(a body read into a call), ``usage`` (replies, streams, batch lines). :data:`ADAPTER` bundles
-them; the input count is exact, with OpenAI's own tokenizers (``_costing/tokens``).
+(a body read into a call), ``usage`` (replies, streams, batch lines), ``ids`` (dated
+snapshots, LiteLLM's ids). :data:`ADAPTER` bundles them; the input count is exact, with
+OpenAI's own tokenizers (``_costing/tokens``).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from datetime import date
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import ProviderAdapter, Route
+from spendguard._costing.providers.adapter import PricedIds, ProviderAdapter, Route
 from spendguard._costing.providers.openai import (
     addresses,
+    ids,
     paths,
     requests,
     routing,
@@ -89,6 +93,23 @@ class OpenAIAdapter:
         return addresses.traffic_kind(self.name, host)
 
     cache_ttls: tuple[str, ...] = ("30m", "12h")
+    # Price ids and price data beyond its price file: other tables, platforms, file sections.
+    genai_prices_ids: Mapping[str, str] = {"openai": "", "deepseek": "deepseek/",
+                                           "moonshotai": "moonshot/"}
+    genai_prices_fallback = True
+    cache_write_multipliers: Mapping[str, Decimal] = {}  # each model states its write rate
+    price_sections: tuple[str, ...] = ("hosts", "azure_deployments", "self_hosted")
+    id_rules: Mapping[str, str] = ids.ID_RULES
+
+    def litellm_id(self, key: str, litellm_provider: str) -> str | None:
+        return ids.litellm_id(key, litellm_provider)
+
+    def undated(self, model: str) -> str | None:
+        return ids.undated(model)
+
+    def resolve_id(self, model: str, entries: PricedIds, day: date) -> tuple[str, str] | None:
+        return ids.resolve_id(model, entries, day)
+
     exact_input = True
     model_prefixes: tuple[str, ...] = ()
     prompt_cache = "prefix"
