@@ -38,7 +38,7 @@ _LAZY: dict[str, str] = {
     "normalise_finding": "spendguard._strategies.loop.novelty:normalise",
     "project_next_usd": "spendguard._strategies.loop.stops",
     "render_report_text": "spendguard._reporting.report:render_text",
-    "stream_reader": "spendguard._costing.providers",
+    "stream_reader": "spendguard._providers",
     "subscribe": "spendguard._budget.events",
     "unsubscribe": "spendguard._budget.events",
     "write_report_html": "spendguard._reporting.report:write_html",
@@ -57,18 +57,18 @@ _LAZY: dict[str, str] = {
     "count_tokens": "spendguard._costing.tokens",
     "count_tokens_exact": "spendguard._costing.tokens",
     # guarded clients
-    "OpenAI": "spendguard._dropin.openai",
-    "AsyncOpenAI": "spendguard._dropin.openai",
-    "Anthropic": "spendguard._dropin.anthropic",
-    "AsyncAnthropic": "spendguard._dropin.anthropic",
-    "AzureOpenAI": "spendguard._dropin.openai",
-    "AsyncAzureOpenAI": "spendguard._dropin.openai",
-    "AzureDeployment": "spendguard._dropin.openai",
-    "AnthropicBedrock": "spendguard._dropin.anthropic",
-    "AsyncAnthropicBedrock": "spendguard._dropin.anthropic",
-    "AnthropicVertex": "spendguard._dropin.anthropic",
-    "AsyncAnthropicVertex": "spendguard._dropin.anthropic",
-    "Gemini": "spendguard._dropin.gemini",
+    "OpenAI": "spendguard._providers.openai.dropin",
+    "AsyncOpenAI": "spendguard._providers.openai.dropin",
+    "Anthropic": "spendguard._providers.anthropic.dropin",
+    "AsyncAnthropic": "spendguard._providers.anthropic.dropin",
+    "AzureOpenAI": "spendguard._providers.openai.dropin",
+    "AsyncAzureOpenAI": "spendguard._providers.openai.dropin",
+    "AzureDeployment": "spendguard._providers.openai.dropin",
+    "AnthropicBedrock": "spendguard._providers.anthropic.dropin",
+    "AsyncAnthropicBedrock": "spendguard._providers.anthropic.dropin",
+    "AnthropicVertex": "spendguard._providers.anthropic.dropin",
+    "AsyncAnthropicVertex": "spendguard._providers.anthropic.dropin",
+    "Gemini": "spendguard._providers.gemini.dropin",
     "SelfHosted": "spendguard._costing.prices.selfhosted",
     "wrap": "spendguard._guard.clients",
     "install": "spendguard._adoption.install",
@@ -232,7 +232,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._costing.prices import register_prices as register_prices
     from spendguard._costing.prices.check import check_prices as check_prices
     from spendguard._costing.prices.selfhosted import SelfHosted as SelfHosted
-    from spendguard._costing.providers import stream_reader as stream_reader
     from spendguard._costing.tokens import TokenCount as TokenCount
     from spendguard._costing.tokens import acount_tokens_exact as acount_tokens_exact
     from spendguard._costing.tokens import count_request_tokens as count_request_tokens
@@ -240,19 +239,22 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from spendguard._costing.tokens import count_tokens_exact as count_tokens_exact
     from spendguard._costing.usage import Usage as Usage
     from spendguard._costing.usage import usage_from as usage_from
-    from spendguard._dropin.anthropic import Anthropic as Anthropic
-    from spendguard._dropin.anthropic import AnthropicBedrock as AnthropicBedrock
-    from spendguard._dropin.anthropic import AnthropicVertex as AnthropicVertex
-    from spendguard._dropin.anthropic import AsyncAnthropic as AsyncAnthropic
-    from spendguard._dropin.anthropic import AsyncAnthropicBedrock as AsyncAnthropicBedrock
-    from spendguard._dropin.anthropic import AsyncAnthropicVertex as AsyncAnthropicVertex
-    from spendguard._dropin.gemini import Gemini as Gemini
-    from spendguard._dropin.openai import AsyncAzureOpenAI as AsyncAzureOpenAI
-    from spendguard._dropin.openai import AsyncOpenAI as AsyncOpenAI
-    from spendguard._dropin.openai import AzureDeployment as AzureDeployment
-    from spendguard._dropin.openai import AzureOpenAI as AzureOpenAI
-    from spendguard._dropin.openai import OpenAI as OpenAI
     from spendguard._guard.clients import wrap as wrap
+    from spendguard._providers import stream_reader as stream_reader
+    from spendguard._providers.anthropic.dropin import Anthropic as Anthropic
+    from spendguard._providers.anthropic.dropin import AnthropicBedrock as AnthropicBedrock
+    from spendguard._providers.anthropic.dropin import AnthropicVertex as AnthropicVertex
+    from spendguard._providers.anthropic.dropin import AsyncAnthropic as AsyncAnthropic
+    from spendguard._providers.anthropic.dropin import (
+        AsyncAnthropicBedrock as AsyncAnthropicBedrock,
+    )
+    from spendguard._providers.anthropic.dropin import AsyncAnthropicVertex as AsyncAnthropicVertex
+    from spendguard._providers.gemini.dropin import Gemini as Gemini
+    from spendguard._providers.openai.dropin import AsyncAzureOpenAI as AsyncAzureOpenAI
+    from spendguard._providers.openai.dropin import AsyncOpenAI as AsyncOpenAI
+    from spendguard._providers.openai.dropin import AzureDeployment as AzureDeployment
+    from spendguard._providers.openai.dropin import AzureOpenAI as AzureOpenAI
+    from spendguard._providers.openai.dropin import OpenAI as OpenAI
     from spendguard._reporting.export import FocusProblem as FocusProblem
     from spendguard._reporting.export import export_spend as export_spend
     from spendguard._reporting.export import validate_focus as validate_focus

@@ -20,21 +20,23 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("foundation", frozenset({"_core"})),
     # GPU sizing is pure arithmetic over two tables; self-hosted prices are built on it.
     ("sizing", frozenset({"_sizing"})),
-    ("prices, tokens, usage and cost", frozenset({"_costing"})),
+    # A provider's package (_providers/<name>/) is its adapter, at this layer, except for the
+    # parts named in PROVIDER_PARTS, each at its own layer below.
+    ("prices, tokens, usage and cost", frozenset({"_costing", "_providers"})),
     ("budget and ledger", frozenset({"_budget"})),
     # Cache ordering rewrites a request body before it is estimated (the guard's cache_order=
     # option), so it sits below the choke point and knows nothing of it.
     ("request shaping", frozenset({"_caching"})),
-    ("choke point", frozenset({"_guard"})),
-    ("strategies", frozenset({"_strategies"})),
+    ("choke point", frozenset({"_guard", "guard", "guard_rest"})),
+    ("strategies", frozenset({"_strategies", "batch_wire"})),
     # The opt-in door for code we don't own (install, spendguard run) and the telemetry
     # subscriber it can switch on.
     ("adoption", frozenset({"_adoption"})),
     # The choke point behind an HTTP server, for programs that are not Python.
     ("gateway", frozenset({"_gateway"})),
-    ("reporting", frozenset({"_reporting"})),
+    ("reporting", frozenset({"_reporting", "reconcile"})),
     ("emulator", frozenset({"testing"})),
-    ("public surface", frozenset({"_dropin", "cli", "sizing", "telemetry", "__init__",
+    ("public surface", frozenset({"dropin", "cli", "sizing", "telemetry", "__init__",
                                   "__main__"})),
 )
 
@@ -48,9 +50,18 @@ def _layer_of(unit: str) -> int:
         "(and to ARCHITECTURE.md's layer table)")
 
 
+PROVIDER_PARTS = frozenset({"guard", "guard_rest", "batch_wire", "reconcile", "dropin"})
+"""The modules of a provider's package that sit above its adapter: its client half
+(``guard``, ``guard_rest``: the choke point), its batch wire (strategies), its report reader
+(reporting) and its drop-in classes (the public surface)."""
+
+
 def _unit(module: str) -> str:
-    """``spendguard._budget.ledger.sqlite`` -> ``ledger``; ``spendguard`` -> ``__init__``."""
+    """``spendguard._budget.ledger.sqlite`` -> ``_budget``; ``spendguard`` -> ``__init__``;
+    ``spendguard._providers.gemini.guard`` -> ``guard`` (a provider part at its own layer)."""
     parts = module.split(".")
+    if len(parts) >= 4 and parts[1] == "_providers" and parts[3] in PROVIDER_PARTS:
+        return parts[3]
     return parts[1] if len(parts) > 1 else "__init__"
 
 

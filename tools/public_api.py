@@ -52,10 +52,16 @@ def render(table: dict[str, str]) -> str:
         member = member or public
         rows.append((module, _member_order(member), public))
     rows.sort()
-    return "".join(
-        f"    from {module} import {member} as {public}"
-        + ("\n" if member == public else "  # noqa: F401 - public under another name\n")
-        for module, (_, member), public in rows)
+    return "".join(_line(module, member, public) for module, (_, member), public in rows)
+
+
+def _line(module: str, member: str, public: str) -> str:
+    """One import, wrapped in parentheses as ruff's formatter does past 100 characters."""
+    noqa = "" if member == public else "  # noqa: F401 - public under another name"
+    line = f"    from {module} import {member} as {public}"
+    if len(line) <= 100:
+        return line + noqa + "\n"
+    return f"    from {module} import (\n        {member} as {public},{noqa}\n    )\n"
 
 
 def rewritten(source: str) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import (
+from spendguard._providers.adapter import (
     ProviderAdapter,
     adapter_kinds,
     adapters,

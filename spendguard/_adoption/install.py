@@ -44,18 +44,17 @@ from spendguard._caching.order import CacheOrder
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers import adapters
 from spendguard._costing.routing import AZURE
 from spendguard._guard.azure import azure_platform, azure_prices
 from spendguard._guard.clients import Guarded, guard_client
-from spendguard._guard.gemini import is_genai_client
 from spendguard._guard.metering import Guard
 from spendguard._guard.options import ClientOptions, check_budget
 from spendguard._guard.reaches.imports import PatchOnImport
 from spendguard._guard.reaches.stainless import sdk_http_client
-from spendguard._guard.sdk_clients import loaded_sdk_error, sdk_of
+from spendguard._guard.sdk_clients import client_half, loaded_sdk_error, sdk_of
 from spendguard._guard.transport import ClientGuard, client_guard, set_traffic_guard
 from spendguard._guard.transport import install as install_dispatcher
+from spendguard._providers import adapters
 
 __all__ = ["install", "installed", "uninstall"]
 
@@ -243,7 +242,7 @@ def _guarding(original: Callable[..., None]) -> Callable[..., None]:
         original(self, *args, **kwargs)
         settings = _settings
         if settings is None or isinstance(self, Guarded) or _is_guarded(self) \
-                or (sdk_http_client(self) is None and not is_genai_client(self)):
+                or (sdk_http_client(self) is None and client_half(self) is None):
             return  # not installed, already guarded, or a subclass still building
         _guard_sdk_client(self, settings)
 

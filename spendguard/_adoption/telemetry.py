@@ -30,7 +30,7 @@ from typing import Any, Literal
 from spendguard._budget.events import CallEvent, Stage, subscribe, unsubscribe
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers import otel_provider_name
+from spendguard._providers import otel_provider_name
 
 __all__ = ["disable", "enable", "enabled"]
 

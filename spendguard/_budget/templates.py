@@ -32,7 +32,7 @@ from spendguard._budget.ledger.base import CallInfo
 from spendguard._budget.ledger.filters import TAG_KEY
 from spendguard._core.errors import BudgetConfigError, BudgetExceeded
 from spendguard._core.money import MAX_LIMIT_USD
-from spendguard._costing.providers.adapter import adapter_for
+from spendguard._providers.adapter import adapter_for
 
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget

@@ -40,7 +40,7 @@ from spendguard._caching.volatile import (
 )
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
-from spendguard._costing.providers.gemini.requests import count_input, field
+from spendguard._providers.gemini.requests import count_input, field
 
 __all__ = ["DEFAULT_MIN_TOKENS", "arrange_implicit", "prefix_notes"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from spendguard._core.errors import ConfigError, UnknownModelError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
-from spendguard._costing.providers.adapter import adapter_for, adapters
+from spendguard._providers.adapter import adapter_for, adapters
 
 __all__ = ["caches_implicitly", "marks_breakpoints", "model_price_or_none", "request_kind"]
 

@@ -17,7 +17,7 @@ from decimal import Decimal
 from spendguard._caching.kind import marks_breakpoints
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
-from spendguard._costing.providers.adapter import adapter_for
+from spendguard._providers.adapter import adapter_for
 
 __all__ = ["DEFAULT_MIN_CACHEABLE_TOKENS", "TTL_SECONDS", "choose_ttl", "min_cacheable_tokens",
            "pays_back"]

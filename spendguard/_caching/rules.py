@@ -18,7 +18,7 @@ from spendguard._caching.implicit import arrange_implicit, prefix_notes
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
-from spendguard._costing.providers.adapter import adapter_for, adapters
+from spendguard._providers.adapter import adapter_for, adapters
 
 __all__ = ["CacheRules", "rules_for"]
 

@@ -16,7 +16,7 @@ from typing import Any
 from spendguard._core.errors import ConfigError, UnsupportedEndpointError
 from spendguard._core.jsontext import loads
 from spendguard._costing.endpoints import Endpoint, Provider
-from spendguard._costing.providers.adapter import adapter_for
+from spendguard._providers.adapter import adapter_for
 
 __all__ = ["Call", "Endpoint", "Provider", "body_model", "build_call", "cap_field", "classify",
            "int_field", "parse_body", "with_output_cap", "with_top_level_cap"]

@@ -88,7 +88,7 @@ class Endpoint(StrEnum):
         """The endpoint a POST to ``path`` reaches: a priced one, FREE for one that cannot
         spend, None for one spendguard does not know (the provider's adapter reads its
         paths)."""
-        from spendguard._costing.providers.adapter import adapter_for  # noqa: PLC0415 - above this
+        from spendguard._providers.adapter import adapter_for  # noqa: PLC0415 - above this
 
         return adapter_for(provider).endpoint(path)
 

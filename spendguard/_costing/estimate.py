@@ -16,9 +16,9 @@ from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, Endpoint
 from spendguard._costing.cost import total_usd, worst_case_usd
 from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
-from spendguard._costing.providers.adapter import adapter_for
 from spendguard._costing.tokens import TokenCount, count_request_tokens
 from spendguard._costing.usage import Usage
+from spendguard._providers.adapter import adapter_for
 
 __all__ = ["Estimate", "estimate_call", "max_output_tokens", "worst_cost_usd"]
 
@@ -106,7 +106,7 @@ def estimate_call(call: Call, table: PriceTable | None = None, *,
     worst = (Decimal(0) if call.endpoint is Endpoint.CACHE_UPDATE
              else worst_cost_usd(call, int(input_tokens), output_tokens, price=model_price))
     if call.endpoint in (Endpoint.CACHE, Endpoint.CACHE_UPDATE):  # storage for the TTL
-        from spendguard._costing.providers.gemini.requests import (  # noqa: PLC0415
+        from spendguard._providers.gemini.requests import (  # noqa: PLC0415
             cache_ttl_seconds,
         )
 

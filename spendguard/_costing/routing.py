@@ -25,8 +25,8 @@ import httpx2
 
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import Route, adapter_for
-from spendguard._costing.providers.openai.platforms import AZURE, AZURE_PRICE_AFTER
+from spendguard._providers.adapter import Route, adapter_for
+from spendguard._providers.openai.platforms import AZURE, AZURE_PRICE_AFTER
 
 __all__ = ["AZURE", "AZURE_PRICE_AFTER", "Route", "route_request"]
 

@@ -210,6 +210,6 @@ def usage_from(provider: str, payload: object, *, endpoint: str | None = None) -
     missing or malformed.
     """
     # Imported here: the provider adapters build Usage records, so they import this module.
-    from spendguard._costing.providers.adapter import adapter_for  # noqa: PLC0415
+    from spendguard._providers.adapter import adapter_for  # noqa: PLC0415
 
     return adapter_for(provider).read_usage(payload, endpoint=endpoint)

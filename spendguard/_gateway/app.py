@@ -30,13 +30,13 @@ from spendguard._budget.events import CallEvent, subscribe, unsubscribe
 from spendguard._budget.scopes import enter, leave, tags
 from spendguard._core.errors import ConfigError, SpendguardError
 from spendguard._costing.calls import Provider
-from spendguard._costing.providers.adapter import default_wire_adapter
 from spendguard._gateway.config import GUARDED_HEADER, SCOPE_HEADER, GatewayConfig
 from spendguard._gateway.keys import KeyStore, VirtualKey
 from spendguard._gateway.refusals import error_response, refusal_response
 from spendguard._gateway.upstreams import Router, Upstream
 from spendguard._guard.metering import Guard, GuardOptions
 from spendguard._guard.transport import ClientGuard, install, tag_request
+from spendguard._providers.adapter import default_wire_adapter
 
 __all__ = ["Gateway"]
 

@@ -22,7 +22,7 @@ from spendguard._core.errors import (
     SpendguardError,
 )
 from spendguard._costing.calls import Provider
-from spendguard._costing.providers import adapter_for
+from spendguard._providers import adapter_for
 
 __all__ = ["REFUSAL_STATUS", "error_response", "refusal_response"]
 

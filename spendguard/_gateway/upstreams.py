@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
-from spendguard._costing.providers.adapter import (
+from spendguard._providers.adapter import (
     ProviderAdapter,
     adapter_for,
     adapter_kinds,

@@ -1,7 +1,7 @@
 """Crediting a Gemini explicit cache's unused storage: a shortened TTL or an early delete.
 
 A cache's storage is charged ahead, to the expiry it was given
-(:mod:`spendguard._costing.providers.gemini.caches`). When the cache ends sooner (a TTL update
+(:mod:`spendguard._providers.gemini.caches`). When the cache ends sooner (a TTL update
 to an earlier expiry, or ``caches.delete``), the storage charged past the new end is credited
 back by a negative adjustment record in each budget's ledger (status ``adjustment``, the
 provider whose adapter named the cache, the cache's model), so the ledger counts the storage
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from spendguard._budget.scopes import collect_budgets
 from spendguard._costing.cost import total_usd
 from spendguard._costing.prices import CACHE_STORAGE
-from spendguard._costing.providers.gemini.caches import release_storage, reply_end
 from spendguard._costing.usage import Usage
+from spendguard._providers.gemini.caches import release_storage, reply_end
 
 if TYPE_CHECKING:
     from spendguard._budget.ledger import Ledger

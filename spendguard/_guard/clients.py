@@ -1,8 +1,8 @@
 """Guarding a client: one guard per SDK client, carried by the requests it builds.
 
-The drop-in classes live in :mod:`spendguard._dropin.openai` and
-:mod:`spendguard._dropin.anthropic`, so building an OpenAI client never imports the anthropic
-SDK (each takes a second or more to import) and vice versa.
+The drop-in classes live in :mod:`spendguard._providers.openai.dropin` and
+:mod:`spendguard._providers.anthropic.dropin`, so building an OpenAI client never imports
+the anthropic SDK (each takes a second or more to import) and vice versa.
 
 The budget belongs to the SDK client, never to its httpx client (which other SDK clients may
 share, as LangChain does): the client tags each request it builds in the SDK's own
@@ -33,7 +33,7 @@ from spendguard._guard.reaches.stainless import (
     sdk_http_client,
     sdk_prepare_request,
 )
-from spendguard._guard.sdk_clients import sdk_of
+from spendguard._guard.sdk_clients import client_half, sdk_of
 from spendguard._guard.transport import ClientGuard, install, tag_request
 
 __all__ = ["UNSET", "Guarded", "guard_client", "is_http_client", "wrap"]
@@ -221,12 +221,11 @@ def wrap(client: Any, budget: Budget | None = None, *, cap_output: bool = False,
     ``budget``. Other clients sharing its ``http_client`` keep their own budgets, or none.
     The options are :class:`~spendguard._guard.options.ClientOptions`'.
     """
-    from spendguard._guard.gemini import guard_genai_client, is_genai_client  # noqa: PLC0415
-
     given = {"budget": budget, "cap_output": cap_output, "allow_unpriced": allow_unpriced,
              "store_prompts": store_prompts, "prices": prices, "cache_order": cache_order}
-    if is_genai_client(client):  # spendguard.Gemini included: wrap() gives it another budget
-        guard_genai_client(client, ClientOptions.of(given))
+    half = client_half(client)
+    if half is not None:  # spendguard.Gemini included: wrap() gives it another budget
+        half.attach(client, ClientOptions.of(given))
         return client
     sdk = sdk_of(client)
     if sdk is None:

@@ -21,8 +21,8 @@ import httpx2
 
 from spendguard._budget.ledger.base import CallFacts
 from spendguard._costing.calls import Call
-from spendguard._costing.providers import otel_provider_name
 from spendguard._costing.routing import AZURE, AZURE_PRICE_AFTER, Route
+from spendguard._providers import otel_provider_name
 
 __all__ = ["call_facts", "response_facts"]
 

@@ -45,8 +45,6 @@ from spendguard._costing.cost import billable_tier, total_usd
 from spendguard._costing.estimate import Estimate, estimate_call, worst_cost_usd
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE, EventStreamDecoder
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
-from spendguard._costing.providers import stream_reader, usage_reader
-from spendguard._costing.providers.adapter import adapter_for
 from spendguard._costing.routing import Route, route_request
 from spendguard._costing.tokens import TokenCount
 from spendguard._costing.usage import Usage
@@ -69,6 +67,8 @@ from spendguard._guard.settling import (
 )
 from spendguard._guard.sse import ContentDecoder, SSEDecoder
 from spendguard._guard.stream_meter import Framing, StreamMeter
+from spendguard._providers import stream_reader, usage_reader
+from spendguard._providers.adapter import adapter_for
 
 __all__ = ["Attempt", "Guard", "GuardOptions", "StreamMeter", "response_headers"]
 
@@ -321,7 +321,7 @@ class Attempt:
             self._note_response(body)
         note = None
         if self.call.endpoint in (Endpoint.CACHE, Endpoint.CACHE_UPDATE):
-            from spendguard._costing.providers.gemini.caches import (  # noqa: PLC0415
+            from spendguard._providers.gemini.caches import (  # noqa: PLC0415
                 note_cache,
             )
 
@@ -441,7 +441,7 @@ class Guard:
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
         if endpoint is Endpoint.CACHE_UPDATE:  # priced only for a cache this process saw
-            from spendguard._costing.providers.gemini.caches import (  # noqa: PLC0415
+            from spendguard._providers.gemini.caches import (  # noqa: PLC0415
                 update_endpoint,
             )
 

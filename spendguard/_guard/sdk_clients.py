@@ -1,25 +1,29 @@
 """Which official SDK a client object comes from, asked of the provider adapters.
 
 Each adapter names its SDK's client classes and base error
-(:attr:`~spendguard._costing.providers.adapter.ProviderAdapter.sdk_clients`, ``sdk_error``);
+(:attr:`~spendguard._providers.adapter.ProviderAdapter.sdk_clients`, ``sdk_error``);
 they are looked up in ``sys.modules`` only, so asking never imports an SDK (the classes of an
 SDK the program has not imported cannot be the client's).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import importlib.util
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from spendguard._costing.endpoints import Provider
-from spendguard._costing.providers import adapters
+from spendguard._providers import adapters
 
 if TYPE_CHECKING:  # pragma: no cover
-    from spendguard._costing.providers.adapter import ProviderAdapter
-    from spendguard._costing.providers.sdk import SdkClient
+    from spendguard._providers.adapter import ProviderAdapter
+    from spendguard._providers.sdk import SdkClient
 
-__all__ = ["SdkOfClient", "loaded_class", "loaded_sdk_error", "sdk_of"]
+__all__ = ["SdkOfClient", "client_half", "loaded_class", "loaded_sdk_error", "sdk_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +76,22 @@ def sdk_of(client: object) -> SdkOfClient | None:
 def _is_instance(client: object, entry: SdkClient) -> bool:
     cls = loaded_class(entry)
     return cls is not None and isinstance(client, cls)
+
+
+def client_half(client: object) -> ModuleType | None:
+    """The client half of the provider whose SDK built ``client``, when that SDK is one the
+    choke point does not attach to by itself (not Stainless-generated: google-genai): the
+    module ``_providers/<name>/guard.py``, found by the provider's name, whose
+    ``is_client(client)`` says the client is its SDK's and ``attach(client, options)`` guards
+    it. None for any other client."""
+    for adapter in adapters():
+        half: ModuleType | None = _client_half_of(adapter.name)
+        if half is not None and half.is_client(client):
+            return half
+    return None
+
+
+@functools.cache
+def _client_half_of(provider: str) -> Any:
+    name = f"spendguard._providers.{provider}.guard"
+    return importlib.import_module(name) if importlib.util.find_spec(name) else None

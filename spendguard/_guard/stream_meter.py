@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spendguard._core.errors import SpendguardError
-from spendguard._costing.providers import StreamReader
 from spendguard._costing.tokens import count_tokens
 from spendguard._costing.usage import Usage
 from spendguard._guard.settling import STREAM_TAIL_TOKENS, stream_output_tokens, text_token_bound
 from spendguard._guard.sse import ContentDecoder, SSEDecoder
+from spendguard._providers import StreamReader
 
 if TYPE_CHECKING:  # pragma: no cover
     from spendguard._guard.metering import Attempt

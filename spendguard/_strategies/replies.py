@@ -22,8 +22,8 @@ from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Endpoint, Provider, build_call
 from spendguard._costing.cost import cost
 from spendguard._costing.estimate import estimate_call
-from spendguard._costing.providers.adapter import ProviderAdapter, adapter_for, adapters
 from spendguard._costing.usage import Usage, usage_from
+from spendguard._providers.adapter import ProviderAdapter, adapter_for, adapters
 
 __all__ = [
     "acall",

@@ -22,7 +22,7 @@ from spendguard._core.errors import SpendguardError
 from spendguard._core.money import format_usd
 from spendguard._core.private_files import open_private
 from spendguard._core.terminal import printable
-from spendguard._costing.providers import adapter_for
+from spendguard._providers import adapter_for
 from spendguard._strategies.batch import (
     BatchJob,
     BatchResult,

@@ -13,7 +13,7 @@ import click
 from spendguard._core.errors import ConfigError
 from spendguard._core.tables import aligned
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
-from spendguard._costing.providers.adapter import PROVIDERS
+from spendguard._providers.adapter import PROVIDERS
 from spendguard.cli.conventions import SuggestingGroup, emit_json, output_width
 
 __all__ = ["prices"]

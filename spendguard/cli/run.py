@@ -171,7 +171,7 @@ def _start_gateway(settings: RunSettings) -> Any:
         return None
     if settings.ledger and settings.limit_usd is None:
         os.environ["SPENDGUARD_LEDGER"] = settings.ledger  # the gateway records there too
-    from spendguard._costing.providers.adapter import adapters  # noqa: PLC0415
+    from spendguard._providers.adapter import adapters  # noqa: PLC0415
 
     # Where the program's calls were going is where the gateway sends them.
     upstreams = tuple(parse_upstream(f"{adapter.name}={os.environ[adapter.base_url_env]}")

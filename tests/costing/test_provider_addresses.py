@@ -8,8 +8,8 @@ import pytest
 from spendguard._adoption.hosts import Destination, ProviderHosts
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import default_table
-from spendguard._costing.providers.adapter import adapter_kinds, adapters
 from spendguard._gateway.upstreams import Router, parse_upstream
+from spendguard._providers.adapter import adapter_kinds, adapters
 
 GEMINI_PATH = "/v1/models/gemini-2.5-flash:generateContent"
 

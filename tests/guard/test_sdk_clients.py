@@ -12,9 +12,9 @@ import pytest
 from google import genai
 
 from spendguard._costing.endpoints import Provider
-from spendguard._costing.providers import adapter_for, adapters
-from spendguard._costing.providers.sdk import SdkClient
 from spendguard._guard.sdk_clients import loaded_class, loaded_sdk_error, sdk_of
+from spendguard._providers import adapter_for, adapters
+from spendguard._providers.sdk import SdkClient
 
 ENTRIES = [(adapter.name, entry) for adapter in adapters() for entry in adapter.sdk_clients]
 

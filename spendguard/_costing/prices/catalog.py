@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from spendguard._core.errors import ConfigError
-from spendguard._costing.providers.adapter import adapter_for, adapters
+from spendguard._providers.adapter import adapter_for, adapters
 
 __all__ = ["CATALOG_ENV", "DEFAULT_URL", "GenaiPricesCatalog", "catalog_from_env",
            "fallback_providers"]

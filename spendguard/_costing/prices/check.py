@@ -28,7 +28,7 @@ from typing import Any
 from spendguard._core.errors import ConfigError, SpendguardError
 from spendguard._costing.prices import ModelPrice, PriceTable
 from spendguard._costing.prices.catalog import fallback_providers
-from spendguard._costing.providers.adapter import adapter_for, adapters
+from spendguard._providers.adapter import adapter_for, adapters
 
 __all__ = ["GENAI_PRICES_EXTRA", "Disagreement", "PriceCheck", "check_prices",
            "compare_genai_prices", "compare_litellm", "genai_prices_lacking", "newest_first",

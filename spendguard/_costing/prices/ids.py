@@ -13,7 +13,7 @@ are asked in turn):
   differently is declared as its own entry, which an exact match finds first).
 - **Platform ids**: Claude's on Bedrock (``bedrock/<profile>.anthropic.<model>...``, by
   inference profile) and on Vertex AI (``vertex[-regional]/<model>@<version>``), in
-  :mod:`spendguard._costing.providers.anthropic.ids`.
+  :mod:`spendguard._providers.anthropic.ids`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 
-from spendguard._costing.providers.adapter import adapters
+from spendguard._providers.adapter import adapters
 
 __all__ = ["Resolved", "resolve_id", "rule_sources"]
 

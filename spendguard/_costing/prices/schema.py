@@ -27,7 +27,7 @@ from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices.sections import SECTION_KEYS, Host, expand_sections, resolve_derived
-from spendguard._costing.providers.adapter import PROVIDERS, adapter_for
+from spendguard._providers.adapter import PROVIDERS, adapter_for
 
 __all__ = [
     "BUNDLED_FILES",

@@ -30,7 +30,7 @@ from typing import Any
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
-from spendguard._costing.providers.adapter import PROVIDERS, ProviderAdapter, adapter_for, adapters
+from spendguard._providers.adapter import PROVIDERS, ProviderAdapter, adapter_for, adapters
 
 __all__ = ["AZURE_DEPLOYMENT_TYPES", "Host", "azure_entry", "expand_sections",
            "resolve_derived", "section_owner"]

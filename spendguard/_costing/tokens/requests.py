@@ -14,12 +14,12 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers.adapter import PROVIDERS, adapter_for
 from spendguard._costing.tokens.anthropic import count_messages
 from spendguard._costing.tokens.content import json_text, unknown
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Family, Profile, foreign_profile, profile_for
 from spendguard._costing.tokens.openai import count_chat, count_embeddings, count_responses
+from spendguard._providers.adapter import PROVIDERS, adapter_for
 
 __all__ = ["Walkers", "count_request_tokens", "count_with"]
 

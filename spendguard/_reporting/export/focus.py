@@ -15,7 +15,7 @@ from typing import Any
 from spendguard._budget.ledger.base import SpendRecord
 from spendguard._core.money import MILLION
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers import PROVIDERS, adapter_for
+from spendguard._providers import PROVIDERS, adapter_for
 from spendguard._reporting.export.lines import REQUEST, ChargeLine, charge_lines
 from spendguard._reporting.export.records import ADJUSTMENT, RECOVERED, shown_tags, utc_text
 

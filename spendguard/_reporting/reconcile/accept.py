@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from spendguard._budget.ledger.base import Ledger, ScopeClaim
 from spendguard._core.money import format_usd
 from spendguard._core.periods import Period, as_utc, period_key
-from spendguard._costing.providers import PROVIDERS, adapter_for
+from spendguard._providers import PROVIDERS, adapter_for
 from spendguard._reporting.reconcile.compare import Reconciliation
 
 __all__ = ["RECONCILED_TAG", "accept_differences"]

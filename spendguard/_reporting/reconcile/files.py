@@ -12,21 +12,24 @@ from pathlib import Path
 from typing import Any
 
 from spendguard._core.errors import ConfigError
-from spendguard._costing.providers import PROVIDERS as ALL_PROVIDERS
+from spendguard._providers import PROVIDERS as ALL_PROVIDERS
 from spendguard._reporting.reconcile.lines import ProviderReport
 
 __all__ = ["PROVIDERS", "read_provider_file"]
 
+_READER = "spendguard._providers.{}.reconcile"
+
 PROVIDERS = tuple(name for name in ALL_PROVIDERS
-                  if importlib.util.find_spec(f"{__package__}.{name}") is not None)
-"""The providers whose reports are read: each has its reader module here, named for it, with
+                  if importlib.util.find_spec(_READER.format(name)) is not None)
+"""The providers whose reports are read: each has its reader module in its package
+(``_providers/<name>/reconcile.py``), with
 ``read_pages(pages, *, source)``, and ``csv_pages(rows, *, source)`` where its console exports
 CSV (else ``JSON_ONLY``, the hint that says which JSON to save; ``CSV_ONLY`` where a JSON file
 is not read)."""
 
 
 def _reader(provider: str) -> Any:
-    return importlib.import_module(f"{__package__}.{provider}")
+    return importlib.import_module(_READER.format(provider))
 
 
 def read_provider_file(path: str | os.PathLike[str], provider: str) -> ProviderReport:

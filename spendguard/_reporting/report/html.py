@@ -13,7 +13,7 @@ from decimal import Decimal
 from html import escape
 
 from spendguard._core.money import format_usd
-from spendguard._costing.providers import PROVIDERS, adapter_for
+from spendguard._providers import PROVIDERS, adapter_for
 from spendguard._reporting.report.page_style import (
     BATCH_COLOR,
     CACHE_COLOR,

@@ -14,9 +14,9 @@ from spendguard._budget.scopes import collect_budgets
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
 from spendguard._costing.prices import PriceTable, default_table
-from spendguard._costing.providers import adapters
 from spendguard._guard.sdk_clients import loaded_class
 from spendguard._guard.transport import client_guard
+from spendguard._providers import adapters
 from spendguard._strategies.batch.wire import BatchAPI, api_for
 
 __all__ = ["ClientContext", "client_context", "ledger_for", "live_ledgers", "store_for"]

@@ -127,8 +127,8 @@ class BatchAPI(Protocol):
 
 def api_for(provider: Provider) -> BatchAPI:
     """The batch wire of one provider (imports its SDK): the ``BATCH_API`` class of its
-    module here, named ``<provider>_wire``."""
-    name = f"{__package__}.{Provider(provider).value}_wire"
+    package's ``batch_wire`` module (``_providers/<provider>/batch_wire.py``)."""
+    name = f"spendguard._providers.{Provider(provider).value}.batch_wire"
     if importlib.util.find_spec(name) is None:
         raise ConfigError(f"provider: spendguard has no batch wire for {provider.value!r}; "
                           f"batch() takes an openai, anthropic or google-genai client")

@@ -24,7 +24,7 @@ from spendguard._caching.kind import request_kind
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import adapter_for, adapters
+from spendguard._providers.adapter import adapter_for, adapters
 
 __all__ = ["PlannedRequest", "load_requests", "read_jsonl"]
 

@@ -27,7 +27,7 @@ from spendguard._caching.layout import Slot, identity, prefix_body, slots
 from spendguard._caching.marks import existing_breakpoints
 from spendguard._caching.policy import min_cacheable_tokens
 from spendguard._costing.prices import ModelPrice
-from spendguard._costing.providers import adapter_for
+from spendguard._providers import adapter_for
 from spendguard._strategies.plan.inputs import PlannedRequest
 
 __all__ = ["ChainIndex", "ExpectedCache", "expect_cache"]

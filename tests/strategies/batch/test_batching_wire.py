@@ -10,8 +10,8 @@ from anthropic.types import Message
 from openai.types.chat import ChatCompletion
 
 from spendguard import ConfigError, Polling
-from spendguard._strategies.batch.anthropic_wire import AnthropicBatches
-from spendguard._strategies.batch.openai_wire import OpenAIBatches, jsonl_line
+from spendguard._providers.anthropic.batch_wire import AnthropicBatches
+from spendguard._providers.openai.batch_wire import OpenAIBatches, jsonl_line
 from spendguard._strategies.batch.polling import Round, poll_until
 from spendguard.testing import ManualClock
 

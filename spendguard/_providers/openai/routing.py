@@ -11,8 +11,8 @@ from urllib.parse import unquote
 from spendguard._core.errors import UnknownModelError
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.prices.sections import AZURE_PREFIX
-from spendguard._costing.providers.adapter import Route
-from spendguard._costing.providers.openai.platforms import (
+from spendguard._providers.adapter import Route
+from spendguard._providers.openai.platforms import (
     AZURE,
     AZURE_PRICE_AFTER,
     GEMINI_OPENAI_PATH,

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers.anthropic import paths
 from spendguard._costing.tokens.anthropic import count_messages
 from spendguard._costing.tokens.content import unknown
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Profile, foreign_profile, profile_for
 from spendguard._costing.tokens.requests import Walkers, count_with
+from spendguard._providers.anthropic import paths
 
 __all__ = ["count_input"]
 

@@ -9,8 +9,8 @@ from urllib.parse import unquote
 
 from spendguard._core.errors import UnknownModelError
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import Route
-from spendguard._costing.providers.anthropic.paths import BEDROCK_INVOKE, VERTEX_PREDICT
+from spendguard._providers.adapter import Route
+from spendguard._providers.anthropic.paths import BEDROCK_INVOKE, VERTEX_PREDICT
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2

@@ -1,5 +1,5 @@
 """Anthropic: the Claude API, and Claude on Bedrock and Vertex AI, behind the adapter seam
-(:mod:`spendguard._costing.providers.adapter`).
+(:mod:`spendguard._providers.adapter`).
 
 ``paths`` (endpoint of a path, the platforms' path forms), ``routing`` (Bedrock and Vertex
 price ids), ``requests`` (a body read into a call), ``usage`` (replies, streams, batch
@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import PricedIds, ProviderAdapter, Route
-from spendguard._costing.providers.anthropic import addresses, ids, paths, requests, routing, sdk
-from spendguard._costing.providers.anthropic.errors import error_body
-from spendguard._costing.providers.anthropic.usage import (
+from spendguard._costing.usage import Usage
+from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
+from spendguard._providers.anthropic import addresses, ids, paths, requests, routing, sdk
+from spendguard._providers.anthropic.errors import error_body
+from spendguard._providers.anthropic.usage import (
     MessageStreamReader,
     stream_reader,
     usage_from_anthropic,
 )
-from spendguard._costing.providers.texts import block_text, last_user_text
-from spendguard._costing.usage import Usage
+from spendguard._providers.texts import block_text, last_user_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -42,7 +42,7 @@ __all__ = ["ADAPTER", "AnthropicAdapter", "stream_reader", "usage_from_anthropic
 def _counter() -> Callable[[Endpoint | str, Mapping[str, Any]], TokenCount]:
     """The input counter, imported on first count: reports and price files read the adapter's
     names without loading the tokenizers."""
-    from spendguard._costing.providers.anthropic.counting import count_input  # noqa: PLC0415
+    from spendguard._providers.anthropic.counting import count_input  # noqa: PLC0415
 
     return count_input
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from spendguard._core.errors import UnknownModelError
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import Route
-from spendguard._costing.providers.gemini.paths import model_of
+from spendguard._providers.adapter import Route
+from spendguard._providers.gemini.paths import model_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -20,7 +20,7 @@ def route(platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
           table: PriceTable) -> Route:
     """The route of a Gemini request: its model, whether the path streams, and the service
     (Vertex AI) when the path tells it apart."""
-    from spendguard._costing.providers.gemini.caches import cache_name, term  # noqa: PLC0415
+    from spendguard._providers.gemini.caches import cache_name, term  # noqa: PLC0415
 
     path = url.path
     # A model method names the model in its path; a cache's create request in its body; a

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from datetime import date
 
-from spendguard._costing.providers.adapter import PricedIds
+from spendguard._providers.adapter import PricedIds
 
 __all__ = ["ID_RULES", "litellm_id", "resolve_id", "undated"]
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from google import genai
 
-from spendguard._guard.gemini import guard_genai_client
 from spendguard._guard.options import ClientOptions
+from spendguard._providers.gemini.guard import guard_genai_client
 
 if TYPE_CHECKING:
     from spendguard._budget.budget import Budget

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers.texts import block_text, last_user_text
+from spendguard._providers.texts import block_text, last_user_text
 
 __all__ = ["prompt_text", "reply_text"]
 

@@ -232,7 +232,7 @@ def count_input(endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount
     raises on a body's shape. A cache's TTL update counts the cache's tokens, as noted when
     it was created."""
     if endpoint == Endpoint.CACHE_UPDATE:
-        from spendguard._costing.providers.gemini.caches import term  # noqa: PLC0415
+        from spendguard._providers.gemini.caches import term  # noqa: PLC0415
 
         known = term(str(body.get("name")))
         if known is not None:

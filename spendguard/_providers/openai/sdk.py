@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spendguard._costing.providers.openai.platforms import AZURE
-from spendguard._costing.providers.sdk import SdkClient
+from spendguard._providers.openai.platforms import AZURE
+from spendguard._providers.sdk import SdkClient
 
 __all__ = ["CLIENTS", "ERROR", "USER_AGENT", "client"]
 

@@ -1,7 +1,7 @@
 """The provider adapter seam: what the shared code asks of a provider, in one small interface.
 
-A provider is one adapter package (``spendguard._costing.providers.<name>``, found by
-:func:`~spendguard._costing.providers.adapter_for`) that owns what is particular to its API:
+A provider is one adapter package (``spendguard._providers.<name>``, found by
+:func:`~spendguard._providers.adapter_for`) that owns what is particular to its API:
 which endpoint a path reaches, the price id a request is priced with when its body does not
 name it (its route), reading a body into a :class:`~spendguard._costing.calls.Call`, counting or
 bounding its input, reading usage from bodies and streams, and the names it goes by. The
@@ -28,9 +28,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from spendguard._costing.calls import Call
     from spendguard._costing.endpoints import Endpoint
-    from spendguard._costing.providers.sdk import SdkClient
     from spendguard._costing.tokens.count import TokenCount
     from spendguard._costing.usage import Usage
+    from spendguard._providers.sdk import SdkClient
 
 __all__ = ["PROVIDERS", "PricedIds", "ProviderAdapter", "Route", "StreamReader", "adapter_for",
            "adapter_kinds", "adapters", "default_wire_adapter", "otel_provider_name"]

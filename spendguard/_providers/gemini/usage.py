@@ -9,7 +9,7 @@ part of ``candidatesTokenCount``. Grounding with Google Search is billed per gro
 in ``webSearchQueries``; each model's price entry bills one of the two. An explicit cache's
 create reply is read as its tokens (input) and their storage for its TTL
 (``cache_storage_token_seconds``), a TTL update's as the storage it adds
-(:mod:`~spendguard._costing.providers.gemini.caches`). Field names are the
+(:mod:`~spendguard._providers.gemini.caches`). Field names are the
 REST reference's (ai.google.dev/api/generate-content#UsageMetadata); the SDK's snake_case
 spellings are read too.
 """
@@ -22,10 +22,10 @@ from typing import Any
 from spendguard._core.errors import ProviderResponseError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import CACHE_STORAGE
-from spendguard._costing.providers import read_count, to_plain
-from spendguard._costing.providers.gemini.caches import added_storage, created_storage
-from spendguard._costing.providers.gemini.requests import field
 from spendguard._costing.usage import Usage
+from spendguard._providers import read_count, to_plain
+from spendguard._providers.gemini.caches import added_storage, created_storage
+from spendguard._providers.gemini.requests import field
 
 __all__ = ["GeminiStreamReader", "grounding_requests", "usage_from_gemini"]
 

@@ -1,5 +1,5 @@
 """OpenAI: the OpenAI API, Azure OpenAI and the OpenAI-compatible hosts, behind the adapter
-seam (:mod:`spendguard._costing.providers.adapter`).
+seam (:mod:`spendguard._providers.adapter`).
 
 ``paths`` (endpoint of a path), ``routing`` (Azure deployments, compatible hosts), ``requests``
 (a body read into a call), ``usage`` (replies, streams, batch lines), ``ids`` (dated
@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import PricedIds, ProviderAdapter, Route
-from spendguard._costing.providers.openai import (
+from spendguard._costing.usage import Usage
+from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
+from spendguard._providers.openai import (
     addresses,
     ids,
     paths,
@@ -28,16 +29,15 @@ from spendguard._costing.providers.openai import (
     sdk,
     texts,
 )
-from spendguard._costing.providers.openai.errors import error_body
-from spendguard._costing.providers.openai.platforms import AZURE
-from spendguard._costing.providers.openai.usage import (
+from spendguard._providers.openai.errors import error_body
+from spendguard._providers.openai.platforms import AZURE
+from spendguard._providers.openai.usage import (
     ChatStreamReader,
     ResponsesStreamReader,
     stream_reader,
     unpriced_audio,
     usage_from_openai,
 )
-from spendguard._costing.usage import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -51,7 +51,7 @@ __all__ = ["ADAPTER", "OpenAIAdapter", "stream_reader", "unpriced_audio", "usage
 def _counter() -> Callable[[Endpoint | str, Mapping[str, Any]], TokenCount]:
     """The input counter, imported on first count: reports and price files read the adapter's
     names without loading the tokenizers."""
-    from spendguard._costing.providers.openai.counting import count_input  # noqa: PLC0415
+    from spendguard._providers.openai.counting import count_input  # noqa: PLC0415
 
     return count_input
 

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers.openai import paths
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Profile
 from spendguard._costing.tokens.openai import count_embeddings, count_responses
 from spendguard._costing.tokens.requests import Walkers, count_with
+from spendguard._providers.openai import paths
 
 __all__ = ["count_input"]
 

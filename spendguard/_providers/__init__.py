@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from spendguard._core.errors import ConfigError, ProviderResponseError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers.adapter import (
+from spendguard._providers.adapter import (
     PROVIDERS,
     StreamReader,
     adapter_for,

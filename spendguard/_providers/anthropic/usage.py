@@ -13,8 +13,8 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError, ProviderResponseError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers import endpoint_kind, read_count, read_table, to_plain
 from spendguard._costing.usage import Usage
+from spendguard._providers import endpoint_kind, read_count, read_table, to_plain
 
 __all__ = ["MessageStreamReader", "stream_reader", "usage_from_anthropic"]
 

@@ -2,7 +2,7 @@
 
 Token model: ``prompt_tokens`` (chat) and ``input_tokens`` (Responses) INCLUDE cached tokens and
 cache writes; ``completion_tokens`` / ``output_tokens`` include reasoning tokens. See
-:func:`spendguard._costing.providers.split_inclusive_input`.
+:func:`spendguard._providers.split_inclusive_input`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any
 
 from spendguard._core.errors import ProviderResponseError, UnknownModelError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.providers import (
+from spendguard._costing.usage import Usage, reply_usage
+from spendguard._providers import (
     endpoint_kind,
     read_count,
     read_table,
     split_inclusive_input,
     to_plain,
 )
-from spendguard._costing.usage import Usage, reply_usage
 
 __all__ = ["ChatStreamReader", "ResponsesStreamReader", "stream_reader", "usage_from_openai"]
 

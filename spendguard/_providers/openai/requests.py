@@ -10,7 +10,7 @@ from typing import Any
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, body_model, int_field
 from spendguard._costing.endpoints import Endpoint, Provider
-from spendguard._costing.providers.openai.usage import unpriced_audio
+from spendguard._providers.openai.usage import unpriced_audio
 
 __all__ = ["batch_request", "build_call", "cache_ttls", "end_user", "refuse_unpriced"]
 

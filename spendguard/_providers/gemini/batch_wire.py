@@ -17,7 +17,7 @@ cancel stopped, come back without a result and are released (or rescued, with a 
 The Gemini Developer API only: Vertex AI's batch prediction reads its input from Cloud Storage
 or BigQuery, which spendguard does not submit. Requests are the ``generate_content``
 arguments (``model``, ``contents``, ``config``), turned into the REST body the ordinary call
-sends by the SDK's own converter (:mod:`spendguard._guard.gemini_rest`).
+sends by the SDK's own converter (:mod:`spendguard._providers.gemini.guard_rest`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from google.genai import errors
 from spendguard._core.errors import ConfigError, SpendguardError
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.usage import Usage, usage_from
-from spendguard._guard.gemini_rest import (
+from spendguard._providers.gemini.guard_rest import (
     arest_request,
     generate_request,
     is_vertex,

@@ -33,7 +33,7 @@ from spendguard._guard.options import ClientOptions
 from spendguard._guard.reaches import genai as reach
 from spendguard._guard.transport import ClientGuard, install, tag_request
 
-__all__ = ["guard_genai_client", "is_genai_client"]
+__all__ = ["attach", "guard_genai_client", "is_client", "is_genai_client"]
 
 _SEND_ONLY = ("auth", "follow_redirects")
 
@@ -123,3 +123,9 @@ def guard_genai_client(client: Any, options: ClientOptions) -> None:
     aio = reach.async_twin(client)
     if aio is not None:  # the client's .aio shares its API client: it finds the guard too
         aio._spendguard_tag = tag
+
+
+# The names the choke point asks a provider's client half for (found as
+# ``_providers/<name>/guard.py`` by ``_guard.sdk_clients.client_half``).
+is_client = is_genai_client
+attach = guard_genai_client

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spendguard._costing.providers.sdk import SdkClient
+from spendguard._providers.sdk import SdkClient
 
 __all__ = ["CLIENTS", "ERROR", "USER_AGENT", "client"]
 

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from spendguard._costing.providers.openai.platforms import AZURE
+from spendguard._providers.openai.platforms import AZURE
 
 __all__ = ["API_HOST", "gateway_path", "traffic_kind"]
 

@@ -1,10 +1,10 @@
 """Gemini (google-genai): the first provider behind the adapter seam
-(:mod:`spendguard._costing.providers.adapter`).
+(:mod:`spendguard._providers.adapter`).
 
 ``paths`` (endpoint and model from a URL path), ``routing`` (the price id), ``requests``
 (a body read into a call, the input bound), ``usage`` (replies and streams). :data:`ADAPTER`
 bundles them for the choke point; the client side (attaching the guard to a
-``genai.Client``) is :mod:`spendguard._guard.gemini`.
+``genai.Client``) is :mod:`spendguard._providers.gemini.guard`.
 """
 
 from __future__ import annotations
@@ -17,21 +17,21 @@ from typing import TYPE_CHECKING, Any
 from spendguard._costing.calls import Call
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
-from spendguard._costing.providers.adapter import PricedIds, ProviderAdapter, Route
-from spendguard._costing.providers.gemini import sdk, texts
-from spendguard._costing.providers.gemini.addresses import gateway_path
-from spendguard._costing.providers.gemini.errors import error_body
-from spendguard._costing.providers.gemini.kwargs import rest_body, sdk_kwargs
-from spendguard._costing.providers.gemini.paths import endpoint_of, model_of
-from spendguard._costing.providers.gemini.requests import (
+from spendguard._costing.tokens.count import TokenCount
+from spendguard._costing.usage import Usage
+from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
+from spendguard._providers.gemini import sdk, texts
+from spendguard._providers.gemini.addresses import gateway_path
+from spendguard._providers.gemini.errors import error_body
+from spendguard._providers.gemini.kwargs import rest_body, sdk_kwargs
+from spendguard._providers.gemini.paths import endpoint_of, model_of
+from spendguard._providers.gemini.requests import (
     build_call,
     count_input,
     with_output_cap,
 )
-from spendguard._costing.providers.gemini.routing import route
-from spendguard._costing.providers.gemini.usage import GeminiStreamReader, usage_from_gemini
-from spendguard._costing.tokens.count import TokenCount
-from spendguard._costing.usage import Usage
+from spendguard._providers.gemini.routing import route
+from spendguard._providers.gemini.usage import GeminiStreamReader, usage_from_gemini
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -147,7 +147,7 @@ class GeminiAdapter:
         return with_output_cap(endpoint, body, tokens)
 
     def ended_cache(self, method: str, path: str) -> str | None:
-        from spendguard._costing.providers.gemini.caches import cache_name  # noqa: PLC0415
+        from spendguard._providers.gemini.caches import cache_name  # noqa: PLC0415
 
         return cache_name(path) if method == "DELETE" else None
 
