@@ -124,3 +124,72 @@ def test_what_the_price_modules_ask_of_the_adapters_has_one_answer() -> None:
     rules = [rule for adapter in adapters() for rule in adapter.id_rules]
     assert len(set(ids)) == len(ids) and len(set(rules)) == len(rules)
     assert all(list(adapter.genai_prices_ids.values()).count("") == 1 for adapter in adapters())
+
+
+# module (relative to spendguard/) -> (imports of one provider's package, why)
+IMPORTS_ALLOWED: dict[str, tuple[int, str]] = {
+    "__init__.py": (24, "the public drop-in classes, each in its provider's dropin.py (_LAZY, "
+                        "and the imports generated from it for type checkers)"),
+    "_costing/routing.py": (1, "re-exports the Azure platform's name and price date"),
+    "_costing/estimate.py": (1, "an explicit cache's storage, which only Gemini bills"),
+    "_guard/cache_credit.py": (1, "the storage of an explicit cache, which only Gemini bills"),
+    "_guard/metering.py": (2, "an explicit cache's create and TTL update, which only Gemini "
+                              "bills"),
+    "_caching/implicit.py": (1, "the implicit cache style reads Gemini's body shape"),
+}
+
+
+def provider_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) for each import of one provider's package (``spendguard._providers.
+    <name>``, or a module inside it), also where a string names it (``_LAZY``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value]
+        found += [(getattr(node, "lineno", 0), name) for name in names if _one_providers(name)]
+    return sorted(found)
+
+
+def _one_providers(module: str) -> bool:
+    parts = module.split(".")
+    return parts[:2] == ["spendguard", "_providers"] and len(parts) > 2 \
+        and parts[2] in {member.value for member in Provider}
+
+
+def _imports_counted() -> dict[str, list[tuple[int, str]]]:
+    counted = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (ADAPTERS in path.parents and path.parent != ADAPTERS) or EMULATOR in path.parents:
+            continue
+        found = provider_imports(path.read_text(encoding="utf-8"))
+        if found:
+            counted[path.relative_to(PACKAGE).as_posix()] = found
+    return counted
+
+
+def test_no_shared_module_imports_one_providers_package_but_the_listed_ones() -> None:
+    counted = _imports_counted()
+    problems = [f"spendguard/{module} imports {', '.join(name for _line, name in found)}"
+                for module, found in counted.items()
+                if len(found) > IMPORTS_ALLOWED.get(module, (0, ""))[0]]
+    stale = [f"spendguard/{module}: {allowed} allowed, {len(counted.get(module, []))} found"
+             for module, (allowed, _why) in IMPORTS_ALLOWED.items()
+             if len(counted.get(module, [])) < allowed]
+    assert not problems, ("ask the provider's adapter, or find the part by the provider's name, "
+                          "instead of importing its package:\n" + "\n".join(problems))
+    assert not stale, "lower these allowances in IMPORTS_ALLOWED:\n" + "\n".join(stale)
+
+
+def test_the_import_finder_sees_imports_and_module_strings() -> None:
+    source = ("from spendguard._providers.gemini.caches import note_cache\n"
+              "import spendguard._providers.openai\n"
+              "from spendguard._providers import adapter_for\n"
+              "TABLE = {'OpenAI': 'spendguard._providers.openai.dropin'}\n")
+    assert provider_imports(source) == [(1, "spendguard._providers.gemini.caches"),
+                                        (2, "spendguard._providers.openai"),
+                                        (4, "spendguard._providers.openai.dropin")]
