@@ -77,6 +77,7 @@ from spendguard._budget.ledger.base import Crossing, Settlement, SpendRecord, To
 from spendguard._budget.ledger.engine import Call, TransactionalLedger
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.migrations import migrate
+from spendguard._budget.ledger.sqlite_keys import keys_in_place, rekey_calls
 from spendguard._budget.ledger.sqlite_files import (
     check_existing,
     create_atomically,
@@ -134,6 +135,9 @@ class SqliteLedger(TransactionalLedger):
             db = self._connection()
             migrate(db, f"at {path}")
             _check_integrity(db)
+            _check_keys(db)
+            # Made before the migrations ran: what they built is read again.
+            self._handles()[2].tx.use_schema(parking=_parks(db))
         except LedgerError:  # a newer spendguard's ledger
             self.close()
             raise
@@ -182,6 +186,7 @@ class SqliteLedger(TransactionalLedger):
         handles = (db, cursor, _Transaction(self, db, cursor,
                                             "BEGIN" if self.read_only else "BEGIN IMMEDIATE"))
         handles[2].tx.register(db)
+        handles[2].tx.use_schema(parking=_parks(db))
         self._local.held = (os.getpid(), self._generation, handles)
         with self._all_lock:
             self._all.append(db)
@@ -321,6 +326,30 @@ def _check_integrity(db: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError(f"database disk image is malformed: {'; '.join(problems)}")
 
 
+def _parks(db: sqlite3.Connection) -> bool:
+    """Whether the file parks open calls (``sqlite_keys``); one made by an older spendguard's
+    migrations does not."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'calls_parked'").fetchone() \
+        is not None
+
+
+def _check_keys(db: sqlite3.Connection) -> None:
+    # Rows are found by the keys their ids give them (sqlite_keys). SQLite's VACUUM keeps
+    # rowids, but nothing promises it for a table without an INTEGER PRIMARY KEY column (and
+    # the calls table keeps the columns every backend declares): a renumbered table is keyed
+    # again before anything reads it.
+    if keys_in_place(db):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if not keys_in_place(db):
+            rekey_calls(db)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def _roll_back(db: sqlite3.Connection) -> None:
     # SQLite ends the transaction itself on some errors (a full disk, an I/O error); a
     # ROLLBACK then would raise "no transaction is active" over the real cause.
@@ -352,6 +381,7 @@ class _Transaction(AbstractContextManager["SqliteTx"]):
         tx.seen.clear()
         tx.stored.clear()
         tx.unverified = None
+        tx.tail_end = None
         return tx
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
