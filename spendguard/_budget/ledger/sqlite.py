@@ -33,16 +33,19 @@ longer checkpoint interval measured no faster for reserve + settle, so they stay
 
 What a call costs is mostly the pages its two commits write (each page whole, with its
 checksum, two writes to the ``-wal`` file): one per b-tree a commit changes, plus the
-occasional split. So the schema keeps them few: an index only where a read needs one (calls
-by id, by time for reports, open reservations by expiry); call ids that begin with their time,
-so a new id goes on the last page of its index, already in memory; and no table for the event
-log, which is read from the calls' rows (each row is its call's reservation and close). A
-reserve + settle pair runs 8 statements (``BEGIN``, one ``UPDATE`` per claim's totals that
-also asks whether a reservation expired, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the
-call's ``UPDATE``, its totals' ``UPDATE``, ``COMMIT``) and writes about 9.6 pages of 1 KiB:
-the calls
-table (twice), the partial index of open calls (its entry made, then removed), the totals
-(twice), the indexes on id and time, their splits, and page 1 when the file grows.
+occasional split. So the schema keeps them few: one index, on time, for reports; a row's
+rowid computed from its call id, so the table is its own index on ids (see
+:mod:`~spendguard._budget.ledger.sqlite_keys`); open calls found among the table's last rows
+or, for the few that outlive many later calls, in the small ``calls_parked`` table, instead
+of an index of open calls that a reservation and its close would each write; call ids that
+begin with their time, so a new row goes on the table's last page, already in memory; and no
+table for the event log, which is read from the calls' rows (each row is its call's
+reservation and close). A reserve + settle pair runs 8 statements (``BEGIN``, one ``UPDATE``
+per claim's totals that also asks whether a reservation expired and which row the insert
+pushes out of the table's tail, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the call's
+``UPDATE``, its totals' ``UPDATE``, ``COMMIT``) and writes about 6.4 pages of 1 KiB: the
+calls table (twice), the totals (twice), the index on time, their splits, and page 1 when the
+file grows.
 
 The crash argument is unchanged by how few statements there are: a reservation is one
 transaction (the call's open row with its held totals, all or nothing) committed before its
@@ -52,8 +55,10 @@ the file, for ``recover_expired`` to charge.
 
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
-settings of its own. Each reserve asks the partial index of open reservations whether any has
-expired (``LIMIT 1``) inside its first totals ``UPDATE``, and reads rows only when one has.
+settings of its own. Each reserve asks, inside its first totals ``UPDATE``, whether an open
+call among the table's last rows or a parked one has expired, and reads rows only when one
+has. Every open call is in one place or the other, by a rule each inserting transaction keeps
+(``sqlite_keys``), so a ``kill -9`` leaves each committed reservation where the check finds it.
 
 Money is TEXT holding an exact Decimal, so totals are added by functions every connection
 registers (Python's Decimal, inside the statement): ``SET spent_usd = spent_usd + ?`` would
@@ -77,7 +82,6 @@ from spendguard._budget.ledger.base import Crossing, Settlement, SpendRecord, To
 from spendguard._budget.ledger.engine import Call, TransactionalLedger
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.migrations import migrate
-from spendguard._budget.ledger.sqlite_keys import keys_in_place, rekey_calls
 from spendguard._budget.ledger.sqlite_files import (
     check_existing,
     create_atomically,
@@ -85,6 +89,7 @@ from spendguard._budget.ledger.sqlite_files import (
     ledger_error,
     read_only_uris,
 )
+from spendguard._budget.ledger.sqlite_keys import keys_in_place, rekey_calls
 from spendguard._budget.ledger.sqlite_tx import (
     SELECT_CALL,
     SqliteTx,

@@ -1,18 +1,22 @@
 """Where a call's row lives in the SQLite ledger's ``calls`` table, and how open calls are found.
 
-A row's key (its rowid, an ``INTEGER PRIMARY KEY``) is computed from its call id, so the
-table is its own index on ids: a look-up by id reads the few keys its id can have, and a
-reservation writes no index entry for it. A call id begins with the microsecond it was made
+A row's key (its rowid, given by the insert) is computed from its call id, so the table is
+its own index on ids: a look-up by id reads the few keys its id can have, and a reservation
+writes no index entry for it. (The table has no ``INTEGER PRIMARY KEY`` column, as its columns
+are the ones every backend declares: should something renumber its rowids, which SQLite's
+``VACUUM`` does not do but does not promise, the ledger keys the rows again when it opens.) A call id begins with the microsecond it was made
 (see ``engine._new_call_id``), so keys grow as calls are made and a new row goes on the
 table's last page. Two ids whose first 16 hex digits agree but for their last two bits want the
 same key; the later one takes the next free key within :data:`KEY_WINDOW`.
 
 Open calls are found without an index of their own (which a reservation and its close would
 each write): every open call is either among the :data:`TAIL_ROWS` rows with the highest keys
-(the tail, read whole by the check every reservation makes) or *parked*: flagged, and in the
-small partial index ``calls_parked``. A row that leaves the tail while still open (a call that
-outlives ``TAIL_ROWS`` later ones) is parked by the insert that pushes it out, and a call
-reserved below the tail is parked as it is inserted; both in the inserting transaction.
+(the tail, read by the check every reservation makes) or *parked*: its expiry and id in the
+small ``calls_parked`` table. A row that leaves the tail while still open (a call that outlives
+``TAIL_ROWS`` later ones) is parked by the insert that pushes it out, and a call reserved below
+the tail (its id older than the tail's: a clock set back) is parked as it is inserted; both in
+the inserting transaction, so the rule holds in every committed state. A parked call's close
+leaves its entry; entries go once their expiry has passed, when the expired calls are read.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ from spendguard._budget.ledger.engine import OPEN, Call, CallRow, Event, add_to_
 from spendguard._budget.ledger.fields import CLOSING, COLUMNS, column_list
 from spendguard._budget.ledger.limits import sum_totals
 from spendguard._budget.ledger.replay import CallBooks
-from spendguard._budget.ledger.sqlite_keys import KEY_WINDOW, TAIL_ROWS, call_key
 from spendguard._budget.ledger.rows import (
     RowCodec,
     amount_key,
@@ -29,6 +28,7 @@ from spendguard._budget.ledger.rows import (
     claims_text,
     json_object,
 )
+from spendguard._budget.ledger.sqlite_keys import KEY_WINDOW, TAIL_ROWS, call_key
 from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc
 
@@ -47,8 +47,8 @@ _BY_ID = "rowid BETWEEN ? AND ? AND id = ?"
 _CLOSE_CALL = f"{_SET_CLOSED}WHERE {_BY_ID}"
 _SELECT_BY_ID = f"{SELECT_CALL} WHERE {_BY_ID}"
 # The close of an open row this process remembers: the state test replaces reading it first,
-# and the row is found by the rowid its insert returned, without a search of the index on ids
-# (the id test keeps it right should the rowid have changed).
+# and the row is found by the rowid its insert returned, without a search among the keys its
+# id can have (the id test keeps it right should the rowid have changed).
 _CLOSE_OPEN_CALL = f"{_SET_CLOSED}WHERE rowid = ? AND id = ? AND state = 'open'"
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
                   "WHERE scope = ? AND period_key = ?")
@@ -65,9 +65,12 @@ _CHANGE_TOTALS = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, ?), "
 # Whether a call may have expired (?1 is now): an open one among the tail's rows (see
 # sqlite_keys), or a parked one (or a parked entry whose call has closed since, cleared when
 # the calls that expired are read).
-_EXPIRED = (f"(EXISTS (SELECT 1 FROM (SELECT state, expires_at FROM calls ORDER BY rowid DESC "
-            f"LIMIT {TAIL_ROWS}) WHERE state = 'open' AND expires_at <= ?1) OR EXISTS (SELECT 1 "
-            f"FROM calls_parked WHERE expires_at <= ?1))")
+# The lowest rowid in the tail (the table's first while it has fewer rows than the tail).
+_TAIL_START = (f"coalesce((SELECT rowid FROM calls ORDER BY rowid DESC LIMIT 1 OFFSET "
+               f"{TAIL_ROWS - 1}), -9223372036854775808)")
+_EXPIRED = (f"(EXISTS (SELECT 1 FROM calls WHERE rowid >= {_TAIL_START} AND state = 'open' "
+            f"AND expires_at <= ?1) OR EXISTS (SELECT 1 FROM calls_parked WHERE "
+            f"expires_at <= ?1))")
 # The row an insert pushes out of the tail: its rowid, negated if it is open (to be parked);
 # NULL while the table has fewer rows than the tail.
 _TAIL_END = (f"(SELECT CASE WHEN state = 'open' AND expires_at IS NOT NULL THEN -rowid ELSE "
@@ -91,8 +94,7 @@ _HOLD = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, c
          "NULL), calls = calls + 1 WHERE scope = ? AND period_key = ?")
 _PARK = "INSERT OR IGNORE INTO calls_parked SELECT expires_at, id FROM calls WHERE rowid = ?"
 _PARK_NEW = "INSERT OR IGNORE INTO calls_parked VALUES (?, ?)"
-_EXPIRED_TAIL = (f"{SELECT_CALL} WHERE rowid >= coalesce((SELECT rowid FROM calls ORDER BY "
-                 f"rowid DESC LIMIT 1 OFFSET {TAIL_ROWS - 1}), 0) AND state = 'open' AND "
+_EXPIRED_TAIL = (f"{SELECT_CALL} WHERE rowid >= {_TAIL_START} AND state = 'open' AND "
                  f"expires_at <= ?")
 _EXPIRED_PARKED = "SELECT DISTINCT call_id FROM calls_parked WHERE expires_at <= ?"
 _UNPARK = "DELETE FROM calls_parked WHERE expires_at <= ?"
