@@ -51,20 +51,26 @@ def call_key(call_id: str) -> int:
 
 def rekey_calls(db: sqlite3.Connection) -> None:
     """Give every row of ``calls`` the key its id asks for (a table made before keys were, or
-    one whose rowids something renumbered), in the rows' present order. Inside a transaction."""
-    taken: set[int] = set()
-    moves = []
-    for rowid, call_id in db.execute("SELECT rowid, id FROM calls ORDER BY rowid").fetchall():
-        first = key = call_key(call_id)
-        while key in taken:
-            key += 1
-            if key - first >= KEY_WINDOW:
-                raise sqlite3.IntegrityError(f"no free key for call {call_id}")
-        taken.add(key)
-        moves.append((key, -rowid))
+    one whose rowids something renumbered), in the rows' present order. Inside a transaction;
+    the new keys are gathered in a temporary table, so memory does not grow with the ledger."""
+    db.execute("CREATE TEMP TABLE calls_rekeyed (old INTEGER PRIMARY KEY, new INTEGER UNIQUE)")
+    insert = "INSERT INTO calls_rekeyed VALUES (?, ?)"
+    rows = db.execute("SELECT rowid, id FROM calls ORDER BY rowid")
+    while part := rows.fetchmany(1000):
+        for rowid, call_id in part:
+            first = key = call_key(call_id)
+            while True:
+                try:
+                    db.execute(insert, (rowid, key))
+                    break
+                except sqlite3.IntegrityError:  # taken by an earlier row: the next one
+                    key += 1
+                    if key - first >= KEY_WINDOW:
+                        raise
     # Out of the way first (keys are positive), so no row's new key is another's old one.
     db.execute("UPDATE calls SET rowid = -rowid")
-    db.executemany("UPDATE calls SET rowid = ? WHERE rowid = ?", moves)
+    db.execute("UPDATE calls SET rowid = (SELECT new FROM calls_rekeyed WHERE old = -calls.rowid)")
+    db.execute("DROP TABLE calls_rekeyed")
 
 
 def keys_in_place(db: sqlite3.Connection) -> bool:
