@@ -28,7 +28,21 @@ from spendguard._budget.ledger.rows import (
     claims_text,
     json_object,
 )
-from spendguard._budget.ledger.sqlite_keys import KEY_WINDOW, TAIL_ROWS, call_key
+from spendguard._budget.ledger.sqlite_keys import (
+    BY_ID,
+    EXPIRED,
+    SELECT_BY_ID,
+    SELECT_CALL,
+    TAIL,
+    TAIL_END,
+    by_id,
+    by_ids,
+    call_key,
+    expired_rows,
+    free_key,
+    park_after_insert,
+    select_by_ids,
+)
 from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc
 
@@ -38,14 +52,10 @@ _CALL_COLUMNS = column_list()
 # A row's rowid is its key (sqlite_keys): given, not taken from the table's end.
 _INSERT_CALL = (f"INSERT INTO calls (rowid, {_CALL_COLUMNS}) "
                 f"VALUES ({', '.join('?' * (len(COLUMNS) + 1))})")
-SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
 # The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
 # keyed by its text, so these are compiled once per connection.
 _SET_CLOSED = f"UPDATE calls SET {', '.join(f'{f.name} = ?' for f in CLOSING)} "
-# A call found by its id: among the keys its id can have (the table's own b-tree, no index).
-_BY_ID = "rowid BETWEEN ? AND ? AND id = ?"
-_CLOSE_CALL = f"{_SET_CLOSED}WHERE {_BY_ID}"
-_SELECT_BY_ID = f"{SELECT_CALL} WHERE {_BY_ID}"
+_CLOSE_CALL = f"{_SET_CLOSED}WHERE {BY_ID}"
 # The close of an open row this process remembers: the state test replaces reading it first,
 # and the row is found by the rowid its insert returned, without a search among the keys its
 # id can have (the id test keeps it right should the rowid have changed).
@@ -62,20 +72,6 @@ _UPDATE_TOTALS = ("UPDATE totals SET spent_usd = ?, reserved_usd = ?, calls = ? 
 _CHANGE_TOTALS = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, ?), "
                   "reserved_usd = sg_held(NULL, reserved_usd, ?, calls + ?, 0, NULL), "
                   "calls = calls + ? WHERE scope = ? AND period_key = ?")
-# Whether a call may have expired (?1 is now): an open one among the tail's rows (see
-# sqlite_keys), or a parked one (or a parked entry whose call has closed since, cleared when
-# the calls that expired are read).
-# The lowest rowid in the tail (the table's first while it has fewer rows than the tail).
-_TAIL_START = (f"coalesce((SELECT rowid FROM calls ORDER BY rowid DESC LIMIT 1 OFFSET "
-               f"{TAIL_ROWS - 1}), -9223372036854775808)")
-_EXPIRED = (f"(EXISTS (SELECT 1 FROM calls WHERE rowid >= {_TAIL_START} AND state = 'open' "
-            f"AND expires_at <= ?1) OR EXISTS (SELECT 1 FROM calls_parked WHERE "
-            f"expires_at <= ?1))")
-# The row an insert pushes out of the tail: its rowid, negated if it is open (to be parked);
-# NULL while the table has fewer rows than the tail.
-_TAIL_END = (f"(SELECT CASE WHEN state = 'open' AND expires_at IS NOT NULL THEN -rowid ELSE "
-             f"rowid END FROM calls ORDER BY rowid DESC LIMIT 1 OFFSET {TAIL_ROWS - 1})")
-_TAIL = f"SELECT {_TAIL_END}"
 
 
 def _hold_probing(expired: str, tail_end: str) -> str:
@@ -92,12 +88,6 @@ _EXPIRED_INDEXED = "EXISTS (SELECT 1 FROM calls WHERE state = 'open' AND expires
 _EXPIRED_OPEN = f"{SELECT_CALL} WHERE state = 'open' AND expires_at <= ?"
 _HOLD = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, calls + 1, 0, "
          "NULL), calls = calls + 1 WHERE scope = ? AND period_key = ?")
-_PARK = "INSERT OR IGNORE INTO calls_parked SELECT expires_at, id FROM calls WHERE rowid = ?"
-_PARK_NEW = "INSERT OR IGNORE INTO calls_parked VALUES (?, ?)"
-_EXPIRED_TAIL = (f"{SELECT_CALL} WHERE rowid >= {_TAIL_START} AND state = 'open' AND "
-                 f"expires_at <= ?")
-_EXPIRED_PARKED = "SELECT DISTINCT call_id FROM calls_parked WHERE expires_at <= ?"
-_UNPARK = "DELETE FROM calls_parked WHERE expires_at <= ?"
 # The log's events, read from the calls they are about (see all_events), a page of calls at
 # a time in the order they were written.
 _EVENT_COLUMNS = ("id", "time", "state", "estimated_usd", "actual_usd", "note")
@@ -106,7 +96,7 @@ _CALL_EVENTS = (f"SELECT {', '.join(_EVENT_COLUMNS)}, rowid FROM calls WHERE row
 _CLOSED_BY = {"settled": "settle", "released": "release", "recovered": "recover"}
 # What replaying a call's events needs of it (see call_books).
 _BOOKS_COLUMNS = ("id", "scopes", "period_keys", "estimated_usd", "state")
-_IDS_PER_READ = 500  # ids bound in one IN (...): well under SQLite's variable limit
+_IDS_PER_READ = 500  # ids looked up by one read: well under SQLite's variable limit
 _CLOSED_COUNT = "SELECT count(*) FROM calls WHERE state != 'open'"
 # A closed call's row is its close in the log, unless its state names none (see all_events).
 _WITHOUT_CLOSE = (f"SELECT id, state FROM calls WHERE state NOT IN "
@@ -151,8 +141,8 @@ class SqliteTx:
         """Whether the file finds open calls in its tail and ``calls_parked`` (its schema is
         m007's or later), or by the partial index of open calls (older)."""
         self.parking = parking
-        expired = _EXPIRED if parking else _EXPIRED_INDEXED
-        self.hold_probing = _hold_probing(expired, _TAIL_END if parking else "NULL")
+        expired = EXPIRED if parking else _EXPIRED_INDEXED
+        self.hold_probing = _hold_probing(expired, TAIL_END if parking else "NULL")
         self.any_expired = f"SELECT {expired}"
 
     def totals(self, scope: str, period_key: str) -> Totals:
@@ -256,40 +246,20 @@ class SqliteTx:
 
     def insert_call(self, row: Call | CallRow) -> None:
         values = _ROWS.values(row)
-        call_id, expires_at = values[0], values[3]
-        key = call_key(call_id)
+        key = call_key(values[0])
         tail_end = self.tail_end
         self.tail_end = None  # this insert moves the tail: the next one reads it again
         end = (None if not self.parking
-               else (self.run(_TAIL).fetchone() if tail_end is None else tail_end)[0])
+               else (self.run(TAIL).fetchone() if tail_end is None else tail_end)[0])
         try:
             self.run(_INSERT_CALL, (key, *values))
         except sqlite3.IntegrityError:
-            key = self._free_key(call_id, key)
+            key = free_key(self.run, values[0], key)
             self.run(_INSERT_CALL, (key, *values))
         if end is not None:
-            # Every open call is in the tail or parked: the row pushed out of the tail is
-            # parked if open, and an open row inserted below the tail is parked itself.
-            if key > abs(end):
-                if end < 0:
-                    self.run(_PARK, (-end,))
-            elif values[2] == OPEN and expires_at is not None:
-                self.run(_PARK_NEW, (expires_at, call_id))
+            park_after_insert(self.run, key, end, values[0], values[2], values[3])
         if isinstance(row, Call) and row.state == OPEN:
             self.open_rows[row.id] = (key, row)
-
-    def _free_key(self, call_id: str, first: int) -> int:
-        """The key for a row whose first key is taken: the next free one (an id already in
-        the ledger is refused, as a primary key would)."""
-        taken = {rowid: stored for rowid, stored in self.run(
-            "SELECT rowid, id FROM calls WHERE rowid BETWEEN ? AND ?",
-            (first, first + KEY_WINDOW - 1))}
-        if call_id in taken.values():
-            raise sqlite3.IntegrityError("UNIQUE constraint failed: calls.id")
-        free = next((key for key in range(first, first + KEY_WINDOW) if key not in taken), None)
-        if free is None:
-            raise sqlite3.IntegrityError(f"no free key for call {call_id}")
-        return free
 
     def get_call(self, call_id: str) -> Call | CallRow | None:
         known = self.open_rows.get(call_id)
@@ -297,8 +267,7 @@ class SqliteTx:
             # Taken on trust: closing it checks that it is still open (update_call).
             self.unverified = (call_id, known[0])
             return known[1]
-        key = call_key(call_id)
-        row = self.run(_SELECT_BY_ID, (key, key + KEY_WINDOW - 1, call_id)).fetchone()
+        row = self.run(SELECT_BY_ID, by_id(call_id)).fetchone()
         return None if row is None else _stored_call(row)
 
     def update_call(self, call: Call) -> None:
@@ -307,8 +276,7 @@ class SqliteTx:
         values = _ROWS.closing_values(call)
         unverified = self.unverified
         if unverified is None or unverified[0] != call.id:
-            key = call_key(call.id)
-            self.run(_CLOSE_CALL, (*values, key, key + KEY_WINDOW - 1, call.id))
+            self.run(_CLOSE_CALL, (*values, *by_id(call.id)))
             return
         self.unverified = None
         if self.run(_CLOSE_OPEN_CALL, (*values, unverified[1], call.id)).rowcount != 1:
@@ -329,16 +297,7 @@ class SqliteTx:
         if not self.parking:
             return [Call.reopened(row_to_call(row))
                     for row in self.run(_EXPIRED_OPEN, (cutoff,)).fetchall()]
-        rows = self.run(_EXPIRED_TAIL, (cutoff,)).fetchall()
-        found = {row[0] for row in rows}
-        for (call_id,) in self.run(_EXPIRED_PARKED, (cutoff,)).fetchall():
-            key = call_key(call_id)
-            row = self.run(_SELECT_BY_ID, (key, key + KEY_WINDOW - 1, call_id)).fetchone()
-            if row is not None and row[0] not in found and row[2] == OPEN:
-                rows.append(row)
-        # Their parked entries go: the calls are charged now (or closed already).
-        self.run(_UNPARK, (cutoff,))
-        return [Call.reopened(row_to_call(row)) for row in rows]
+        return [Call.reopened(row_to_call(row)) for row in expired_rows(self.run, cutoff)]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
@@ -375,13 +334,7 @@ class SqliteTx:
         books = {}
         for start in range(0, len(wanted), _IDS_PER_READ):
             part = wanted[start:start + _IDS_PER_READ]
-            # Each id among the keys it can have: a join on a list of (first key, id).
-            keys = [value for call_id in part for value in (call_key(call_id), call_id)]
-            rows = self.run(f"SELECT {', '.join(f'calls.{c}' for c in _BOOKS_COLUMNS)} FROM "
-                            f"(VALUES {', '.join(['(?, ?)'] * len(part))}) AS wanted "
-                            f"CROSS JOIN calls ON calls.rowid BETWEEN wanted.column1 AND "
-                            f"wanted.column1 + {KEY_WINDOW - 1} AND calls.id = wanted.column2",
-                            keys).fetchall()
+            rows = self.run(select_by_ids(_BOOKS_COLUMNS, len(part)), by_ids(part)).fetchall()
             for call_id, scopes, keys, worst, state in map(_read_books, rows):
                 books[call_id] = CallBooks(tuple(zip(scopes, keys, strict=True)), worst, state)
         return books
