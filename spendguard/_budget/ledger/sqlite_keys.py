@@ -55,7 +55,7 @@ Run = Callable[..., sqlite3.Cursor]
 KEY_WINDOW = 4096
 """The keys a call id can have: its own and the next ``KEY_WINDOW - 1``."""
 
-TAIL_ROWS = 64
+TAIL_ROWS = 32
 """The rows with the highest keys, read by every reservation's check for expired calls: more
 than the calls a ledger usually has in flight at once, few enough to read in microseconds."""
 
