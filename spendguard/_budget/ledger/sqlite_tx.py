@@ -132,7 +132,7 @@ class SqliteTx:
         self.stored: set[tuple[str, str]] = set()
         # An open row from memory, its state not yet read: its id and rowid.
         self.unverified: tuple[str, int] | None = None
-        # The row the next insert pushes out of the tail, as _TAIL_END gives it, when a
+        # The row the next insert pushes out of the tail, as TAIL_END gives it, when a
         # reservation's probe has read it already (see insert_call).
         self.tail_end: tuple[int | None] | None = None
         self.use_schema(parking=True)
