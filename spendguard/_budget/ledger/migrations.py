@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from spendguard._budget.ledger.schema import newer_schema_error
+from spendguard._budget.ledger.sqlite_keys import rekey_calls
 from spendguard._core.periods import held_key
 
 __all__ = ["MIGRATIONS", "migrate", "migration"]
@@ -257,3 +258,67 @@ def m006_events_read_from_calls(db: sqlite3.Connection) -> None:
     # the events table stays as it was. Applied, it stamps the schema that a spendguard
     # still appending events refuses to write to, so no process keeps half the log.
     del db
+
+
+@migration
+def m007_calls_keyed_by_id(db: sqlite3.Connection) -> None:
+    # A reservation and its close wrote four b-trees besides the row and its totals: the index
+    # on ids (the primary key), the one on time, and the partial index of open calls (an entry
+    # made, then removed). The row's rowid is now computed from its id (sqlite_keys), so the
+    # table is its own index on ids; open calls are found among the rows with the highest
+    # keys, or in calls_parked, which only calls that outlive many later ones enter. The
+    # table is rebuilt without the primary key on id (its columns as they were, in their
+    # order), then every row takes its key. Calls open now are parked.
+    db.execute("""
+        CREATE TABLE calls_keyed (
+            id TEXT NOT NULL,
+            time TEXT NOT NULL,
+            state TEXT NOT NULL,
+            expires_at TEXT,
+            owner_pid INTEGER,
+            owner_host TEXT,
+            claims TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            period_keys TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            request_id TEXT,
+            prompt_hash TEXT,
+            prompt_text TEXT,
+            estimated_input_tokens INTEGER,
+            estimated_output_tokens INTEGER,
+            input_exact INTEGER,
+            estimated_usd TEXT NOT NULL,
+            actual_usd TEXT NOT NULL,
+            tokens TEXT NOT NULL,
+            usage_estimated INTEGER NOT NULL,
+            table_version TEXT NOT NULL,
+            latency_s REAL,
+            status TEXT NOT NULL,
+            note TEXT
+        )""")
+    db.execute("INSERT INTO calls_keyed (rowid, id, time, state, expires_at, owner_pid, "
+               "owner_host, claims, scopes, period_keys, tags, provider, model, endpoint, "
+               "attempt, request_id, prompt_hash, prompt_text, estimated_input_tokens, "
+               "estimated_output_tokens, input_exact, estimated_usd, actual_usd, tokens, "
+               "usage_estimated, table_version, latency_s, status, note) "
+               "SELECT rowid, id, time, state, expires_at, owner_pid, owner_host, claims, "
+               "scopes, period_keys, tags, provider, model, endpoint, attempt, request_id, "
+               "prompt_hash, prompt_text, estimated_input_tokens, estimated_output_tokens, "
+               "input_exact, estimated_usd, actual_usd, tokens, usage_estimated, "
+               "table_version, latency_s, status, note FROM calls ORDER BY rowid")
+    db.execute("DROP TABLE calls")  # its indexes with it
+    db.execute("ALTER TABLE calls_keyed RENAME TO calls")
+    rekey_calls(db)
+    db.execute("CREATE INDEX calls_time ON calls (time)")
+    db.execute("""
+        CREATE TABLE calls_parked (
+            expires_at TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            PRIMARY KEY (expires_at, call_id)
+        ) WITHOUT ROWID""")
+    db.execute("INSERT INTO calls_parked SELECT expires_at, id FROM calls WHERE state = 'open' "
+               "AND expires_at IS NOT NULL")

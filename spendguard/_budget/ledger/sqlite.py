@@ -21,9 +21,10 @@ The settings, and why they are enough:
   ``FULL`` would fsync every commit, about ten times slower; a ledger that must survive power
   loss call by call needs it (or a server database).
 - ``page_size=1024`` for new files and a checkpoint every 4 MiB of WAL: a reserve + settle
-  changes about a dozen pages by a few bytes each, and every changed page goes into the WAL
+  changes about six pages by a few bytes each, and every changed page goes into the WAL
   whole, so smaller pages write, checksum and copy back less per call (about a sixth less
-  CPU per call than 4 KiB pages; reading every call back costs about a third more).
+  CPU per call than 4 KiB pages; reading every call back costs about a third more). Larger
+  pages would mean fewer of them (2 KiB: 5.9 per pair) but more bytes (12 KB against 6.7).
 - A 30 s busy timeout: writers queue for the lock instead of failing.
 - Never ``synchronous=OFF`` (checkpoints would not sync, so a power cut could corrupt the
   file) nor ``journal_mode=MEMORY``/``OFF`` (a crash mid-commit could).
@@ -33,16 +34,19 @@ longer checkpoint interval measured no faster for reserve + settle, so they stay
 
 What a call costs is mostly the pages its two commits write (each page whole, with its
 checksum, two writes to the ``-wal`` file): one per b-tree a commit changes, plus the
-occasional split. So the schema keeps them few: an index only where a read needs one (calls
-by id, by time for reports, open reservations by expiry); call ids that begin with their time,
-so a new id goes on the last page of its index, already in memory; and no table for the event
-log, which is read from the calls' rows (each row is its call's reservation and close). A
-reserve + settle pair runs 8 statements (``BEGIN``, one ``UPDATE`` per claim's totals that
-also asks whether a reservation expired, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the
-call's ``UPDATE``, its totals' ``UPDATE``, ``COMMIT``) and writes about 9.6 pages of 1 KiB:
-the calls
-table (twice), the partial index of open calls (its entry made, then removed), the totals
-(twice), the indexes on id and time, their splits, and page 1 when the file grows.
+occasional split. So the schema keeps them few: one index, on time, for reports; a row's
+rowid computed from its call id, so the table is its own index on ids (see
+:mod:`~spendguard._budget.ledger.sqlite_keys`); open calls found among the table's last rows
+or, for the few that outlive many later calls, in the small ``calls_parked`` table, instead
+of an index of open calls that a reservation and its close would each write; call ids that
+begin with their time, so a new row goes on the table's last page, already in memory; and no
+table for the event log, which is read from the calls' rows (each row is its call's
+reservation and close). A reserve + settle pair runs 8 statements (``BEGIN``, one ``UPDATE``
+per claim's totals that also asks whether a reservation expired and which row the insert
+pushes out of the table's tail, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the call's
+``UPDATE``, its totals' ``UPDATE``, ``COMMIT``) and writes about 6.4 pages of 1 KiB: the
+calls table (twice), the totals (twice), the index on time, their splits, and page 1 when the
+file grows.
 
 The crash argument is unchanged by how few statements there are: a reservation is one
 transaction (the call's open row with its held totals, all or nothing) committed before its
@@ -52,8 +56,10 @@ the file, for ``recover_expired`` to charge.
 
 Expired reservations are charged inside the next reservation's transaction and when a process
 opens the ledger (``recover_expired``): recovery reads committed rows only, so it needs no
-settings of its own. Each reserve asks the partial index of open reservations whether any has
-expired (``LIMIT 1``) inside its first totals ``UPDATE``, and reads rows only when one has.
+settings of its own. Each reserve asks, inside its first totals ``UPDATE``, whether an open
+call among the table's last rows or a parked one has expired, and reads rows only when one
+has. Every open call is in one place or the other, by a rule each inserting transaction keeps
+(``sqlite_keys``), so a ``kill -9`` leaves each committed reservation where the check finds it.
 
 Money is TEXT holding an exact Decimal, so totals are added by functions every connection
 registers (Python's Decimal, inside the statement): ``SET spent_usd = spent_usd + ?`` would
@@ -84,6 +90,7 @@ from spendguard._budget.ledger.sqlite_files import (
     ledger_error,
     read_only_uris,
 )
+from spendguard._budget.ledger.sqlite_keys import keys_in_place, rekey_calls
 from spendguard._budget.ledger.sqlite_tx import (
     SELECT_CALL,
     SqliteTx,
@@ -98,7 +105,7 @@ __all__ = ["SqliteLedger", "open_sqlite"]
 
 _BUSY_TIMEOUT_S = 30.0
 _PAGE_ROWS = 500  # records read from the file at a time
-# The file's page: every commit appends each page it changed to the WAL whole (about a dozen
+# The file's page: every commit appends each page it changed to the WAL whole (about six
 # per reserve + settle, most of them changed by a few bytes), so smaller pages mean less to
 # write, checksum and later copy back. Fixed when a file is made; older files keep theirs.
 _PAGE_SIZE = 1024
@@ -134,6 +141,9 @@ class SqliteLedger(TransactionalLedger):
             db = self._connection()
             migrate(db, f"at {path}")
             _check_integrity(db)
+            _check_keys(db)
+            # Made before the migrations ran: what they built is read again.
+            self._handles()[2].tx.use_schema(parking=_parks(db))
         except LedgerError:  # a newer spendguard's ledger
             self.close()
             raise
@@ -182,6 +192,7 @@ class SqliteLedger(TransactionalLedger):
         handles = (db, cursor, _Transaction(self, db, cursor,
                                             "BEGIN" if self.read_only else "BEGIN IMMEDIATE"))
         handles[2].tx.register(db)
+        handles[2].tx.use_schema(parking=_parks(db))
         self._local.held = (os.getpid(), self._generation, handles)
         with self._all_lock:
             self._all.append(db)
@@ -321,6 +332,30 @@ def _check_integrity(db: sqlite3.Connection) -> None:
         raise sqlite3.DatabaseError(f"database disk image is malformed: {'; '.join(problems)}")
 
 
+def _parks(db: sqlite3.Connection) -> bool:
+    """Whether the file parks open calls (``sqlite_keys``); one made by an older spendguard's
+    migrations does not."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'calls_parked'").fetchone() \
+        is not None
+
+
+def _check_keys(db: sqlite3.Connection) -> None:
+    # Rows are found by the keys their ids give them (sqlite_keys). SQLite's VACUUM keeps
+    # rowids, but nothing promises it for a table without an INTEGER PRIMARY KEY column (and
+    # the calls table keeps the columns every backend declares): a renumbered table is keyed
+    # again before anything reads it.
+    if keys_in_place(db):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if not keys_in_place(db):
+            rekey_calls(db)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def _roll_back(db: sqlite3.Connection) -> None:
     # SQLite ends the transaction itself on some errors (a full disk, an I/O error); a
     # ROLLBACK then would raise "no transaction is active" over the real cause.
@@ -352,6 +387,7 @@ class _Transaction(AbstractContextManager["SqliteTx"]):
         tx.seen.clear()
         tx.stored.clear()
         tx.unverified = None
+        tx.tail_end = None
         return tx
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,

@@ -28,21 +28,37 @@ from spendguard._budget.ledger.rows import (
     claims_text,
     json_object,
 )
+from spendguard._budget.ledger.sqlite_keys import (
+    BY_ID,
+    EXPIRED,
+    SELECT_BY_ID,
+    SELECT_CALL,
+    TAIL,
+    TAIL_END,
+    by_id,
+    by_ids,
+    call_key,
+    expired_rows,
+    free_key,
+    park_after_insert,
+    select_by_ids,
+)
 from spendguard._core.money import ZERO
 from spendguard._core.periods import as_utc
 
 __all__ = ["SELECT_CALL", "SqliteTx", "StaleOpenRow", "row_to_call", "stamp"]
 
 _CALL_COLUMNS = column_list()
-_INSERT_CALL = f"INSERT INTO calls ({_CALL_COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS))})"
-SELECT_CALL = f"SELECT {_CALL_COLUMNS} FROM calls"
+# A row's rowid is its key (sqlite_keys): given, not taken from the table's end.
+_INSERT_CALL = (f"INSERT INTO calls (rowid, {_CALL_COLUMNS}) "
+                f"VALUES ({', '.join('?' * (len(COLUMNS) + 1))})")
 # The hot path's statements, one text each: sqlite3 keeps every statement it has prepared,
 # keyed by its text, so these are compiled once per connection.
 _SET_CLOSED = f"UPDATE calls SET {', '.join(f'{f.name} = ?' for f in CLOSING)} "
-_CLOSE_CALL = f"{_SET_CLOSED}WHERE id = ?"
+_CLOSE_CALL = f"{_SET_CLOSED}WHERE {BY_ID}"
 # The close of an open row this process remembers: the state test replaces reading it first,
-# and the row is found by the rowid its insert returned, without a search of the index on ids
-# (the id test keeps it right should the rowid have changed, as a VACUUM may do).
+# and the row is found by the rowid its insert returned, without a search among the keys its
+# id can have (the id test keeps it right should the rowid have changed).
 _CLOSE_OPEN_CALL = f"{_SET_CLOSED}WHERE rowid = ? AND id = ? AND state = 'open'"
 _SELECT_TOTALS = ("SELECT spent_usd, reserved_usd, calls FROM totals "
                   "WHERE scope = ? AND period_key = ?")
@@ -54,15 +70,24 @@ _UPDATE_TOTALS = ("UPDATE totals SET spent_usd = ?, reserved_usd = ?, calls = ? 
 # cost. Each statement changes one row (its key is the primary key), so what they keep is
 # that row's. A row not there yet changes nothing, and is inserted.
 _CHANGE_TOTALS = ("UPDATE totals SET spent_usd = sg_spent(spent_usd, ?), "
-                  "reserved_usd = sg_held(NULL, reserved_usd, ?, calls + ?, 0), "
+                  "reserved_usd = sg_held(NULL, reserved_usd, ?, calls + ?, 0, NULL), "
                   "calls = calls + ? WHERE scope = ? AND period_key = ?")
-# A reservation's first hold also asks the partial index of open calls whether any has
-# expired: the probe every reserve makes, without a statement of its own.
-_HOLD_PROBING = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, "
-                 "calls + 1, EXISTS (SELECT 1 FROM calls WHERE state = 'open' AND "
-                 "expires_at <= ?)), calls = calls + 1 WHERE scope = ? AND period_key = ?")
-_HOLD = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, calls + 1, 0), "
-         "calls = calls + 1 WHERE scope = ? AND period_key = ?")
+
+
+def _hold_probing(expired: str, tail_end: str) -> str:
+    # A reservation's first hold also asks whether any call has expired, and which row its
+    # insert will push out of the tail: the probe every reserve makes, without a statement of
+    # its own.
+    return (f"UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?2, calls + 1, "
+            f"{expired}, {tail_end}), calls = calls + 1 WHERE scope = ?3 AND period_key = ?4")
+
+
+# A file whose schema predates calls_parked (its migrations stop earlier: made by an older
+# spendguard, as a test makes one) has the partial index of open calls instead, and no tail.
+_EXPIRED_INDEXED = "EXISTS (SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ?1)"
+_EXPIRED_OPEN = f"{SELECT_CALL} WHERE state = 'open' AND expires_at <= ?"
+_HOLD = ("UPDATE totals SET reserved_usd = sg_held(spent_usd, reserved_usd, ?, calls + 1, 0, "
+         "NULL), calls = calls + 1 WHERE scope = ? AND period_key = ?")
 # The log's events, read from the calls they are about (see all_events), a page of calls at
 # a time in the order they were written.
 _EVENT_COLUMNS = ("id", "time", "state", "estimated_usd", "actual_usd", "note")
@@ -71,12 +96,11 @@ _CALL_EVENTS = (f"SELECT {', '.join(_EVENT_COLUMNS)}, rowid FROM calls WHERE row
 _CLOSED_BY = {"settled": "settle", "released": "release", "recovered": "recover"}
 # What replaying a call's events needs of it (see call_books).
 _BOOKS_COLUMNS = ("id", "scopes", "period_keys", "estimated_usd", "state")
-_IDS_PER_READ = 500  # ids bound in one IN (...): well under SQLite's variable limit
+_IDS_PER_READ = 500  # ids looked up by one read: well under SQLite's variable limit
 _CLOSED_COUNT = "SELECT count(*) FROM calls WHERE state != 'open'"
 # A closed call's row is its close in the log, unless its state names none (see all_events).
 _WITHOUT_CLOSE = (f"SELECT id, state FROM calls WHERE state NOT IN "
                   f"('open', 'adjustment', {', '.join(repr(s) for s in _CLOSED_BY)})")
-_ANY_EXPIRED = "SELECT 1 FROM calls WHERE state = 'open' AND expires_at <= ? LIMIT 1"
 _PUT_TOTALS = ("INSERT OR REPLACE INTO totals (scope, period_key, spent_usd, reserved_usd, "
                "calls) VALUES (?, ?, ?, ?, ?)")
 
@@ -102,12 +126,24 @@ class SqliteTx:
         self.run = (db if cursor is None else cursor).execute
         self.open_rows = open_rows
         # What the totals functions computed for the row the last statement changed: spent,
-        # held, calls, and whether an open call had expired (see register).
-        self.kept: list[Any] = [None, None, None, None]
+        # held, calls, whether a call may have expired, the tail's end (see register).
+        self.kept: list[Any] = [None, None, None, None, None]
         self.seen: dict[tuple[str, str], Totals] = {}
         self.stored: set[tuple[str, str]] = set()
         # An open row from memory, its state not yet read: its id and rowid.
         self.unverified: tuple[str, int] | None = None
+        # The row the next insert pushes out of the tail, as TAIL_END gives it, when a
+        # reservation's probe has read it already (see insert_call).
+        self.tail_end: tuple[int | None] | None = None
+        self.use_schema(parking=True)
+
+    def use_schema(self, *, parking: bool) -> None:
+        """Whether the file finds open calls in its tail and ``calls_parked`` (its schema is
+        m007's or later), or by the partial index of open calls (older)."""
+        self.parking = parking
+        expired = EXPIRED if parking else _EXPIRED_INDEXED
+        self.hold_probing = _hold_probing(expired, TAIL_END if parking else "NULL")
+        self.any_expired = f"SELECT {expired}"
 
     def totals(self, scope: str, period_key: str) -> Totals:
         known = self.seen.get((scope, period_key))
@@ -154,24 +190,25 @@ class SqliteTx:
             kept[0] = new
             return new
 
-        def held(spent: str | None, old: str, change: str, calls: int, expired: int) -> str:
+        def held(spent: str | None, old: str, change: str, calls: int, expired: int,
+                 tail_end: int | None) -> str:
             # The row's other values come as arguments (a column in SET reads its value
             # before the statement), so one call per statement keeps them all.
             new = str(Decimal(old) + Decimal(change))
             if spent is not None:
                 kept[0] = spent
-            kept[1], kept[2], kept[3] = new, calls, expired
+            kept[1], kept[2], kept[3], kept[4] = new, calls, expired, tail_end
             return new
 
         db.create_function("sg_spent", 2, spent)
-        db.create_function("sg_held", 5, held)
+        db.create_function("sg_held", 6, held)
 
     def change_totals(self, scope: str, period_key: str, spent_usd: Decimal,
                       reserved_usd: Decimal, calls: int) -> Totals:
         if self.run(_CHANGE_TOTALS, (str(spent_usd), str(reserved_usd), calls, calls, scope,
                                      period_key)).rowcount == 0:
             return add_to_totals(self, scope, period_key, spent_usd, reserved_usd, calls)
-        spent, reserved, counted, _ = self.kept
+        spent, reserved, counted, *_ = self.kept
         return self._after(scope, period_key, Totals(Decimal(spent), Decimal(reserved), counted))
 
     def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
@@ -184,17 +221,19 @@ class SqliteTx:
             if before:
                 changed = self.run(_HOLD, (amount, scope, key)).rowcount
             else:
-                changed = self.run(_HOLD_PROBING, (amount, stamp(now), scope, key)).rowcount
+                changed = self.run(self.hold_probing, (stamp(now), amount, scope, key)).rowcount
                 expired = bool(changed and self.kept[3])
+                if changed:
+                    self.tail_end = (self.kept[4],)
             if changed == 0:  # the period's first call: its row is made, the probe asked
                 if not before:
-                    expired = self.run(_ANY_EXPIRED, (stamp(now),)).fetchone() is not None
+                    expired = bool(self.run(self.any_expired, (stamp(now),)).fetchone()[0])
                 old = self.totals(scope, key)
                 self.put_totals(scope, key, Totals(old.spent_usd, old.reserved_usd + amount_usd,
                                                    old.calls + 1))
                 before.append(old)
                 continue
-            spent, reserved, counted, _ = self.kept
+            spent, reserved, counted, *_ = self.kept
             after = self._after(scope, key, Totals(Decimal(spent), Decimal(reserved), counted))
             before.append(Totals(after.spent_usd, after.reserved_usd - amount_usd,
                                  after.calls - 1))
@@ -206,12 +245,21 @@ class SqliteTx:
         return totals
 
     def insert_call(self, row: Call | CallRow) -> None:
-        if not isinstance(row, Call):
-            self.run(_INSERT_CALL, _ROWS.values(row))
-            return
-        rowid = self.run(_INSERT_CALL, _ROWS.values(row)).lastrowid
-        if row.state == OPEN and rowid is not None:
-            self.open_rows[row.id] = (rowid, row)
+        values = _ROWS.values(row)
+        key = call_key(values[0])
+        tail_end = self.tail_end
+        self.tail_end = None  # this insert moves the tail: the next one reads it again
+        end = (None if not self.parking
+               else (self.run(TAIL).fetchone() if tail_end is None else tail_end)[0])
+        try:
+            self.run(_INSERT_CALL, (key, *values))
+        except sqlite3.IntegrityError:
+            key = free_key(self.run, values[0], key)
+            self.run(_INSERT_CALL, (key, *values))
+        if end is not None:
+            park_after_insert(self.run, key, end, values[0], values[2], values[3])
+        if isinstance(row, Call) and row.state == OPEN:
+            self.open_rows[row.id] = (key, row)
 
     def get_call(self, call_id: str) -> Call | CallRow | None:
         known = self.open_rows.get(call_id)
@@ -219,7 +267,7 @@ class SqliteTx:
             # Taken on trust: closing it checks that it is still open (update_call).
             self.unverified = (call_id, known[0])
             return known[1]
-        row = self.run(f"{SELECT_CALL} WHERE id = ?", (call_id,)).fetchone()
+        row = self.run(SELECT_BY_ID, by_id(call_id)).fetchone()
         return None if row is None else _stored_call(row)
 
     def update_call(self, call: Call) -> None:
@@ -228,7 +276,7 @@ class SqliteTx:
         values = _ROWS.closing_values(call)
         unverified = self.unverified
         if unverified is None or unverified[0] != call.id:
-            self.run(_CLOSE_CALL, (*values, call.id))
+            self.run(_CLOSE_CALL, (*values, *by_id(call.id)))
             return
         self.unverified = None
         if self.run(_CLOSE_OPEN_CALL, (*values, unverified[1], call.id)).rowcount != 1:
@@ -241,14 +289,15 @@ class SqliteTx:
         """Nothing to write: the call's row is its log (see :meth:`all_events`)."""
 
     def expired_open_calls(self, now: datetime) -> list[Call]:
-        # Asked on every reserve, and almost always none: one probe of the partial index
-        # answers that before any row is read and decoded.
+        # Asked on every reserve, and almost always none: one probe of the tail and of the
+        # parked calls answers that before any row is read and decoded.
         cutoff = stamp(now)
-        if self.run(_ANY_EXPIRED, (cutoff,)).fetchone() is None:
+        if not self.run(self.any_expired, (cutoff,)).fetchone()[0]:
             return []
-        rows = self.run(f"{SELECT_CALL} WHERE state = 'open' AND expires_at <= ?",
-                        (cutoff,)).fetchall()
-        return [Call.reopened(row_to_call(row)) for row in rows]
+        if not self.parking:
+            return [Call.reopened(row_to_call(row))
+                    for row in self.run(_EXPIRED_OPEN, (cutoff,)).fetchall()]
+        return [Call.reopened(row_to_call(row)) for row in expired_rows(self.run, cutoff)]
 
     def claim_crossing(self, scope: str, period_key: str, warn_usd: Decimal,
                        time: datetime) -> bool:
@@ -285,8 +334,7 @@ class SqliteTx:
         books = {}
         for start in range(0, len(wanted), _IDS_PER_READ):
             part = wanted[start:start + _IDS_PER_READ]
-            rows = self.run(f"SELECT {', '.join(_BOOKS_COLUMNS)} FROM calls WHERE id IN "
-                            f"({', '.join('?' * len(part))})", part).fetchall()
+            rows = self.run(select_by_ids(_BOOKS_COLUMNS, len(part)), by_ids(part)).fetchall()
             for call_id, scopes, keys, worst, state in map(_read_books, rows):
                 books[call_id] = CallBooks(tuple(zip(scopes, keys, strict=True)), worst, state)
         return books

@@ -91,15 +91,15 @@ def test_migrations_build_the_schema_once_and_record_their_names(tmp_path: Path)
     SqliteLedger(path).close()
     SqliteLedger(path).close()  # a second open applies nothing
     schema = tables(path)
-    assert sorted(schema) == ["_migrations", "batch_items", "batch_jobs", "calls", "crossings",
-                              "events", "totals"]
+    assert sorted(schema) == ["_migrations", "batch_items", "batch_jobs", "calls",
+                              "calls_parked", "crossings", "events", "totals"]
     assert schema["events"] == ["id", "call_id", "kind", "time", "amount_usd", "detail"]
     assert schema["totals"] == ["scope", "period_key", "spent_usd", "reserved_usd", "calls"]
     db = sqlite3.connect(path)
     assert [name for (name,) in db.execute("SELECT name FROM _migrations")] == [
         "m001_initial", "m002_batch_jobs", "m003_call_counts",
         "m004_events_without_autoincrement", "m005_open_calls_held_apart",
-        "m006_events_read_from_calls"]
+        "m006_events_read_from_calls", "m007_calls_keyed_by_id"]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
 
