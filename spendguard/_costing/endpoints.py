@@ -1,4 +1,6 @@
-"""The endpoints spendguard prices, named once: provider, API path, SDK method, batchability.
+"""The endpoints spendguard prices, named once: provider, API path, SDK method, batchability,
+and what each is (output, embeddings, an explicit cache, its body's fields), read as properties
+so that no other layer branches on a member.
 
 Every layer speaks of an endpoint by its :class:`Endpoint` member. A URL path becomes a member
 once (:meth:`Endpoint.from_path`, which asks the provider's adapter: it knows its platform
@@ -218,7 +220,7 @@ _FACTS = {
                           otel_operation=None),
 }
 _SHORT_NAMES = {"chat": Endpoint.CHAT.value}
-# In this order: a Gemini method's name holds "embed" or "generate" before anything else.
+# Tried in this order, the first word found wins (a Gemini method's path is told first).
 _LOOSE_WORDS = (("generate", Endpoint.GENERATE), ("embed_content", Endpoint.EMBED),
                 ("chat", Endpoint.CHAT), ("respons", Endpoint.RESPONSES),
                 ("embedding", Endpoint.EMBEDDINGS), ("message", Endpoint.MESSAGES))
