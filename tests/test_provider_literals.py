@@ -8,7 +8,9 @@ finds the provider names spelled as string constants (``"openai"``, ``"anthropic
 (``_providers/<name>/``) may name their own provider; the emulator's job is each
 provider's wire. Any other module is listed below with how many it holds and why: a new one, or
 one more in a listed module, fails here, so a new branch on a provider is a decision someone
-wrote down.
+wrote down. Shared code does not import one provider's package either, and does not name one
+priced endpoint (``Endpoint.CHAT``...): it reads the endpoint's facts (declared once in
+``_costing/endpoints.py``) or asks its provider's adapter.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import ast
 from collections import Counter
 from pathlib import Path
 
-from spendguard._costing.endpoints import Provider
+from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.prices.sections import SECTION_KEYS
 from spendguard._providers.adapter import adapters
 
@@ -131,10 +133,7 @@ IMPORTS_ALLOWED: dict[str, tuple[int, str]] = {
     "__init__.py": (24, "the public drop-in classes, each in its provider's dropin.py (_LAZY, "
                         "and the imports generated from it for type checkers)"),
     "_costing/routing.py": (1, "re-exports the Azure platform's name and price date"),
-    "_costing/estimate.py": (1, "an explicit cache's storage, which only Gemini bills"),
     "_guard/cache_credit.py": (1, "the storage of an explicit cache, which only Gemini bills"),
-    "_guard/metering.py": (2, "an explicit cache's create and TTL update, which only Gemini "
-                              "bills"),
     "_caching/implicit.py": (1, "the implicit cache style reads Gemini's body shape"),
 }
 
@@ -193,3 +192,57 @@ def test_the_import_finder_sees_imports_and_module_strings() -> None:
     assert provider_imports(source) == [(1, "spendguard._providers.gemini.caches"),
                                         (2, "spendguard._providers.openai"),
                                         (4, "spendguard._providers.openai.dropin")]
+
+
+# -- Endpoints: shared code asks an endpoint's facts or its adapter, never names one endpoint.
+ENDPOINT_MEMBERS = frozenset(member.name for member in Endpoint if member is not Endpoint.FREE)
+"""Every priced endpoint; ``Endpoint.FREE`` (anything that cannot spend) is no provider's."""
+ENDPOINTS_MODULE = PACKAGE / "_costing" / "endpoints.py"
+"""Declares each endpoint's facts (``_FACTS``), read as properties: it names them all."""
+
+# module (relative to spendguard/) -> (endpoint members it names, why)
+ENDPOINTS_ALLOWED: dict[str, tuple[int, str]] = {}
+
+
+def endpoint_members(source: str) -> list[tuple[int, str]]:
+    """(line, member) for each ``Endpoint.<PRICED MEMBER>`` a module's code names."""
+    return sorted((node.lineno, f"Endpoint.{node.attr}") for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Attribute) and node.attr in ENDPOINT_MEMBERS
+                  and isinstance(node.value, ast.Name) and node.value.id == "Endpoint")
+
+
+def _members_counted() -> dict[str, list[tuple[int, str]]]:
+    counted = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if ((ADAPTERS in path.parents and path.parent != ADAPTERS) or EMULATOR in path.parents
+                or path == ENDPOINTS_MODULE):
+            continue
+        found = endpoint_members(path.read_text(encoding="utf-8"))
+        if found:
+            counted[path.relative_to(PACKAGE).as_posix()] = found
+    return counted
+
+
+def test_no_endpoint_member_outside_the_adapters_but_the_listed_ones() -> None:
+    counted = _members_counted()
+    problems = [f"spendguard/{module} names {len(found)} endpoint(s), "
+                f"{ENDPOINTS_ALLOWED.get(module, (0, ''))[0]} allowed ("
+                + ", ".join(f"line {line}: {what}" for line, what in found) + ")"
+                for module, found in counted.items()
+                if len(found) > ENDPOINTS_ALLOWED.get(module, (0, ""))[0]]
+    stale = [f"spendguard/{module}: {allowed} allowed, {len(counted.get(module, []))} found"
+             for module, (allowed, _why) in ENDPOINTS_ALLOWED.items()
+             if len(counted.get(module, [])) < allowed]
+    assert not problems, ("read the endpoint's facts (Endpoint.generates, .embeds, "
+                          ".turns_field...) or ask its provider's adapter instead of naming "
+                          "an endpoint:\n" + "\n".join(problems))
+    assert not stale, "lower these allowances in ENDPOINTS_ALLOWED:\n" + "\n".join(stale)
+    assert all(why.strip() for _count, why in ENDPOINTS_ALLOWED.values())
+
+
+def test_the_endpoint_finder_sees_priced_members_only() -> None:
+    source = ('"""Talks of Endpoint.CHAT in prose."""\n'
+              'if endpoint is Endpoint.RESPONSES or endpoint in (Endpoint.CACHE, x.EMBED):\n'
+              '    kind = Endpoint.FREE if Endpoint.of(provider) else Endpoint.CACHE_UPDATE\n')
+    assert endpoint_members(source) == [(2, "Endpoint.CACHE"), (2, "Endpoint.RESPONSES"),
+                                        (3, "Endpoint.CACHE_UPDATE")]

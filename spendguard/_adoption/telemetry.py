@@ -37,9 +37,7 @@ __all__ = ["disable", "enable", "enabled"]
 GenAIMetrics = Literal["auto", "always", "never"]
 
 # The OpenTelemetry GenAI semantic conventions' gen_ai.operation.name of each endpoint.
-_OPERATIONS: dict[str, str] = {Endpoint.CHAT: "chat", Endpoint.MESSAGES: "chat",
-                               Endpoint.RESPONSES: "chat", Endpoint.EMBEDDINGS: "embeddings",
-                               Endpoint.EMBED: "embeddings"}
+_OPERATIONS: dict[str, str] = {member.value: member.otel_operation for member in Endpoint}
 _INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "embeddings", "generate_content"})
 _INPUT_KINDS = ("input", "cache_read")
 # The conventions' advice for the two GenAI client histograms (gen-ai-metrics.md).

@@ -43,7 +43,6 @@ from spendguard._budget.ledger.base import Ledger, SpendRecord
 from spendguard._budget.scopes import collect_budgets
 from spendguard._core.periods import utc_now
 from spendguard._costing.calls import Call
-from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.estimate import Estimate, max_output_tokens, worst_cost_usd
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.tokens import TokenCount
@@ -203,8 +202,7 @@ def learned_input_bound(budget: Budget | None, call: Call, estimate: Estimate,
     are the call's (``collect_budgets(budget)``), when the caller has them already."""
     counted = estimate.input_tokens
     # An explicit cache's worst case also holds its storage, which a learned bound would drop.
-    if counted.exact or counted <= 0 or call.endpoint in (Endpoint.CACHE,
-                                                          Endpoint.CACHE_UPDATE):
+    if counted.exact or counted <= 0 or call.endpoint.cache_storage:
         return estimate, {}
     try:
         ledger = _learning_ledger(budget, budgets)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spendguard._caching.inline import split_text
-from spendguard._caching.kind import marks_breakpoints
+from spendguard._caching.kind import body_fields, marks_breakpoints
 from spendguard._caching.layout import identity
 from spendguard._caching.volatile import (
     END_OF_LAST_MESSAGE,
@@ -311,12 +311,11 @@ def arrange(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
     """
     out = dict(body)
     found: list[VolatileValue] = []
-    if endpoint is Endpoint.EMBEDDINGS:
+    if endpoint.embeds:
         return Arranged(out, ())
     if isinstance(body.get("tools"), list) and body["tools"]:
         out["tools"] = _tools(list(body["tools"]), found, shared)
-    turns = "input" if endpoint is Endpoint.RESPONSES and endpoint.provider == provider \
-        else "messages"
+    turns, system_field = body_fields(provider, endpoint)
     system = _System(move_volatile, to_last_message and _has_user(body.get(turns)), shared,
                      found)
     if marks_breakpoints(provider):
@@ -325,10 +324,10 @@ def arrange(provider: str, endpoint: Endpoint, body: Mapping[str, Any], *,
             out["system"] = system.text(value, "system", as_blocks=True)
         elif isinstance(value, list):
             out["system"] = system.parts(list(value), "system", "text")
-    elif endpoint is Endpoint.RESPONSES:
-        instructions = body.get("instructions")
+    elif system_field is not None:  # Responses' instructions: one string
+        instructions = body.get(system_field)
         if isinstance(instructions, str) and instructions:
-            out["instructions"] = system.text(instructions, "instructions", as_blocks=False)
+            out[system_field] = system.text(instructions, system_field, as_blocks=False)
     elif isinstance(body.get("messages"), list):
         out["messages"] = _openai_system(body["messages"], system)
     if system.tail and isinstance(out.get(turns), str):  # Responses: input as one user message

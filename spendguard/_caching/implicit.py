@@ -40,7 +40,7 @@ from spendguard._caching.volatile import (
 )
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
-from spendguard._providers.gemini.requests import count_input, field
+from spendguard._providers.gemini.requests import field
 
 __all__ = ["DEFAULT_MIN_TOKENS", "arrange_implicit", "prefix_notes"]
 
@@ -173,7 +173,7 @@ def arrange_implicit(provider: str, endpoint: Endpoint, body: Mapping[str, Any],
     the arguments are :func:`~spendguard._caching.arrange.arrange`'s."""
     out = dict(body)
     found: list[VolatileValue] = []
-    if endpoint is not Endpoint.GENERATE:
+    if not endpoint.generates or endpoint.turns_field != "contents":  # generateContent only
         return Arranged(out, ())
     tools = field(body, "tools")
     if isinstance(tools, list) and tools:
@@ -197,9 +197,10 @@ def arrange_implicit(provider: str, endpoint: Endpoint, body: Mapping[str, Any],
 
 
 def prefix_notes(body: Mapping[str, Any], model_price: ModelPrice | None,
-                 count: Callable[[Mapping[str, Any]], int] | None = None) -> tuple[str, ...]:
+                 count: Callable[[Mapping[str, Any]], int]) -> tuple[str, ...]:
     """Why the stable prefix may not be cached: under the model's minimum, or cut short by
-    a volatile value the caller chose to keep in place."""
+    a volatile value the caller chose to keep in place (``count``: the tokens of a body, as
+    the provider's adapter counts them)."""
     minimum = (model_price.min_cacheable_tokens if model_price is not None else None) \
         or DEFAULT_MIN_TOKENS
     prefix = {key: value for key, value in body.items() if key in (
@@ -207,8 +208,7 @@ def prefix_notes(body: Mapping[str, Any], model_price: ModelPrice | None,
     contents = field(body, "contents")
     if isinstance(contents, list) and contents:
         prefix["contents"] = contents[:1]  # the first turn: what other requests may share
-    counter = count or (lambda cut: count_input(Endpoint.GENERATE, cut).expected)
-    tokens = counter(prefix)
+    tokens = count(prefix)
     if tokens >= minimum:
         return ()
     model = f"{model_price.model}'s" if model_price is not None else "the model's"

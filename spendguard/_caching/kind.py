@@ -17,7 +17,8 @@ from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
 from spendguard._providers.adapter import adapter_for, adapters
 
-__all__ = ["caches_implicitly", "marks_breakpoints", "model_price_or_none", "request_kind"]
+__all__ = ["body_fields", "caches_implicitly", "marks_breakpoints", "model_price_or_none",
+           "request_kind"]
 
 _PRICED = tuple(member for member in Endpoint if member is not Endpoint.FREE)
 
@@ -69,6 +70,15 @@ def marks_breakpoints(provider: str) -> bool:
     """Whether a provider caches at the markers a request places (``cache_control``), rather
     than by the longest prefix it has seen."""
     return adapter_for(provider).prompt_cache == "breakpoints"
+
+
+def body_fields(provider: str, endpoint: Endpoint) -> tuple[str, str | None]:
+    """The field of a body's turns and its top-level system field (None: the system prompt
+    is a turn), as ``provider`` speaks ``endpoint``: the endpoint's own fields when it is one
+    of the provider's, else ``messages`` holding every turn."""
+    if endpoint.provider != provider:
+        return "messages", None
+    return endpoint.turns_field or "messages", endpoint.system_field
 
 
 def caches_implicitly(provider: str) -> bool:

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from spendguard._caching.kind import caches_implicitly, marks_breakpoints
+from spendguard._caching.kind import body_fields, caches_implicitly, marks_breakpoints
 from spendguard._costing.endpoints import Endpoint
 
 __all__ = ["Slot", "describe", "identity", "prefix_body", "remembered_identities", "slots"]
@@ -111,7 +111,7 @@ def _message_slots(field: str, messages: Any) -> list[Slot]:
 
 def slots(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> list[Slot]:
     """The cacheable slots of a request body, in the order the provider renders them."""
-    if endpoint is Endpoint.EMBEDDINGS:
+    if endpoint.embeds:
         return []
     found = [Slot(("tools", i), _strip(tool)) for i, tool in enumerate(body.get("tools") or [])]
     if caches_implicitly(provider):
@@ -123,11 +123,10 @@ def slots(provider: str, endpoint: Endpoint, body: Mapping[str, Any]) -> list[Sl
         elif isinstance(system, list):
             found += [Slot(("system", i), _strip(b)) for i, b in enumerate(system)]
         return found + _message_slots("messages", body.get("messages"))
-    if endpoint is Endpoint.RESPONSES:
-        if body.get("instructions"):
-            found.append(Slot(("instructions",), {"instructions": body["instructions"]}))
-        return found + _message_slots("input", body.get("input"))
-    return found + _message_slots("messages", body.get("messages"))
+    turns, system_field = body_fields(provider, endpoint)
+    if system_field is not None and body.get(system_field):  # Responses' instructions
+        found.append(Slot((system_field,), {system_field: body[system_field]}))
+    return found + _message_slots(turns, body.get(turns))
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

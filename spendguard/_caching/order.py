@@ -135,11 +135,12 @@ class CacheOrder:
                                  reorder_content=self.reorder_content,
                                  shared_texts=shared_texts)
         result = arranged.body
-        if endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED):
+        if endpoint.embeds:
             return OrderedRequest(result, provider, endpoint, arranged.volatile)
         if not rules.markers:  # an implicit prefix cache: the order is all that helps
             notes = () if rules.implicit_notes is None else rules.implicit_notes(
-                result, model_price_or_none(body.get("model"), self.table))
+                result, model_price_or_none(body.get("model"), self.table),
+                _body_counter(provider, endpoint))
             return OrderedRequest(result, provider, endpoint, arranged.volatile,
                                   notes=arranged.notes + notes, moves=arranged.moves)
         counter = prefix_tokens or _prefix_counter(provider, endpoint, result)
@@ -165,6 +166,12 @@ class CacheOrder:
         except Exception:  # ordering is an optimisation: it must never stop a request
             log.debug("spendguard could not order a request for the cache", exc_info=True)
             return body
+
+
+def _body_counter(provider: str, endpoint: Endpoint) -> Callable[[Mapping[str, Any]], int]:
+    def count(body: Mapping[str, Any]) -> int:
+        return count_request_tokens(provider, endpoint, body).expected
+    return count
 
 
 def _prefix_counter(provider: str, endpoint: Endpoint,

@@ -32,9 +32,10 @@ def choose_ttl(provider: str, endpoint: Endpoint, reuse_gap_s: float | None) -> 
 
     An unknown gap gets the provider's default TTL.
     """
-    # Every TTL the provider bills, but Chat Completions writes only OpenAI's default one.
+    # Every TTL the provider bills, but an endpoint with no TTL choice (Chat Completions)
+    # writes only the default one.
     choices = adapter_for(provider).cache_ttls
-    if not marks_breakpoints(provider) and endpoint is not Endpoint.RESPONSES:
+    if not marks_breakpoints(provider) and not endpoint.cache_ttl_choice:
         choices = choices[:1]
     if reuse_gap_s is None:
         return choices[0]

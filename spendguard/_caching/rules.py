@@ -38,9 +38,10 @@ class CacheRules:
     markers: bool
     """The API takes cache markers (breakpoints, a cache key); False: it caches a common
     prefix by itself, and only the order can help."""
-    implicit_notes: Callable[[Mapping[str, Any], ModelPrice | None], tuple[str, ...]] | None = \
-        None
-    """For an implicit cache: why the prefix may not be cached."""
+    implicit_notes: Callable[[Mapping[str, Any], ModelPrice | None,
+                              Callable[[Mapping[str, Any]], int]], tuple[str, ...]] | None = None
+    """For an implicit cache: why the prefix may not be cached (given a body's token
+    counter)."""
 
 
 _RULES = {

@@ -48,15 +48,10 @@ class Call:
 
 
 def cap_field(endpoint: Endpoint, body: Mapping[str, Any]) -> str | None:
-    """The top-level field of a chat, Responses or Messages body that caps its output."""
-    if endpoint is Endpoint.CHAT:
-        return "max_tokens" if "max_tokens" in body and \
-            "max_completion_tokens" not in body else "max_completion_tokens"
-    if endpoint is Endpoint.RESPONSES:
-        return "max_output_tokens"
-    if endpoint is Endpoint.MESSAGES:
-        return "max_tokens"
-    return None
+    """The top-level field of a body that caps its output: the first of the endpoint's
+    ``cap_fields`` the body sets, else the preferred one (None: the endpoint has none)."""
+    fields = endpoint.cap_fields
+    return next((name for name in fields if name in body), fields[0] if fields else None)
 
 
 def with_top_level_cap(endpoint: Endpoint, body: dict[str, Any],

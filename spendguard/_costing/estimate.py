@@ -13,7 +13,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from spendguard._core.errors import ConfigError
-from spendguard._costing.calls import Call, Endpoint
+from spendguard._costing.calls import Call
 from spendguard._costing.cost import total_usd, worst_case_usd
 from spendguard._costing.prices import CACHE_STORAGE, ModelPrice, PriceTable, default_table
 from spendguard._costing.tokens import TokenCount, count_request_tokens
@@ -45,8 +45,7 @@ class Estimate:
 
 def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) -> int:
     """The most output tokens the call can produce across all its choices."""
-    if call.endpoint in (Endpoint.EMBEDDINGS, Endpoint.EMBED, Endpoint.CACHE,
-                         Endpoint.CACHE_UPDATE):
+    if not call.endpoint.generates:
         return 0
     if (model_price.price_source == "catalog" and model_price.max_output_tokens is None
             and call.output_cap is None):
@@ -102,16 +101,12 @@ def estimate_call(call: Call, table: PriceTable | None = None, *,
     # str() of a StrEnum member is its value, without the enum's property lookup.
     input_tokens = count_request_tokens(str(call.provider), call.endpoint, body)
     output_tokens = max_output_tokens(call, model_price, int(input_tokens))
-    # A TTL update writes no tokens: it adds storage, at most for its whole new TTL.
-    worst = (Decimal(0) if call.endpoint is Endpoint.CACHE_UPDATE
-             else worst_cost_usd(call, int(input_tokens), output_tokens, price=model_price))
-    if call.endpoint in (Endpoint.CACHE, Endpoint.CACHE_UPDATE):  # storage for the TTL
-        from spendguard._providers.gemini.requests import (  # noqa: PLC0415
-            cache_ttl_seconds,
-        )
-
-        storage = Usage(tool_requests={CACHE_STORAGE: int(input_tokens)
-                                       * cache_ttl_seconds(call.body)})
+    # A cache's TTL update writes no tokens: it adds storage, at most for its whole new TTL.
+    worst = (worst_cost_usd(call, int(input_tokens), output_tokens, price=model_price)
+             if call.endpoint.bills_tokens else Decimal(0))
+    if call.endpoint.cache_storage:  # an explicit cache's storage for the TTL
+        seconds = adapter_for(call.provider).cache_storage_seconds(call.body)
+        storage = Usage(tool_requests={CACHE_STORAGE: int(input_tokens) * seconds})
         worst += total_usd(model_price, storage)
     return Estimate(call.model, input_tokens, output_tokens, worst, model_price.table_version,
                     model_price, at)

@@ -293,21 +293,20 @@ class Attempt:
             self.release(f"http {status_code}")
             return None
         body = None
+        adapter = adapter_for(self.call.provider)
         try:
             encoding = None if decoded else found.get("content-encoding")
             if encoding:
                 decoder = ContentDecoder(encoding)
                 raw = decoder.decode(raw) + decoder.flush()
             body = loads(raw)
-            if (self.call.endpoint is Endpoint.RESPONSES and isinstance(body, dict)
-                    and body.get("status") in ("queued", "in_progress")
-                    and body.get("usage") is None):
-                # background=True: billed later, out of our sight; count the worst case now.
-                self.settle_worst("background")
+            later = adapter.billed_later(self.call.endpoint, body)
+            if later is not None:
+                # Billed later, out of our sight; count the worst case now.
+                self.settle_worst(later)
                 return body
-            if (self.call.endpoint is Endpoint.EMBED and isinstance(body, dict)
-                    and "usageMetadata" not in body):
-                # Gemini embeddings report no usage: billed as the input bounded before sending.
+            if adapter.reports_no_usage(self.call.endpoint, body):
+                # Billed as the input bounded before sending.
                 self.settle(Usage(input_tokens=int(self.estimate.input_tokens), estimated=True))
                 return body
             # The member itself names the endpoint: the reader takes it without parsing a name.
@@ -319,18 +318,8 @@ class Attempt:
             return body
         if isinstance(body, dict) and listening():  # for telemetry: the response's id
             self._note_response(body)
-        note = None
-        if self.call.endpoint in (Endpoint.CACHE, Endpoint.CACHE_UPDATE):
-            from spendguard._providers.gemini.caches import (  # noqa: PLC0415
-                note_cache,
-            )
-
-            # A later TTL update is priced from what this reply says.
-            note_cache(body, update=self.call.endpoint is Endpoint.CACHE_UPDATE)
-            if self.call.endpoint is Endpoint.CACHE_UPDATE and not any(
-                    usage.tool_requests.values()):
-                note = ("TTL not extended: no storage added (storage charged past the new "
-                        "expiry is credited by an adjustment)")
+        # The adapter's bookkeeping (an explicit cache's reply noted), and the call's note.
+        note = adapter.settled_reply(self.call.endpoint, body, usage)
         self.settle(usage, model=body.get("model") if isinstance(body, dict) else None,
                     note=note)
         if note is not None:
@@ -440,13 +429,9 @@ class Guard:
             return None
         endpoint = classify(self.provider, request.method, request.url.path,
                             allow_unpriced=self.options.allow_unpriced)
-        if endpoint is Endpoint.CACHE_UPDATE:  # priced only for a cache this process saw
-            from spendguard._providers.gemini.caches import (  # noqa: PLC0415
-                update_endpoint,
-            )
-
-            endpoint = update_endpoint(request.url.path,
-                                       allow_unpriced=self.options.allow_unpriced)
+        if endpoint is not None and endpoint is not Endpoint.FREE:  # what this process saw
+            endpoint = adapter_for(self.provider).priced_endpoint(
+                endpoint, request.url.path, allow_unpriced=self.options.allow_unpriced)
         return None if endpoint is None or endpoint is Endpoint.FREE else (endpoint, found)
 
     def begin(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,

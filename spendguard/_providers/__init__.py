@@ -46,12 +46,9 @@ def endpoint_kind(endpoint: str | None) -> Endpoint | None:
     """The endpoint named loosely ("chat", "Responses", a URL path...); None stays None."""
     if endpoint is None or (isinstance(endpoint, Endpoint) and endpoint is not Endpoint.FREE):
         return endpoint
-    lowered = endpoint.lower()
-    for needle, kind in (("generate", Endpoint.GENERATE), ("embed_content", Endpoint.EMBED),
-                         ("chat", Endpoint.CHAT), ("respons", Endpoint.RESPONSES),
-                         ("embedding", Endpoint.EMBEDDINGS), ("message", Endpoint.MESSAGES)):
-        if needle in lowered:
-            return kind
+    kind = Endpoint.loosely_named(endpoint)
+    if kind is not None:
+        return kind
     raise ConfigError(f"endpoint: {endpoint!r} is not a priced endpoint; use chat, responses, "
                       "embeddings or messages (or their URL paths)")
 

@@ -329,6 +329,38 @@ class ProviderAdapter(Protocol):
         (the gateway answers in it); ``code`` is spendguard's reason."""
         ...
 
+    # Endpoints in settling: which one is priced, replies without usage, explicit caches
+    def priced_endpoint(self, endpoint: Endpoint, path: str, *,
+                        allow_unpriced: bool) -> Endpoint | None:
+        """The endpoint a request classified as ``endpoint`` is priced as, once what this
+        process saw is asked (Gemini prices a cache's TTL update only for a cache it saw
+        created); None to send it unpriced (``allow_unpriced``), else raises
+        ``UnsupportedEndpointError``. ``endpoint`` itself for every other request."""
+        ...
+
+    def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
+        """The ledger status of a reply whose usage is billed later, out of sight (OpenAI's
+        Responses with ``background=True``: ``"background"``), which is charged its worst
+        case; None for a reply whose usage is read."""
+        ...
+
+    def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
+        """Whether a reply carries no usage and is billed as the input counted before sending
+        (Gemini's embeddings)."""
+        ...
+
+    def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
+        """Bookkeeping once a reply's usage is read (Gemini notes an explicit cache's create
+        or TTL-update reply, which prices its later updates). Returns the note recorded with
+        the call when the reply ends storage charged ahead sooner (a TTL not extended), whose
+        excess is then credited; None otherwise. Never raises."""
+        ...
+
+    def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
+        """The seconds of storage a request to an endpoint with ``cache_storage`` charges
+        ahead (an explicit cache's TTL, as its create or update asks); 0 where it has none."""
+        ...
+
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         """The end user a request body names, in the field the provider documents for it."""
         ...

@@ -23,13 +23,19 @@ from spendguard._costing.calls import Endpoint, Provider, build_call
 from spendguard._costing.cost import cost
 from spendguard._costing.estimate import estimate_call
 from spendguard._costing.usage import Usage, usage_from
-from spendguard._providers.adapter import ProviderAdapter, adapter_for, adapters
+from spendguard._providers.adapter import (
+    ProviderAdapter,
+    adapter_for,
+    adapters,
+    default_wire_adapter,
+)
 
 __all__ = [
     "acall",
     "budget_left_usd",
     "call",
     "cost_usd",
+    "default_endpoint",
     "endpoint_for",
     "is_async_client",
     "prompt_text",
@@ -82,6 +88,11 @@ def _sdk(klass: type) -> str | None:
         if module == package or module.startswith(package + "."):
             return provider
     return None
+
+
+def default_endpoint() -> Endpoint:
+    """The endpoint a reply is from when nothing says: the default wire's first (chat)."""
+    return Endpoint.of(default_wire_adapter().name)[0]
 
 
 def endpoint_for(provider: str, request: Mapping[str, Any]) -> Endpoint:

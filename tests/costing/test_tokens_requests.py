@@ -271,14 +271,16 @@ def test_inline_files_are_estimated_from_their_content() -> None:
 
 
 def test_a_walker_failure_falls_back_to_the_json_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
-    from spendguard._costing.tokens import requests
+    from dataclasses import replace
+
+    from spendguard._providers.openai import counting
 
     def broken(*args: Any) -> None:
         raise TypeError("a shape nobody foresaw")
 
-    handlers = dict(requests._BY_ENDPOINT)
-    handlers[Endpoint.CHAT] = broken
-    monkeypatch.setattr(requests, "_BY_ENDPOINT", handlers)
+    walkers = counting._WALKERS
+    monkeypatch.setattr(counting, "_WALKERS", replace(
+        walkers, by_endpoint={**walkers.by_endpoint, Endpoint.CHAT: broken}))
     count = count_request_tokens("openai", "/v1/chat/completions",
                                  {"model": "gpt-4o", "messages": []})
     assert "JSON estimate" in count.method

@@ -14,21 +14,14 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
-from spendguard._costing.tokens.anthropic import count_messages
 from spendguard._costing.tokens.content import json_text, unknown
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Family, Profile, foreign_profile, profile_for
-from spendguard._costing.tokens.openai import count_chat, count_embeddings, count_responses
 from spendguard._providers.adapter import PROVIDERS, adapter_for
 
 __all__ = ["Walkers", "count_request_tokens", "count_with"]
 
 Handler = Callable[[Profile, Mapping[str, Any], Tally], None]
-
-_BY_ENDPOINT: dict[Endpoint, Handler] = {
-    Endpoint.CHAT: count_chat, Endpoint.RESPONSES: count_responses,
-    Endpoint.EMBEDDINGS: count_embeddings, Endpoint.MESSAGES: count_messages,
-}
 
 
 # What a walker can raise on a body of an unexpected shape; TokenizerError (corrupt data)
@@ -73,9 +66,10 @@ def count_with(family: Family, walkers: Walkers,
 
 @dataclass(frozen=True, slots=True)
 class Walkers:
-    """Which walker counts a body: by its priced endpoint (any provider's), or, for a path
-    that is no priced endpoint but whose input is counted all the same, by its ending."""
+    """Which walker counts a body: by its priced endpoint, or, for a path that is no priced
+    endpoint but whose input is counted all the same, by its ending."""
 
+    by_endpoint: Mapping[Endpoint, Handler]
     by_path: tuple[tuple[str, Handler], ...]
     endpoint_of: Callable[[str], Endpoint | None]
 
@@ -83,8 +77,8 @@ class Walkers:
         if not isinstance(endpoint, Endpoint):
             path = endpoint.split("?", 1)[0].rstrip("/")
             named = self.endpoint_of(path)
-            if named is None or named not in _BY_ENDPOINT:
+            if named is None or named not in self.by_endpoint:
                 return next((handler for suffix, handler in self.by_path
                              if path.endswith(suffix)), None)
             endpoint = named
-        return _BY_ENDPOINT.get(endpoint)
+        return self.by_endpoint.get(endpoint)

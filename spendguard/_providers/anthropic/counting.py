@@ -29,8 +29,9 @@ def _message_batch(profile: Profile, body: Mapping[str, Any], tally: Tally) -> N
         count_messages(own or foreign_profile("", "anthropic"), params, tally)
 
 
-# Paths that are no priced endpoint but whose input is counted all the same.
-_WALKERS = Walkers((("/messages/count_tokens", count_messages),
+# Its endpoint's walker; paths that are no priced endpoint but whose input is counted too.
+_WALKERS = Walkers({Endpoint.MESSAGES: count_messages},
+                   (("/messages/count_tokens", count_messages),
                     ("/messages/batches", _message_batch)), paths.endpoint_of)
 
 

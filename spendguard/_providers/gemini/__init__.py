@@ -27,6 +27,7 @@ from spendguard._providers.gemini.kwargs import rest_body, sdk_kwargs
 from spendguard._providers.gemini.paths import endpoint_of, model_of
 from spendguard._providers.gemini.requests import (
     build_call,
+    cache_ttl_seconds,
     count_input,
     with_output_cap,
 )
@@ -156,6 +157,35 @@ class GeminiAdapter:
 
     def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
         return error_body(status, message, code=code)
+
+    # Endpoints in settling: which one is priced, replies without usage, explicit caches
+    def priced_endpoint(self, endpoint: Endpoint, path: str, *,
+                        allow_unpriced: bool) -> Endpoint | None:
+        if endpoint is not Endpoint.CACHE_UPDATE:
+            return endpoint
+        from spendguard._providers.gemini.caches import (  # noqa: PLC0415
+            update_endpoint,
+        )
+
+        return update_endpoint(path, allow_unpriced=allow_unpriced)
+
+    def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
+        return None
+
+    def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
+        # Its embeddings report no usage: billed as the input bounded before sending.
+        return endpoint is Endpoint.EMBED and isinstance(body, dict) \
+            and "usageMetadata" not in body
+
+    def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
+        if not endpoint.cache_storage:
+            return None
+        from spendguard._providers.gemini.caches import settled_note  # noqa: PLC0415
+
+        return settled_note(body, usage, update=endpoint is Endpoint.CACHE_UPDATE)
+
+    def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
+        return cache_ttl_seconds(body)
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return None  # the API has no end-user field

@@ -30,9 +30,10 @@ from typing import Any
 
 from spendguard._core.errors import ProviderResponseError, UnsupportedEndpointError
 from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.usage import Usage
 
 __all__ = ["CacheTerm", "added_storage", "cache_name", "created_storage", "note_cache",
-           "release_storage", "reply_end", "term", "update_endpoint"]
+           "release_storage", "reply_end", "settled_note", "term", "update_endpoint"]
 
 PROVIDER = "gemini"
 MAX_CACHES = 10_000
@@ -160,6 +161,16 @@ def note_cache(data: object, *, update: bool) -> None:
         _terms[name] = CacheTerm(model, tokens, until)
         while len(_terms) > MAX_CACHES:
             _terms.popitem(last=False)
+
+
+def settled_note(data: object, usage: Usage, *, update: bool) -> str | None:
+    """Note a cache's create (or, ``update``, TTL update) reply as charged; the note of a TTL
+    update that added no storage (its excess storage is then credited), else None."""
+    note_cache(data, update=update)  # a later TTL update is priced from what this reply says
+    if update and not any(usage.tool_requests.values()):
+        return ("TTL not extended: no storage added (storage charged past the new expiry is "
+                "credited by an adjustment)")
+    return None
 
 
 def reply_end(data: object) -> tuple[str, datetime] | None:

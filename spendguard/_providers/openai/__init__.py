@@ -175,6 +175,23 @@ class OpenAIAdapter:
     def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
         return error_body(status, message, code=code)
 
+    # Endpoints in settling: which one is priced, replies without usage, explicit caches
+    def priced_endpoint(self, endpoint: Endpoint, path: str, *,
+                        allow_unpriced: bool) -> Endpoint | None:
+        return endpoint
+
+    def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
+        return requests.billed_later(endpoint, body)
+
+    def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
+        return False
+
+    def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
+        return None
+
+    def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
+        return 0  # no explicit caches
+
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return requests.end_user(body)
 

@@ -8,7 +8,7 @@ from typing import Any
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Profile
-from spendguard._costing.tokens.openai import count_embeddings, count_responses
+from spendguard._costing.tokens.openai import count_chat, count_embeddings, count_responses
 from spendguard._costing.tokens.requests import Walkers, count_with
 from spendguard._providers.openai import paths
 
@@ -19,8 +19,10 @@ def _completions(profile: Profile, body: Mapping[str, Any], tally: Tally) -> Non
     count_embeddings(profile, body, tally, field="prompt")
 
 
-# Paths that are no priced endpoint but whose input is counted all the same.
-_WALKERS = Walkers((("/responses/input_tokens", count_responses),
+# Its endpoints' walkers; paths that are no priced endpoint but whose input is counted too.
+_WALKERS = Walkers({Endpoint.CHAT: count_chat, Endpoint.RESPONSES: count_responses,
+                    Endpoint.EMBEDDINGS: count_embeddings},
+                   (("/responses/input_tokens", count_responses),
                     ("/completions", _completions)), paths.endpoint_of)
 
 

@@ -12,7 +12,8 @@ from spendguard._costing.calls import Call, body_model, int_field
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._providers.openai.usage import unpriced_audio
 
-__all__ = ["batch_request", "build_call", "cache_ttls", "end_user", "refuse_unpriced"]
+__all__ = ["batch_request", "billed_later", "build_call", "cache_ttls", "end_user",
+           "refuse_unpriced"]
 
 
 def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
@@ -22,6 +23,15 @@ def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
     if isinstance(options, dict):
         return (str(options.get("ttl") or "30m"),)
     return ("30m",)
+
+
+def billed_later(endpoint: Endpoint, body: object) -> str | None:
+    """``"background"`` for a Responses reply still queued or in progress with no usage
+    (``background=True``: billed later, out of our sight); None for any other reply."""
+    if (endpoint is Endpoint.RESPONSES and isinstance(body, dict)
+            and body.get("status") in ("queued", "in_progress") and body.get("usage") is None):
+        return "background"
+    return None
 
 
 def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:

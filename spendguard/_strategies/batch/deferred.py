@@ -15,7 +15,7 @@ import threading
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.endpoints import Endpoint
@@ -25,6 +25,7 @@ from spendguard._strategies.batch.requests import BatchRequest
 from spendguard._strategies.batch.results import BatchResult
 from spendguard._strategies.batch.run import BatchRun, LedgerArg
 from spendguard._strategies.batch.submit import DEFAULT_FALLBACK_LEAD_S, abatch, batch
+from spendguard._strategies.replies import provider_of
 
 __all__ = ["Deferred", "DeferredAnthropic", "DeferredClient", "DeferredOpenAI",
            "anthropic_deferred", "openai_deferred"]
@@ -209,9 +210,12 @@ class _Create:
         return self._owner._defer(self._endpoint, params)
 
 
-class _Chat:
-    def __init__(self, owner: DeferredClient) -> None:
-        self.completions = _Create(owner, Endpoint.CHAT)
+class _Level:
+    """A level of the SDK's attribute path (``client.deferred.chat``)."""
+
+
+class _Chat(Protocol):
+    completions: _Create
 
 
 class DeferredClient:
@@ -220,6 +224,18 @@ class DeferredClient:
     def __init__(self, queue: _Queue, options: _Options) -> None:
         self._queue = queue
         self._options = options
+        # The SDK's attribute paths (chat.completions.create...) of each batchable endpoint
+        # of the client's provider, as the endpoints name them.
+        for endpoint in Endpoint.of(provider_of(queue.client)):
+            *levels, method = endpoint.sdk_method
+            if not endpoint.batchable or method != "create":
+                continue
+            owner: Any = self
+            for name in levels[:-1]:
+                if not hasattr(owner, name):
+                    setattr(owner, name, _Level())
+                owner = getattr(owner, name)
+            setattr(owner, levels[-1], _Create(self, endpoint))
 
     def __call__(self, *, deadline: datetime | timedelta | float | None = None,
                  fallback: bool = False, fallback_lead_s: float = DEFAULT_FALLBACK_LEAD_S,
@@ -256,19 +272,15 @@ class DeferredOpenAI(DeferredClient):
     """``client.deferred`` of an OpenAI client: ``.chat.completions``, ``.responses``,
     ``.embeddings``."""
 
-    def __init__(self, queue: _Queue, options: _Options) -> None:
-        super().__init__(queue, options)
-        self.chat = _Chat(self)
-        self.responses = _Create(self, Endpoint.RESPONSES)
-        self.embeddings = _Create(self, Endpoint.EMBEDDINGS)
+    chat: _Chat
+    responses: _Create
+    embeddings: _Create
 
 
 class DeferredAnthropic(DeferredClient):
     """``client.deferred`` of an Anthropic client: ``.messages``."""
 
-    def __init__(self, queue: _Queue, options: _Options) -> None:
-        super().__init__(queue, options)
-        self.messages = _Create(self, Endpoint.MESSAGES)
+    messages: _Create
 
 
 def _queue(client: Any, is_async: bool) -> _Queue:

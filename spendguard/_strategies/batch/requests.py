@@ -163,7 +163,7 @@ def plan_requests(provider: Provider, requests: Iterable[Mapping[str, Any] | Bat
             index, custom_id, path, call.model, body,
             batch_worst_usd(call, int(input_tokens), output, table), int(input_tokens),
             input_tokens.exact, output, kind, line_bytes(custom_id, path, body),
-            _embedding_inputs(body) if kind is Endpoint.EMBEDDINGS else 1,
+            _embedding_inputs(body) if kind.embeds else 1,
             (path, call.model) if per_model else (path,)))
     if not planned:
         raise ConfigError("requests: give at least one request to batch")

@@ -50,7 +50,8 @@ class Candidate:
     """The client the reply came from; a judge check without its own client uses it."""
     provider: str = ""
     """The provider whose API answered; by default the endpoint's."""
-    endpoint: Endpoint = Endpoint.CHAT
+    endpoint: Endpoint = field(default_factory=replies.default_endpoint)
+    """The endpoint that answered; by default the default wire's first one (chat)."""
 
     def __post_init__(self) -> None:
         if not self.provider and self.endpoint.provider is not None:

@@ -26,7 +26,6 @@ from spendguard._core.errors import ConfigError
 from spendguard._core.money import ZERO
 from spendguard._core.periods import utc_now
 from spendguard._costing.cost import billable_tier, cost
-from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import usage_from
 from spendguard._strategies import replies
@@ -123,12 +122,12 @@ def sdk_call(client: Any, send: Send) -> tuple[Any, dict[str, Any]]:
     ``extra_body``, so that nothing of the request is dropped)."""
     body = send.request.body
     method = send.request.endpoint.method_of(client)
-    if send.request.endpoint is Endpoint.GENERATE:  # model, contents, config: nothing extra
-        return method, replies.sdk_arguments(Endpoint.GENERATE, body)
     key = getattr(method, "__func__", method)
     if key not in _SIGNATURES:
         _SIGNATURES[key] = frozenset(inspect.signature(method).parameters)
     known = _SIGNATURES[key]
+    if "extra_body" not in known:  # an SDK that takes nothing beyond its own arguments
+        return method, replies.sdk_arguments(send.request.endpoint, body)
     arguments = {k: v for k, v in body.items() if k in known}
     extra = {k: v for k, v in body.items() if k not in known}
     if extra:

@@ -94,10 +94,13 @@ def _priced(model: str, split: Split, batch: bool, tier: str | None,
 def _worst(model: str, cache_ttls: tuple[str, ...], speed: str | None, geo: str | None,
            tier: str | None, input_tokens: int, output_tokens: int,
            table: PriceTable | None) -> Decimal:
-    # A chat call stands for any: only the model and its price options decide the worst case.
-    call = Call(Provider(str(Endpoint.CHAT.provider)), Endpoint.CHAT, model, {}, None,
+    # Any generating call stands for all: only the model and its price options decide it.
+    call = Call(Provider(str(_STAND_IN.provider)), _STAND_IN, model, {}, None,
                 service_tier=tier, speed=speed, inference_geo=geo, cache_ttls=cache_ttls)
     return worst_cost_usd(call, input_tokens, output_tokens, table)
+
+
+_STAND_IN = next(member for member in Endpoint if member.generates)
 
 
 def _call(request: PlannedRequest) -> Call:
@@ -110,7 +113,7 @@ def _call(request: PlannedRequest) -> Call:
 
 
 def _output(call: Call, worst: int, observed: Observed | None) -> tuple[int, str]:
-    if call.endpoint is Endpoint.EMBEDDINGS:
+    if not call.endpoint.generates:
         return 0, "none"
     if observed is not None:
         return min(math.ceil(observed.mean_output_tokens), worst), \

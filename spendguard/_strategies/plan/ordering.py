@@ -20,7 +20,6 @@ from spendguard._caching.marks import mark, stable_ends
 from spendguard._caching.order import CacheOrder
 from spendguard._caching.rules import rules_for
 from spendguard._caching.volatile import VolatileValue
-from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import ModelPrice
 from spendguard._strategies.plan.estimates import Assumptions
 from spendguard._strategies.plan.inputs import PlannedRequest
@@ -42,7 +41,7 @@ class Ordered:
 
 
 def _first_user_blocks(request: PlannedRequest) -> list[Any]:
-    field = "input" if request.endpoint is Endpoint.RESPONSES else "messages"
+    field = request.endpoint.turns_field or "messages"
     for message in request.body.get(field) or []:
         if not isinstance(message, Mapping) or message.get("role") in ("system", "developer"):
             continue
@@ -57,7 +56,7 @@ def _first_user_blocks(request: PlannedRequest) -> list[Any]:
 
 def _first_user_texts(request: PlannedRequest) -> list[str]:
     """The texts of a request's first user message (a string, or its text blocks)."""
-    field = "input" if request.endpoint is Endpoint.RESPONSES else "messages"
+    field = request.endpoint.turns_field or "messages"
     for message in request.body.get(field) or []:
         if not isinstance(message, Mapping) or message.get("role") in ("system", "developer"):
             continue
@@ -83,7 +82,7 @@ def _split_saving_note(requests: Sequence[PlannedRequest], texts: Sequence[str],
     request = requests[0]
     price = prices.get(str(request.body.get("model")))
     doc = max(texts, key=len)
-    field = "input" if request.endpoint is Endpoint.RESPONSES else "messages"
+    field = request.endpoint.turns_field or "messages"
     body = {**request.body, field: [{"role": "user", "content": doc}]}
     body.pop("system", None)
     body.pop("tools", None)
