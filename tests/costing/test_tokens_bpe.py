@@ -79,7 +79,7 @@ def test_bundled_encoding_is_identical_to_tiktokens_own(name: str, tmp_path: Pat
 def test_counting_never_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
     _block_network(monkeypatch)
     monkeypatch.setattr(bpe, "_loaded", {})  # force a fresh load from the package data
-    bpe._count_cached.cache_clear()
+    bpe.count_text.cache_clear()
     environ = dict(os.environ)
     assert count_tokens("gpt-4o", text="hello world") == 2
     assert count_tokens("gpt-4", text="hello world") == 2
@@ -150,9 +150,9 @@ def test_importing_spendguard_does_not_import_tiktoken() -> None:
 def test_repeated_strings_are_encoded_once() -> None:
     shared = "A long shared system prompt. " * 200
     bpe.count_text("o200k_base", shared)
-    before = bpe._count_cached.cache_info()
+    before = bpe.count_text.cache_info()
     for _ in range(100):
         bpe.count_text("o200k_base", shared)
-    after = bpe._count_cached.cache_info()
+    after = bpe.count_text.cache_info()
     assert after.misses == before.misses
     assert after.hits == before.hits + 100

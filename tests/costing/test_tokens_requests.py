@@ -229,9 +229,9 @@ def test_a_shared_prefix_is_counted_once_across_many_requests() -> None:
                                                {"role": "user", "content": f"Question {i}?"}]}
               for i in range(2000)]
     first = count_request_tokens("openai", "/v1/chat/completions", bodies[0])
-    before = bpe._count_cached.cache_info()
+    before = bpe.count_text.cache_info()
     counts = [count_request_tokens("openai", "/v1/chat/completions", b) for b in bodies[1:]]
-    after = bpe._count_cached.cache_info()
+    after = bpe.count_text.cache_info()
     # only the 1999 new questions were encoded; the 110 kB document never again
     assert after.misses - before.misses <= len(bodies) - 1
     assert all(abs(count - first) <= 2 for count in counts)

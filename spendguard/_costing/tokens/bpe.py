@@ -149,15 +149,13 @@ def encoding(name: str) -> Any:
 
 
 @functools.lru_cache(maxsize=TEXT_CACHE_SIZE)
-def _count_cached(name: str, text: str) -> int:
-    return len(encoding(name).encode_ordinary(text))
-
-
 def count_text(name: str, text: str) -> int:
     """Tokens in ``text`` under encoding ``name`` (special-token text counts as plain text).
 
-    Repeated strings are counted once (an LRU of ``TEXT_CACHE_SIZE`` entries).
+    Repeated strings are counted once (an LRU of ``TEXT_CACHE_SIZE`` entries): the cache is
+    the function itself, so a repeat (a role, a shared system prompt) costs no Python call.
     """
     if not text:
         return 0
-    return _count_cached(name, text)
+    return len(encoding(name).encode_ordinary(text))
+

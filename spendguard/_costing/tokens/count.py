@@ -130,10 +130,10 @@ class Tally:
             self._uncounted.append(what)
 
     def result(self) -> TokenCount:
+        if self.exact:  # nothing estimated was added (that would have cleared it)
+            return TokenCount._made(self.exact_tokens, exact=True, method=self.label)
         central = self.exact_tokens + self.estimate
         value = self.exact_tokens + math.ceil(self.estimate + self.headroom)
-        if self.exact:
-            return TokenCount._made(value, exact=True, method=self.label)
         margin = _ZERO
         if central > 0 and self.headroom > 0:
             margin = (self.headroom / central).quantize(_MARGIN_STEP,

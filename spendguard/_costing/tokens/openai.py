@@ -142,14 +142,40 @@ def _schema(profile: Profile, tally: Tally, response_format: Any) -> None:
     unknown(profile, tally, response_format, note="response schema")
 
 
+def _plain_chat(profile: Profile, messages: list[Any]) -> int | None:
+    """The tokens of a list of plain ``{"role": str, "content": str}`` messages and the reply
+    priming, by the Cookbook rule with the model's own tokenizer (the sum the walk makes);
+    None when a message is anything else. Every guarded chat call comes here first, so it
+    makes one call per message (a repeated text is a cache hit, which costs none)."""
+    per_message = profile.tokens_per_message
+    encoding = profile.encoding
+    total = REPLY_PRIMING
+    for message in messages:
+        if message.__class__ is not dict or len(message) != 2 or "role" not in message \
+                or "content" not in message:
+            return None
+        role, content = message["role"], message["content"]
+        if role.__class__ is not str or content.__class__ is not str:
+            return None
+        total += per_message + count_text(encoding, role) + count_text(encoding, content)
+    return total
+
+
 def count_chat(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
     """``POST /v1/chat/completions``."""
+    # Membership and indexing, not .get: a body's usual keys cost no call to look at.
     if "messages" in body:
-        chat_messages(profile, tally, body["messages"])
+        messages = body["messages"]
+        plain = (_plain_chat(profile, messages)
+                 if profile.exact and messages.__class__ is list else None)
+        if plain is None:
+            chat_messages(profile, tally, messages)
+        else:
+            tally.add(plain)
     for key in ("tools", "functions"):
-        if body.get(key):
+        if key in body and body[key]:
             count_tools(profile, tally, body[key])
-    if body.get("response_format") is not None:
+    if "response_format" in body and body["response_format"] is not None:
         _schema(profile, tally, body["response_format"])
 
 

@@ -36,7 +36,9 @@ def count_request_tokens(provider: str, endpoint: Endpoint | str,
     URL path it was sent to: ``"/v1/chat/completions"``…), as the provider's adapter counts
     them: exactly, or a stated upper bound. Never raises on the body's shape.
     """
-    lowered = provider.lower() if isinstance(provider, str) else provider
+    # The estimator passes a provider's own (lower-case) name: no call to lower it.
+    lowered = provider if provider in PROVIDERS or not isinstance(provider, str) \
+        else provider.lower()
     if lowered not in PROVIDERS:
         raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
     return adapter_for(lowered).count_input(endpoint, body)
@@ -46,13 +48,18 @@ def count_with(family: Family, walkers: Walkers,
                endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
     """Input tokens of a body by a tokenizer ``family``'s rules (a model with no known
     tokenizer is bounded as that family's), walking it with the ``walkers`` of its endpoint."""
-    # A plain dict (the usual body) is told by its class: an ABC check costs more.
+    # A plain dict (the usual body) is told by its class: an ABC check costs more; so are
+    # its model (a str) and a priced endpoint (an Endpoint member), by membership and class.
     mapping = body.__class__ is dict or isinstance(body, Mapping)
-    model = body.get("model") if mapping else None
-    profile = profile_for(model) if isinstance(model, str) else None
+    model = body["model"] if mapping and "model" in body else None
+    named = model.__class__ is str or isinstance(model, str)
+    profile = profile_for(model) if named else None
     if profile is None:
-        profile = foreign_profile(model if isinstance(model, str) else "", family)
-    handler = walkers.handler(endpoint) if isinstance(endpoint, str) else None
+        profile = foreign_profile(model if named else "", family)
+    if endpoint.__class__ is Endpoint and endpoint in _BY_ENDPOINT:
+        handler: Handler | None = _BY_ENDPOINT[endpoint]
+    else:
+        handler = walkers.handler(endpoint) if isinstance(endpoint, str) else None
     tally = profile.tally()
     if handler is not None and mapping:
         try:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spendguard
-from spendguard._costing.tokens.bpe import _count_cached
+from spendguard._costing.tokens.bpe import count_text
 from tests.plan_helpers import CLAUDE, DOCUMENT, GPT, anthropic_fanout, openai_fanout
 
 
@@ -95,9 +95,9 @@ def test_a_prefix_under_the_minimum_is_not_expected_to_cache() -> None:
 
 def test_a_shared_prefix_is_tokenised_once() -> None:
     bodies = openai_fanout(200)
-    before = _count_cached.cache_info()
+    before = count_text.cache_info()
     spendguard.plan(bodies, cache_order=True)
-    after = _count_cached.cache_info()
+    after = count_text.cache_info()
     # 200 distinct questions, the document and the system prompt: each encoded at most once
     assert after.misses - before.misses <= 200 + 5
 
