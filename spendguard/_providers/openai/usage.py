@@ -36,8 +36,9 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
     data = to_plain(payload, provider=PROVIDER)
     if "custom_id" in data:
         return _batch_line(data, endpoint)
-    if data.get("type") in (*RESPONSE_TERMINAL_EVENTS, "response.created") and isinstance(
-            data.get("response"), Mapping):
+    # Membership and indexing rather than .get: a reply's fields cost no call to look at.
+    if "type" in data and data["type"] in (*RESPONSE_TERMINAL_EVENTS, "response.created") \
+            and isinstance(data.get("response"), Mapping):
         data = dict(data["response"])
     if "usage" in data:
         usage = data["usage"]
@@ -50,12 +51,14 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
     else:
         raise ProviderResponseError("openai: the response has no usage field",
                                     provider=PROVIDER, field="usage")
-    kind = endpoint_kind(endpoint)
+    # The guard names the endpoint by its member: taken as it is.
+    kind = endpoint if endpoint.__class__ is Endpoint and endpoint is not Endpoint.FREE \
+        else endpoint_kind(endpoint)
     if kind is None:
         kind = (Endpoint.RESPONSES if "input_tokens" in usage
                 else Endpoint.CHAT if "completion_tokens" in usage else Endpoint.EMBEDDINGS)
-    tier = data.get("service_tier")
-    tier = tier if isinstance(tier, str) else None
+    tier = data["service_tier"] if "service_tier" in data else None
+    tier = tier if tier.__class__ is str or isinstance(tier, str) else None
     if kind is Endpoint.RESPONSES:
         return _responses_usage(usage, data, tier)
     if kind is Endpoint.EMBEDDINGS:
@@ -64,7 +67,38 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
     return _chat_usage(usage, tier)
 
 
+def _usual_chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage | None:
+    """The usual chat reply's usage (whole counts, its two detail tables, no audio, cache
+    reads and writes within the prompt) read in place, with no call per field; None for any
+    other, which :func:`_chat_usage` reads field by field and says what is wrong with."""
+    details = usage["prompt_tokens_details"] if "prompt_tokens_details" in usage else {}
+    out_details = (usage["completion_tokens_details"] if "completion_tokens_details" in usage
+                   else {})
+    if details.__class__ is not dict or out_details.__class__ is not dict \
+            or "prompt_cache_hit_tokens" in usage:
+        return None
+    counts = (usage["prompt_tokens"] if "prompt_tokens" in usage else None,
+              usage["completion_tokens"] if "completion_tokens" in usage else None,
+              details["cached_tokens"] if "cached_tokens" in details else 0,
+              details["cache_write_tokens"] if "cache_write_tokens" in details else 0,
+              details["audio_tokens"] if "audio_tokens" in details else 0,
+              out_details["audio_tokens"] if "audio_tokens" in out_details else 0,
+              out_details["reasoning_tokens"] if "reasoning_tokens" in out_details else 0)
+    for count in counts:
+        if count.__class__ is not int or count < 0:  # None, a bool, a float, a negative
+            return None
+    prompt, completion, cached, written, audio_in, audio_out, reasoning = counts
+    if audio_in or audio_out or cached + written > prompt:
+        return None
+    # As split_inclusive_input reads them: reads and writes are part of the prompt's total.
+    return reply_usage(prompt - cached - written, cached, {"30m": written} if written else {},
+                       completion, reasoning, tier)
+
+
 def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
+    usual = _usual_chat_usage(usage, tier)
+    if usual is not None:
+        return usual
     prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
     completion = read_count(usage, "completion_tokens", provider=PROVIDER, path="usage",
                             required=True)
