@@ -102,11 +102,26 @@ class Reservation:
                               f"'stream_broken'")
         if isinstance(latency_s, bool) or not (math.isfinite(latency_s) and latency_s >= 0):
             raise ConfigError(f"latency_s: {latency_s!r} must be a non-negative number")
+        self.settle_checked(actual_usd=actual, tokens=counts,
+                            usage_estimated=bool(usage_estimated), table_version=table_version,
+                            latency_s=float(latency_s), request_id=request_id, status=status,
+                            note=note)
+
+    def settle_checked(self, *, actual_usd: Decimal, tokens: dict[str, int],
+                       usage_estimated: bool, table_version: str, latency_s: float,
+                       request_id: str | None = None, status: str = "ok",
+                       note: str | None = None) -> None:
+        """:meth:`settle` with values known to pass its checks, as the guard has them (a
+        finite Decimal >= 0, a new dict of whole counts >= 0, a status word, a float from
+        ``perf_counter``): the checks cost calls on every guarded call, and its values were
+        made to pass them. ``tokens`` is kept as given."""
+        actual = actual_usd
+        counts = tokens
         if not self._close("settled"):
             raise LedgerError(f"reservation {self.id} was already {self._state}; a call is "
                               f"settled once")
-        settlement = Settlement(read_clock(self._clock), actual, counts, bool(usage_estimated),
-                                table_version, float(latency_s), request_id, status, note)
+        settlement = Settlement(read_clock(self._clock), actual, counts, usage_estimated,
+                                table_version, latency_s, request_id, status, note)
         crossings: list[Crossing] = []
         for ledger, call_id in self._held:
             crossings.extend(ledger.settle(call_id, settlement))

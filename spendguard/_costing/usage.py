@@ -144,7 +144,8 @@ class Usage:
         counts = {"input": self.input_tokens}
         if self.cache_read_tokens:
             counts["cache_read"] = self.cache_read_tokens
-        counts.update({f"cache_write_{ttl}": n for ttl, n in self.cache_write_tokens.items()})
+        if self.cache_write_tokens:  # most replies write none: no call for them
+            counts.update({f"cache_write_{ttl}": n for ttl, n in self.cache_write_tokens.items()})
         counts["output"] = self.output_tokens
         if self.reasoning_tokens:
             counts["reasoning"] = self.reasoning_tokens

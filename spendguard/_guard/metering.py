@@ -187,11 +187,13 @@ class Attempt:
             # The model the provider answered with, for call events (telemetry).
             self.reservation.response_model = (model if isinstance(model, str) and model
                                                else self.call.model)
-            self._record(lambda: self.reservation.settle(
-                actual_usd=actual_usd, tokens=usage.token_counts(),
-                usage_estimated=usage.estimated, table_version=model_price.table_version,
-                latency_s=self.latency_s(), request_id=self.request_id, status=status,
-                note=note))
+            # Priced here, counted by a Usage, a status word of the guard's own: settled
+            # without checking them again.
+            self._record(self.reservation.settle_checked, actual_usd=actual_usd,
+                         tokens=usage.token_counts(), usage_estimated=usage.estimated,
+                         table_version=model_price.table_version,
+                         latency_s=time.perf_counter() - self.started,
+                         request_id=self.request_id, status=status, note=note)
 
     def _settle_unpriced(self, usage: Usage, exc: BaseException) -> None:
         self._log_cause("unpriced", f"spendguard could not price an unguarded call "
@@ -214,7 +216,8 @@ class Attempt:
         if model_price is None:
             model_price = self.guard.table.get(self.call.model, self.estimate.at)
         tier = usage.service_tier or self.call.service_tier
-        return model_price, total_usd(model_price, usage, service_tier=billable_tier(tier))
+        return model_price, total_usd(model_price, usage, service_tier=None if tier is None
+                                      else billable_tier(tier))
 
     def settle_worst(self, status: str, note: str | None = None,
                      floor_usd: Decimal | None = None) -> None:
@@ -262,9 +265,9 @@ class Attempt:
     def _log_cause(self, kind: str, message: str) -> None:
         log_once((self.call.provider.value, self.call.endpoint.value, kind), message)
 
-    def _record(self, write: Callable[[], object]) -> None:
+    def _record(self, write: Callable[..., object], /, **arguments: Any) -> None:
         try:
-            write()
+            write(**arguments)
         except Exception:
             # The ledger could not take the record. Raising here would fail a call the provider
             # already answered (and make the SDK send it again); the reservation stays held
@@ -365,10 +368,17 @@ def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, 
     for _, name, value in raw_header_items(headers):
         if name in names:
             text = name.decode("ascii")
-            if text in found or not value.isascii():
-                return {n.decode(): headers[n.decode()] for n in names if n.decode() in headers}
-            found[text] = value.decode("ascii")
+            if text in found:
+                return _read_by_get(headers, names)
+            try:
+                found[text] = value.decode("ascii")
+            except UnicodeDecodeError:
+                return _read_by_get(headers, names)
     return found
+
+
+def _read_by_get(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:
+    return {n.decode(): headers[n.decode()] for n in names if n.decode() in headers}
 
 
 def response_headers(headers: httpx2.Headers) -> dict[str, str]:

@@ -69,10 +69,14 @@ def describe(exc: BaseException) -> str:
 
 def check_readable(usage: Usage) -> None:
     """Raise ``ValueError`` when a token count is beyond :data:`MAX_READABLE_TOKENS`."""
+    if (usage.input_tokens <= MAX_READABLE_TOKENS and usage.cache_read_tokens
+            <= MAX_READABLE_TOKENS and usage.output_tokens <= MAX_READABLE_TOKENS
+            and not usage.cache_write_tokens and not usage.tool_requests):
+        return  # every call's usual usage, with no call; the names are spelled out for errors
     if max(usage.input_tokens, usage.cache_read_tokens, usage.output_tokens,
            *usage.cache_write_tokens.values(), *usage.tool_requests.values()) \
             <= MAX_READABLE_TOKENS:
-        return  # every call: the names are spelled out only for the error
+        return
     counts = {"input_tokens": usage.input_tokens, "cache_read_tokens": usage.cache_read_tokens,
               "output_tokens": usage.output_tokens,
               **{f"cache_write_tokens[{ttl}]": n for ttl, n in usage.cache_write_tokens.items()},

@@ -271,9 +271,13 @@ class TransactionalLedger(ABC):
         call_id = _new_call_id()
         row = Call(call_id, time, merged, dict(tags), call, amount_usd, expires_at, os.getpid(),
                    _HOST)
+        calendar = True  # a loop, not all() over a generator: no call per claim
+        for claim in merged:
+            if not _calendar(claim.period_key):
+                calendar = False
+                break
         with self._transaction() as tx:
-            held = (tx.hold(merged, amount_usd, time)
-                    if all(_calendar(c.period_key) for c in merged) else None)
+            held = tx.hold(merged, amount_usd, time) if calendar else None
             if held is None:
                 # Abandoned reservations are charged first, so they can't hold a budget forever.
                 self._recover(tx, time)

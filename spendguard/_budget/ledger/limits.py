@@ -88,9 +88,11 @@ def refusal(claims: Sequence[ScopeClaim], current: Sequence[Totals],
                 calls=totals.calls)
     worst: tuple[Decimal, ScopeClaim, Totals] | None = None
     for claim, totals in zip(claims, current, strict=True):
-        if claim.limit_usd is None or totals.committed_usd + amount_usd <= claim.limit_usd:
+        # committed_usd added up in place: every reservation checks every claim here.
+        committed = totals.spent_usd + totals.reserved_usd
+        if claim.limit_usd is None or committed + amount_usd <= claim.limit_usd:
             continue
-        left = claim.limit_usd - totals.committed_usd
+        left = claim.limit_usd - committed
         if worst is None or left < worst[0]:
             worst = (left, claim, totals)
     if worst is None:
