@@ -262,7 +262,11 @@ def _reserve(client_budget: Budget | None, budgets: tuple[Budget, ...], worst: D
     groups: dict[int, tuple[Ledger, list[ScopeClaim]]] = {}
     for budget in budgets:
         ledger = budget.ledger
-        groups.setdefault(id(ledger), (ledger, []))[1].append(budget.claim(now))
+        key = id(ledger)
+        if key in groups:
+            groups[key][1].append(budget.claim(now))
+        else:  # the first (often only) budget of its ledger: a list made with its claim
+            groups[key] = (ledger, [budget.claim(now)])
     if not groups:
         ledger = open_ledger()
         groups[id(ledger)] = (ledger, [])

@@ -48,7 +48,7 @@ def billable_tier(tier: object) -> str | None:
     the price modifier of that name, which the model's entry must have (or pricing says how to
     add it).
     """
-    if not isinstance(tier, str):
+    if tier.__class__ is not str and not isinstance(tier, str):
         return None if tier is None else str(tier)
     return None if tier == "" or tier in STANDARD_TIERS else tier
 
@@ -210,10 +210,8 @@ def _sum(model_price: ModelPrice, tier: LongContextTier | None, names: tuple[str
     total = ZERO
     with localcontext() as context:
         context.prec = 40  # as in cost(): exact for any realistic token count x rate
-        for kind, tokens in buckets:
-            rate = rates.get(kind)
-            if rate is None:
-                rate = _cached_rate(model_price, kind, tier, names)
+        for kind, tokens in buckets:  # membership, not .get: no call per known rate
+            rate = rates[kind] if kind in rates else _cached_rate(model_price, kind, tier, names)
             total += tokens * rate / MILLION
     return total
 
@@ -230,9 +228,8 @@ def _rate_vector(model_price: ModelPrice, tier: LongContextTier | None,
                  names: tuple[str, ...]) -> dict[str, Decimal]:
     """The rates by kind worked out so far for one entry, tier and set of modifiers."""
     key = (id(model_price), id(tier), names)  # the tier belongs to the entry
-    hit = _RATES.get(key)
-    if hit is not None:
-        return hit[1]
+    if key in _RATES:
+        return _RATES[key][1]
     if len(_RATES) >= _MAX_RATES:
         _RATES.clear()
     rates: dict[str, Decimal] = {}
@@ -279,10 +276,11 @@ def _buckets(usage: Usage, model_price: ModelPrice) -> list[tuple[str, int]]:
     buckets = [("input", usage.input_tokens)]
     if usage.cache_read_tokens:
         buckets.append(("cache_read", usage.cache_read_tokens))
-    for ttl, n in usage.cache_write_tokens.items():
-        buckets.append((f"cache_write_{ttl}", n))
+    if usage.cache_write_tokens:  # most replies wrote none: no call for them
+        for ttl, n in usage.cache_write_tokens.items():
+            buckets.append((f"cache_write_{ttl}", n))
     if usage.output_tokens or model_price.output_usd_per_million is not None:
-        buckets.append(("output", usage.output_tokens))
+        buckets += (("output", usage.output_tokens),)  # the usual last bucket, with no call
     return buckets
 
 

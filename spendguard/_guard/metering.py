@@ -215,9 +215,11 @@ class Attempt:
                 model_price = table.get(model, self.estimate.at)
         if model_price is None:
             model_price = self.guard.table.get(self.call.model, self.estimate.at)
-        tier = usage.service_tier or self.call.service_tier
-        return model_price, total_usd(model_price, usage, service_tier=None if tier is None
-                                      else billable_tier(tier))
+        # A tier the usage reports is the one billed (total_usd reads it): the request's
+        # only where it reports none.
+        tier = None if usage.service_tier is not None or self.call.service_tier is None \
+            else billable_tier(self.call.service_tier)
+        return model_price, total_usd(model_price, usage, service_tier=tier)
 
     def settle_worst(self, status: str, note: str | None = None,
                      floor_usd: Decimal | None = None) -> None:
@@ -389,7 +391,9 @@ def response_headers(headers: httpx2.Headers) -> dict[str, str]:
 
 
 def _request_id(found: Mapping[str, str]) -> str | None:
-    return found.get("x-request-id") or found.get("request-id")
+    # Membership and indexing: no call on the path of every response.
+    named = found["x-request-id"] if "x-request-id" in found else None
+    return named or (found["request-id"] if "request-id" in found else None)
 
 
 def _attempt_number(retry_count: str) -> int:
@@ -454,12 +458,14 @@ class Guard:
         then the runaway check on the body as sent), :meth:`_describe` (the call record) and
         reserve (:func:`reserve_call`).
         """
-        table = self.table  # once per call: the default table is looked up under a lock
+        # once per call: the default table is looked up under a lock
+        table = self.options.prices or default_table()
         # Once per call: every policy below and the reservation read the same budgets.
         budgets = collect_budgets(self.budget)
         # A SigV4-signed request (Bedrock with AWS credentials) signs its body: rewriting it
         # would make the provider reject the call, so it is priced as sent.
-        rewritable = not found.get("authorization", "").startswith(_SIGV4)
+        rewritable = "authorization" not in found \
+            or not found["authorization"].startswith(_SIGV4)
         request, body, parsed, route, call = self._parse(request, body, endpoint, rewritable,
                                                          table)
         unguarded = route is not None and route.unguarded
@@ -467,13 +473,14 @@ class Guard:
         request, body, parsed, call, estimate, degraded, bound_tags = self._apply_policies(
             request, body, parsed, call, estimate, route is None and rewritable,
             rewritable and not unguarded, budgets, table)
-        attempt_number = _attempt_number(found.get(RETRY_COUNT_HEADER, "0"))
+        attempt_number = (_attempt_number(found[RETRY_COUNT_HEADER])
+                          if RETRY_COUNT_HEADER in found else 1)
         prompt_hash = hashlib.sha256(body).hexdigest()
         check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
                        worst_usd=estimate.worst_usd, budgets=budgets, at=estimate.at)
         info, tags = self._describe(request, body, parsed, call, estimate, route,
                                     attempt_number, prompt_hash, degraded, bound_tags, table,
-                                    unguarded)
+                                    unguarded, budgets)
         reservation = reserve_call(self.budget, estimate.worst_usd, call=info, extra_tags=tags,
                                    budgets=budgets)
         return request, Attempt(self, call, estimate, reservation, time.perf_counter(),
@@ -540,8 +547,14 @@ class Guard:
     def _describe(self, request: httpx2.Request, body: bytes, parsed: dict[str, Any],
                   call: Call, estimate: Estimate, route: Route | None, attempt_number: int,
                   prompt_hash: str, degraded: Degraded | None, bound_tags: Mapping[str, str],
-                  table: PriceTable, unguarded: bool) -> tuple[CallInfo, dict[str, str]]:
+                  table: PriceTable, unguarded: bool, budgets: tuple[Budget, ...],
+                  ) -> tuple[CallInfo, dict[str, str]]:
         """Phase "describe": the call's record (``CallInfo``) and the tags spendguard adds."""
+        templated = False
+        for budget in budgets:
+            if budget.templates:
+                templated = True
+                break
         # A StrEnum's str() is its value, as .value is; a route may bill another provider
         # (Gemini's OpenAI-compatible endpoint speaks OpenAI and is billed by Google).
         provider = route.provider if route is not None and route.provider else str(call.provider)
@@ -556,8 +569,9 @@ class Guard:
             estimated_input_tokens=int(estimate.input_tokens),
             estimated_output_tokens=estimate.output_tokens_worst,
             input_exact=estimate.exact_input,
-            # for per-user budgets: the body is read by the API it speaks, not who bills it
-            end_user=end_user_of(call.provider, call.body),
+            # for per-user budgets (templates): the body is read by the API it speaks, not
+            # who bills it; no budget with templates reads it, and then it is not looked for
+            end_user=end_user_of(call.provider, call.body) if templated else None,
             facts=(call_facts(provider, self.options.platform, request.url, parsed, call, route)
                    if listening() else None),  # for telemetry, only while someone listens
         )

@@ -108,7 +108,7 @@ def overrun_note(usage: Usage, actual_usd: Decimal, worst_usd: Decimal,
     total = usage.input_tokens + usage.cache_read_tokens + usage.output_tokens
     if usage.cache_write_tokens:
         total += sum(usage.cache_write_tokens.values())
-    if total > (window + most_output) * max(choices, 1):
+    if total > (window + most_output) * (choices if choices > 1 else 1):
         return (f"reported usage of {usage.total_tokens} tokens is above the model's context "
                 f"window {window} plus its maximum output {most_output}")
     return None

@@ -39,6 +39,8 @@ class _Store:
     events: list[tuple[str, str, datetime, Decimal, str | None]] = field(default_factory=list)
     totals_by_key: dict[tuple[str, str], Totals] = field(default_factory=dict)
     crossings: set[tuple[str, str, Decimal]] = field(default_factory=set)
+    # The claims and amount the transaction in progress holds: let go if it fails.
+    held: tuple[Sequence[ScopeClaim], Decimal] | None = None
 
     def totals(self, scope: str, period_key: str) -> Totals:
         return self.totals_by_key.get((scope, period_key), _NOTHING)
@@ -61,7 +63,29 @@ class _Store:
 
     def hold(self, claims: Sequence[ScopeClaim], amount_usd: Decimal,
              now: datetime) -> tuple[list[Totals], bool] | None:
-        return None  # a read and a write cost nothing here: the rules go step by step
+        # In place, as the rules would read and write them one by one; a refusal raised in
+        # the same transaction lets the hold go again (_Locked.__exit__).
+        totals_by_key = self.totals_by_key
+        before: list[Totals] = []
+        for claim in claims:
+            key = (claim.scope, claim.period_key)
+            old = totals_by_key[key] if key in totals_by_key else _NOTHING
+            totals_by_key[key] = Totals(old.spent_usd, old.reserved_usd + amount_usd,
+                                        old.calls + 1)
+            before += (old,)  # no call, where append is one
+        self.held = (claims, amount_usd)
+        for row in self.open_calls.values():
+            if row.expires_at is not None and row.expires_at <= now:
+                return before, True
+        return before, False
+
+    def let_go(self, claims: Sequence[ScopeClaim], amount_usd: Decimal) -> None:
+        """Undo :meth:`hold` (whatever a recovery changed in between stays)."""
+        for claim in claims:
+            key = (claim.scope, claim.period_key)
+            now = self.totals_by_key[key]
+            self.totals_by_key[key] = Totals(now.spent_usd, now.reserved_usd - amount_usd,
+                                             now.calls - 1)
 
     def insert_call(self, row: Call | CallRow) -> None:
         if row.__class__ is not Call and not isinstance(row, Call):
@@ -140,7 +164,12 @@ class _Locked(AbstractContextManager[_Store]):
         self._lock.acquire()
         return self._store
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, error: type[BaseException] | None, *exc_info: object) -> None:
+        store = self._store
+        if store.held is not None:  # a reservation's hold: kept, or let go with its failure
+            if error is not None:
+                store.let_go(*store.held)
+            store.held = None
         self._lock.release()
 
 

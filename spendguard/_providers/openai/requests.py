@@ -19,8 +19,8 @@ __all__ = ["batch_request", "billed_later", "build_call", "cache_ttls", "end_use
 def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
     """The cache TTL a request may write: the one it asks for, else the 30-minute default
     (automatic caching may write it)."""
-    options = body.get("prompt_cache_options")
-    if isinstance(options, dict):
+    options = body["prompt_cache_options"] if "prompt_cache_options" in body else None
+    if options is not None and isinstance(options, dict):
         return (str(options.get("ttl") or "30m"),)
     return ("30m",)
 
@@ -37,17 +37,19 @@ def billed_later(endpoint: Endpoint, body: object) -> str | None:
 def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     """Chat Completions, Responses and Embeddings bodies read into a call."""
     model = body_model(endpoint, body)
-    stream = bool(body.get("stream"))
+    # Membership and indexing rather than .get: every guarded call reads these.
+    stream = "stream" in body and bool(body["stream"])
+    tier = body["service_tier"] if "service_tier" in body else None
     if endpoint is Endpoint.CHAT:
         cap = int_field(body, "max_completion_tokens")
         if cap is None:
             cap = int_field(body, "max_tokens")
         choices = int_field(body, "n") or 1
         return Call(Provider.OPENAI, endpoint, model, body, cap, choices, stream,
-                    service_tier=body.get("service_tier"), cache_ttls=cache_ttls(body))
+                    service_tier=tier, cache_ttls=cache_ttls(body))
     if endpoint is Endpoint.RESPONSES:
         return Call(Provider.OPENAI, endpoint, model, body, int_field(body, "max_output_tokens"), 1,
-                    stream, service_tier=body.get("service_tier"), cache_ttls=cache_ttls(body))
+                    stream, service_tier=tier, cache_ttls=cache_ttls(body))
     return Call(Provider.OPENAI, endpoint, model, body, 0, 1, False)
 
 
