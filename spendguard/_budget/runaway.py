@@ -153,9 +153,8 @@ class Runaways:
         with state.lock:
             if state.blocked_until is not None and now < state.blocked_until:
                 return None, True
-            blocked = state.blocked_shapes.get(shape)
-            if blocked is not None:
-                if now < blocked:
+            if shape in state.blocked_shapes:  # membership: no call for a shape not blocked
+                if now < state.blocked_shapes[shape]:
                     return None, True
                 del state.blocked_shapes[shape]
             hit = (self._attempts(state, rules, attempt, now)
@@ -200,7 +199,9 @@ class Runaways:
                  now: datetime) -> _Hit | None:
         if rules.max_repeats is None or attempt > 1:  # an SDK retry is not a repeat
             return None
-        window = state.shapes.get(shape)
+        window = None
+        if shape in state.shapes:  # membership, then indexing: no call for the look-up
+            window = state.shapes[shape]
         if window is None:
             window = state.shapes[shape] = deque()
             if len(state.shapes) > _MAX_SHAPES_PER_SCOPE:

@@ -111,7 +111,9 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 
 def int_field(body: dict[str, Any], name: str) -> int | None:
     """A body field that must be a whole number >= 0 when given (an output cap, ``n``)."""
-    value = body[name] if name in body else None  # membership: no call for the look-up
+    if name not in body:  # membership, then indexing: no call for the look-up
+        return None
+    value = body[name]
     if value is None or (value.__class__ is int and value >= 0):  # no isinstance calls
         return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -121,8 +123,10 @@ def int_field(body: dict[str, Any], name: str) -> int | None:
 
 def body_model(endpoint: Endpoint, body: dict[str, Any]) -> str:
     """The body's ``model``: every priced body names one once routed."""
-    model = body["model"] if "model" in body else None
-    if model.__class__ is not str and not isinstance(model, str) or not model:
+    model = None
+    if "model" in body:  # membership, then indexing: no call for the look-up
+        model = body["model"]
+    if (model.__class__ is not str and not isinstance(model, str)) or not model:
         raise ConfigError(f"{endpoint.value} request has no 'model'; spendguard cannot price it")
     return model
 

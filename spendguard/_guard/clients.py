@@ -99,7 +99,7 @@ class Guarded:
         install(sdk_http_client(self))
         # The async SDKs' hook is a coroutine function: its coroutine is returned, awaited by
         # the SDK as usual.
-        return cast(Any, super())._prepare_request(request)
+        return super()._prepare_request(request)  # type: ignore[misc]
 
     if not TYPE_CHECKING:
         # Typed per class in the drop-in modules (the SDK's copy() signature plus these

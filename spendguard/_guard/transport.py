@@ -336,11 +336,13 @@ def set_traffic_guard(guard: TrafficGuard | None) -> None:
 
 def _take_charge(request: Any) -> ClientGuard | None:
     """The guard this dispatcher budgets ``request`` by, or None to let it through."""
-    extensions = request.extensions
-    if extensions.get(SEEN_EXTENSION):
+    extensions = request.extensions  # read by membership and class: no call per request
+    if SEEN_EXTENSION in extensions and extensions[SEEN_EXTENSION]:  # noqa: RUF019
         return None
-    tag = extensions.get(GUARD_EXTENSION)
-    if not isinstance(tag, ClientGuard):
+    tag = None
+    if GUARD_EXTENSION in extensions:
+        tag = extensions[GUARD_EXTENSION]
+    if tag.__class__ is not ClientGuard and not isinstance(tag, ClientGuard):
         tag = _traffic_guards[0](request) if _traffic_guards else None
         if tag is None:
             return None
@@ -475,7 +477,12 @@ def install(http_client: Any) -> None:
     LiteLLM still hand those to the SDKs). The dispatcher holds no budget: several SDK
     clients, each with its own, may share it.
     """
-    if isinstance(http_client, httpx2.AsyncClient):
+    # Asked before every request (the client may have been replaced): the usual classes are
+    # told by identity, with no call. An httpx2 Client is never an AsyncClient.
+    kind = http_client.__class__
+    if kind is httpx2.Client:
+        wrap_transports(http_client, GuardTransport)
+    elif kind is httpx2.AsyncClient or isinstance(http_client, httpx2.AsyncClient):
         wrap_transports(http_client, AsyncGuardTransport)
     elif isinstance(http_client, httpx2.Client):
         wrap_transports(http_client, GuardTransport)

@@ -69,7 +69,9 @@ class _Store:
         before: list[Totals] = []
         for claim in claims:
             key = (claim.scope, claim.period_key)
-            old = totals_by_key[key] if key in totals_by_key else _NOTHING
+            old = _NOTHING
+            if key in totals_by_key:  # membership, then indexing: no call for the look-up
+                old = totals_by_key[key]
             totals_by_key[key] = Totals(old.spent_usd, old.reserved_usd + amount_usd,
                                         old.calls + 1)
             before += (old,)  # no call, where append is one

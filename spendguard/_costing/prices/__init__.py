@@ -286,8 +286,11 @@ class PriceTable:
         ``at`` is the call's time (an aware datetime, read as its UTC day, or a date); None is
         now. Raises UnknownModelError.
         """
-        entry = self._entries.get(model)
-        if entry is None and model in self._aliases:
+        # Membership and indexing: every guarded call looks its model up twice.
+        entry = None
+        if model in self._entries:
+            entry = self._entries[model]
+        elif model in self._aliases:
             entry = self._entries[self._aliases[model]]
         day = None
         if entry is None:
@@ -300,10 +303,9 @@ class PriceTable:
                 raise _unknown_model(model, [*self._entries, *self._aliases], self.version,
                                      catalog=self.catalog)
             entry = self._entries[resolved.model]
-        periods = self._periods.get(entry.model)
-        if periods is None:
+        if entry.model not in self._periods:
             return entry
-        starts, prices = periods
+        starts, prices = self._periods[entry.model]
         return prices[bisect.bisect_right(starts, day or _utc_day(at))]
 
     def _catalog_price(self, model: str, day: date) -> ModelPrice | None:
@@ -398,8 +400,10 @@ def _utc_day(at: datetime | date | None) -> date:
     """The UTC day of a call's time (now when None); a naive datetime is read as UTC."""
     if at is None:
         return datetime.now(UTC).date()
-    if isinstance(at, datetime):
-        return (at.astimezone(UTC) if at.tzinfo is not None else at).date()
+    if at.__class__ is datetime or isinstance(at, datetime):
+        # A budget clock's time is in UTC already (read_clock): no conversion to make.
+        return (at.astimezone(UTC) if at.tzinfo is not None and at.tzinfo is not UTC
+                else at).date()
     return at
 
 

@@ -163,7 +163,6 @@ def _plain_chat(profile: Profile, messages: list[Any]) -> int | None:
 
 def count_chat(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
     """``POST /v1/chat/completions``."""
-    # Membership and indexing, not .get: a body's usual keys cost no call to look at.
     if "messages" in body:
         messages = body["messages"]
         plain = (_plain_chat(profile, messages)
@@ -172,10 +171,12 @@ def count_chat(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
             chat_messages(profile, tally, messages)
         else:
             tally.add(plain)
+    if "tools" not in body and "functions" not in body and "response_format" not in body:
+        return  # the usual body: told by membership, with no call
     for key in ("tools", "functions"):
-        if key in body and body[key]:
+        if body.get(key):
             count_tools(profile, tally, body[key])
-    if "response_format" in body and body["response_format"] is not None:
+    if body.get("response_format") is not None:
         _schema(profile, tally, body["response_format"])
 
 

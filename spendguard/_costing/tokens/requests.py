@@ -51,7 +51,7 @@ def count_with(family: Family, walkers: Walkers,
     # A plain dict (the usual body) is told by its class: an ABC check costs more; so are
     # its model (a str) and a priced endpoint (an Endpoint member), by membership and class.
     mapping = body.__class__ is dict or isinstance(body, Mapping)
-    model = body["model"] if mapping and "model" in body else None
+    model: Any = body["model"] if mapping and "model" in body else None
     named = model.__class__ is str or isinstance(model, str)
     profile = profile_for(model) if named else None
     if profile is None:

@@ -27,9 +27,12 @@ def wrap_transports(http_client: Any, dispatcher: type[Any]) -> None:
     A client keeps them in its private ``_transport`` and ``_mounts`` (a dict of URL pattern to
     transport or None); wrapping them, rather than passing a transport, keeps the client's
     own settings (keep-alive, proxies)."""
-    if not isinstance(http_client._transport, dispatcher):
-        http_client._transport = dispatcher(http_client._transport)
+    transport = http_client._transport
+    if transport.__class__ is not dispatcher and not isinstance(transport, dispatcher):
+        http_client._transport = dispatcher(transport)
     mounts = http_client._mounts
+    if not mounts:  # the usual client (no proxies): nothing more to look at, every request
+        return
     for pattern, transport in list(mounts.items()):
         if transport is not None and not isinstance(transport, dispatcher):
             mounts[pattern] = dispatcher(transport)

@@ -19,8 +19,10 @@ __all__ = ["batch_request", "billed_later", "build_call", "cache_ttls", "end_use
 def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
     """The cache TTL a request may write: the one it asks for, else the 30-minute default
     (automatic caching may write it)."""
-    options = body["prompt_cache_options"] if "prompt_cache_options" in body else None
-    if options is not None and isinstance(options, dict):
+    if "prompt_cache_options" not in body:  # most requests: no call to find that out
+        return ("30m",)
+    options = body["prompt_cache_options"]
+    if isinstance(options, dict):
         return (str(options.get("ttl") or "30m"),)
     return ("30m",)
 
@@ -39,7 +41,9 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     model = body_model(endpoint, body)
     # Membership and indexing rather than .get: every guarded call reads these.
     stream = "stream" in body and bool(body["stream"])
-    tier = body["service_tier"] if "service_tier" in body else None
+    tier = None
+    if "service_tier" in body:
+        tier = body["service_tier"]
     if endpoint is Endpoint.CHAT:
         cap = int_field(body, "max_completion_tokens")
         if cap is None:

@@ -57,8 +57,10 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
     if kind is None:
         kind = (Endpoint.RESPONSES if "input_tokens" in usage
                 else Endpoint.CHAT if "completion_tokens" in usage else Endpoint.EMBEDDINGS)
-    tier = data["service_tier"] if "service_tier" in data else None
-    tier = tier if tier.__class__ is str or isinstance(tier, str) else None
+    tier = None
+    if "service_tier" in data:
+        named = data["service_tier"]
+        tier = named if named.__class__ is str or isinstance(named, str) else None
     if kind is Endpoint.RESPONSES:
         return _responses_usage(usage, data, tier)
     if kind is Endpoint.EMBEDDINGS:
@@ -71,19 +73,20 @@ def _usual_chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage | Non
     """The usual chat reply's usage (whole counts, its two detail tables, no audio, cache
     reads and writes within the prompt) read in place, with no call per field; None for any
     other, which :func:`_chat_usage` reads field by field and says what is wrong with."""
-    details = usage["prompt_tokens_details"] if "prompt_tokens_details" in usage else {}
-    out_details = (usage["completion_tokens_details"] if "completion_tokens_details" in usage
-                   else {})
-    if details.__class__ is not dict or out_details.__class__ is not dict \
+    if "prompt_tokens" not in usage or "completion_tokens" not in usage \
             or "prompt_cache_hit_tokens" in usage:
         return None
-    counts = (usage["prompt_tokens"] if "prompt_tokens" in usage else None,
-              usage["completion_tokens"] if "completion_tokens" in usage else None,
-              details["cached_tokens"] if "cached_tokens" in details else 0,
-              details["cache_write_tokens"] if "cache_write_tokens" in details else 0,
-              details["audio_tokens"] if "audio_tokens" in details else 0,
-              out_details["audio_tokens"] if "audio_tokens" in out_details else 0,
-              out_details["reasoning_tokens"] if "reasoning_tokens" in out_details else 0)
+    # An absent table or count reads as its default from the dicts merged under it.
+    tables = {**_NO_DETAILS, **usage}
+    details, out_details = tables["prompt_tokens_details"], tables["completion_tokens_details"]
+    if details.__class__ is not dict or out_details.__class__ is not dict:
+        return None
+    prompt_side = {**_PROMPT_ZEROS, **details}
+    output_side = {**_OUTPUT_ZEROS, **out_details}
+    counts = (usage["prompt_tokens"], usage["completion_tokens"],
+              prompt_side["cached_tokens"], prompt_side["cache_write_tokens"],
+              prompt_side["audio_tokens"], output_side["audio_tokens"],
+              output_side["reasoning_tokens"])
     for count in counts:
         if count.__class__ is not int or count < 0:  # None, a bool, a float, a negative
             return None
@@ -93,6 +96,11 @@ def _usual_chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage | Non
     # As split_inclusive_input reads them: reads and writes are part of the prompt's total.
     return reply_usage(prompt - cached - written, cached, {"30m": written} if written else {},
                        completion, reasoning, tier)
+
+
+_NO_DETAILS: dict[str, Any] = {"prompt_tokens_details": {}, "completion_tokens_details": {}}
+_PROMPT_ZEROS = {"cached_tokens": 0, "cache_write_tokens": 0, "audio_tokens": 0}
+_OUTPUT_ZEROS = {"audio_tokens": 0, "reasoning_tokens": 0}
 
 
 def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
