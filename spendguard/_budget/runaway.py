@@ -159,7 +159,8 @@ class Runaways:
                 del state.blocked_shapes[shape]
             hit = (self._attempts(state, rules, attempt, now)
                    or self._repeats(state, rules, shape, attempt, now)
-                   or self._velocity(state, rules, now, spend_since, scope))
+                   or (None if spend_since is None  # no velocity rule: nothing to read
+                       else self._velocity(state, rules, now, spend_since, scope)))
             if hit is None:
                 return None, False
             trip = RunawayTrip(scope, hit[0], rules.action, hit[1],

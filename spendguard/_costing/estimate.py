@@ -64,9 +64,13 @@ def max_output_tokens(call: Call, model_price: ModelPrice, input_tokens: int) ->
             "request sets no output cap; set max_tokens (or max_completion_tokens / "
             "max_output_tokens), or add max_output_tokens to the model's price entry"
         )
+    # Comparisons rather than min() and max(): every guarded call comes here.
     if model_price.context_window:
-        ceiling = min(ceiling, max(model_price.context_window - input_tokens, 0))
-    per_choice = ceiling if call.output_cap is None else min(call.output_cap, ceiling)
+        room = model_price.context_window - input_tokens  # what the input leaves of it
+        if room < ceiling:
+            ceiling = room if room > 0 else 0
+    cap = call.output_cap
+    per_choice = ceiling if cap is None or cap > ceiling else cap
     return per_choice * call.choices
 
 

@@ -32,6 +32,7 @@ from spendguard._budget.scopes import collect_budgets
 from spendguard._budget.templates import end_user_of
 from spendguard._core.errors import UnknownModelError
 from spendguard._core.jsontext import loads
+from spendguard._core.periods import read_clock
 from spendguard._costing.calls import (
     Call,
     Endpoint,
@@ -185,8 +186,9 @@ class Attempt:
             note = overrun if note is None else f"{note}; {overrun}"
         if self._finish_once():
             # The model the provider answered with, for call events (telemetry).
-            self.reservation.response_model = (model if isinstance(model, str) and model
-                                               else self.call.model)
+            self.reservation.response_model = (
+                model if model and (model.__class__ is str or isinstance(model, str))
+                else self.call.model)
             # Priced here, counted by a Usage, a status word of the guard's own: settled
             # without checking them again.
             self._record(self.reservation.settle_checked, actual_usd=actual_usd,
@@ -207,7 +209,7 @@ class Attempt:
     def _price(self, usage: Usage, model: str | None) -> tuple[ModelPrice, Decimal]:
         """The entry that prices the bill, and the bill in USD (``cost(...).total``)."""
         model_price = self.estimate.price  # the entry that priced the reservation
-        if isinstance(model, str) and model and model != self.call.model and not self.routed:
+        if model and model != self.call.model and not self.routed and isinstance(model, str):
             # The snapshot that answered, when the table knows it (a membership test: a miss
             # would build an error with close-match suggestions on every call).
             table = self.guard.table
@@ -321,7 +323,7 @@ class Attempt:
             # call: count the worst case and say so, but let the caller have their response.
             self.settle_unreadable(exc)
             return body
-        if isinstance(body, dict) and listening():  # for telemetry: the response's id
+        if listening() and isinstance(body, dict):  # for telemetry: the response's id
             self._note_response(body)
         # The adapter's bookkeeping (an explicit cache's reply noted), and the call's note.
         note = adapter.settled_reply(self.call.endpoint, body, usage)
@@ -478,8 +480,9 @@ class Guard:
         request, body, parsed, call, estimate, degraded, bound_tags = self._apply_policies(
             request, body, parsed, call, estimate, route is None and rewritable,
             rewritable and not unguarded, budgets, table)
-        attempt_number = (_attempt_number(found[RETRY_COUNT_HEADER])
-                          if RETRY_COUNT_HEADER in found else 1)
+        attempt_number = 1  # the SDKs number a first attempt "0": no call to read that
+        if RETRY_COUNT_HEADER in found and found[RETRY_COUNT_HEADER] != "0":
+            attempt_number = _attempt_number(found[RETRY_COUNT_HEADER])
         prompt_hash = hashlib.sha256(body).hexdigest()
         check_runaways(self.budget, call, attempt=attempt_number, body_hash=prompt_hash,
                        worst_usd=estimate.worst_usd, budgets=budgets, at=estimate.at)
@@ -521,8 +524,8 @@ class Guard:
                             Decimal(0), table.version)
         # The rates in force at the call's time, on the budget's clock when it has one.
         try:
-            return estimate_call(call, table, raw=raw,
-                                 at=self.budget.now() if self.budget is not None else None)
+            return estimate_call(call, table, raw=raw, at=None if self.budget is None
+                                 else read_clock(self.budget.clock))  # Budget.now()'s read
         except UnknownModelError as exc:
             self._record_refused(call.model, call.endpoint, exc)
             raise
@@ -573,7 +576,7 @@ class Guard:
             prompt_text=body.decode("utf-8", "replace") if self.options.store_prompts else None,
             estimated_input_tokens=int(estimate.input_tokens),
             estimated_output_tokens=estimate.output_tokens_worst,
-            input_exact=estimate.exact_input,
+            input_exact=estimate.input_tokens.exact,
             # for per-user budgets (templates): the body is read by the API it speaks, not
             # who bills it; no budget with templates reads it, and then it is not looked for
             end_user=end_user_of(call.provider, call.body) if templated else None,

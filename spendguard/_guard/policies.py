@@ -192,7 +192,7 @@ def _any_volatile(body: Any) -> bool:
     for value in queue:
         kind = value.__class__
         if kind is dict:
-            children: Any = value.values()
+            children: Any = value
         elif kind is list or kind is tuple:
             children = value
         elif isinstance(value, str):
@@ -205,7 +205,8 @@ def _any_volatile(body: Any) -> bool:
             children = value
         else:
             continue  # numbers, flags, nulls and other objects hold nothing volatile
-        for child in children:
+        for item in children:
+            child = value[item] if kind is dict else item  # a dict by key: no .values() call
             child_kind = child.__class__
             if child_kind is str:
                 if has_volatile(child):
@@ -247,8 +248,8 @@ class AttemptLinks:
 
     def call_id(self, prompt_hash: str, attempt: int) -> str:
         with self._lock:
-            known = self._ids.get(prompt_hash)
-            if attempt > 1 and known is not None:
+            known = self._ids.get(prompt_hash) if attempt > 1 else None  # a retry's only
+            if known is not None:
                 self._ids.move_to_end(prompt_hash)
                 return known
             # 16 hex digits from the OS's CSPRNG: what secrets.token_hex(8) reads, in one call.

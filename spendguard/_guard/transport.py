@@ -83,7 +83,8 @@ _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout,
 
 def _is_event_stream(found: Mapping[str, str]) -> bool:
     # Bedrock streams AWS event-stream frames; everything else streams SSE.
-    return found.get("content-type", "").startswith(("text/event-stream", EVENT_STREAM_TYPE))
+    return "content-type" in found and found["content-type"].startswith(
+        ("text/event-stream", EVENT_STREAM_TYPE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +125,8 @@ def _hand_on(response: httpx2.Response, body: Any) -> httpx2.Response:
     subclass keeps its own ``json``."""
     if body is not None and response.__class__ is httpx2.Response:
         response.__class__ = _DecodedResponse
-        assert isinstance(response, _DecodedResponse)
-        response._spendguard_body = body
+        decoded: Any = response  # a _DecodedResponse now (its class was set above)
+        decoded._spendguard_body = body
     return response
 
 

@@ -311,7 +311,9 @@ class TransactionalLedger(ABC):
 
     def settle(self, reservation_id: str, settlement: Settlement) -> list[Crossing]:
         with self._transaction() as tx:
-            row = self._get(tx, reservation_id)
+            row = tx.get_call(reservation_id)  # as _get reads it, in one call fewer
+            if row is None:
+                raise LedgerError(f"no reservation {reservation_id} in ledger {self.url}")
             if row.state == "recovered":
                 # The owner outlived the expiry: keep the recovered charge, correct it to the truth.
                 self._correct(tx, row, settlement.actual_usd - row.record.estimated_usd,
@@ -439,7 +441,9 @@ class TransactionalLedger(ABC):
         for claim in claims:
             if claim.warn_usd is None or claim.limit_usd is None:
                 continue
-            spent = window_totals(tx, claim).spent_usd
+            # A calendar period's own totals (every settle of one comes here), or the window's.
+            spent = (tx.totals(claim.scope, claim.period_key) if _calendar(claim.period_key)
+                     else window_totals(tx, claim)).spent_usd
             # A rolling window warns at most once per window length, not once per step.
             key = _warning_key(claim.period_key)
             if spent >= claim.warn_usd and tx.claim_crossing(claim.scope, key, claim.warn_usd,

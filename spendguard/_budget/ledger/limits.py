@@ -26,10 +26,10 @@ def merge_claims(claims: Iterable[ScopeClaim]) -> tuple[ScopeClaim, ...]:
     merged: dict[tuple[str, str], ScopeClaim] = {}
     for claim in claims:
         key = (claim.scope, claim.period_key)
-        old = merged.get(key)
-        if old is None:
+        if key not in merged:  # the usual claim, one per scope: no call for the look-up
             merged[key] = claim
             continue
+        old = merged[key]
         merged[key] = ScopeClaim(claim.scope, claim.period_key,
                                  _least(old.limit_usd, claim.limit_usd),
                                  _least(old.warn_usd, claim.warn_usd),

@@ -76,6 +76,8 @@ class _Store:
                                         old.calls + 1)
             before += (old,)  # no call, where append is one
         self.held = (claims, amount_usd)
+        if not self.open_calls:  # none in flight (the usual sequential call): none expired
+            return before, False
         for row in self.open_calls.values():
             if row.expires_at is not None and row.expires_at <= now:
                 return before, True

@@ -25,7 +25,8 @@ from spendguard._costing.tokens.count import Tally
 from spendguard._costing.tokens.models import Profile
 from spendguard._costing.tokens.tools import count_tools
 
-__all__ = ["chat_messages", "count_chat", "count_embeddings", "count_responses"]
+__all__ = ["chat_messages", "count_chat", "count_embeddings", "count_responses",
+           "plain_chat_tokens"]
 
 REPLY_PRIMING = 3
 TOOL_CALL_FRAMING = 8  # an assumption: name, arguments and call id markers
@@ -142,11 +143,18 @@ def _schema(profile: Profile, tally: Tally, response_format: Any) -> None:
     unknown(profile, tally, response_format, note="response schema")
 
 
-def _plain_chat(profile: Profile, messages: list[Any]) -> int | None:
-    """The tokens of a list of plain ``{"role": str, "content": str}`` messages and the reply
-    priming, by the Cookbook rule with the model's own tokenizer (the sum the walk makes);
-    None when a message is anything else. Every guarded chat call comes here first, so it
-    makes one call per message (a repeated text is a cache hit, which costs none)."""
+def plain_chat_tokens(profile: Profile, body: Mapping[str, Any]) -> int | None:
+    """The input tokens of the usual chat body — a list of plain ``{"role": str, "content":
+    str}`` messages, no tools, functions or response format — by the Cookbook rule with the
+    model's own tokenizer (the sum :func:`count_chat` makes); None for any other body, or a
+    model counted by proxy. Every guarded chat call comes here first: it makes one call per
+    message (a repeated text is a cache hit, which costs none)."""
+    if not profile.exact or "messages" not in body or "tools" in body \
+            or "functions" in body or "response_format" in body:
+        return None
+    messages = body["messages"]
+    if messages.__class__ is not list:
+        return None
     per_message = profile.tokens_per_message
     encoding = profile.encoding
     total = REPLY_PRIMING
@@ -164,15 +172,7 @@ def _plain_chat(profile: Profile, messages: list[Any]) -> int | None:
 def count_chat(profile: Profile, body: Mapping[str, Any], tally: Tally) -> None:
     """``POST /v1/chat/completions``."""
     if "messages" in body:
-        messages = body["messages"]
-        plain = (_plain_chat(profile, messages)
-                 if profile.exact and messages.__class__ is list else None)
-        if plain is None:
-            chat_messages(profile, tally, messages)
-        else:
-            tally.add(plain)
-    if "tools" not in body and "functions" not in body and "response_format" not in body:
-        return  # the usual body: told by membership, with no call
+        chat_messages(profile, tally, body["messages"])
     for key in ("tools", "functions"):
         if body.get(key):
             count_tools(profile, tally, body[key])

@@ -9,7 +9,7 @@ Repeated strings (a shared system prompt or document) are encoded once (``bpe.co
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from spendguard._core.errors import ConfigError
@@ -22,6 +22,7 @@ from spendguard._providers.adapter import PROVIDERS, adapter_for
 __all__ = ["Walkers", "count_request_tokens", "count_with"]
 
 Handler = Callable[[Profile, Mapping[str, Any], Tally], None]
+Sum = Callable[[Profile, Mapping[str, Any]], int | None]
 
 
 # What a walker can raise on a body of an unexpected shape; TokenizerError (corrupt data)
@@ -56,8 +57,12 @@ def count_with(family: Family, walkers: Walkers,
     profile = profile_for(model) if named else None
     if profile is None:
         profile = foreign_profile(model if named else "", family)
-    if endpoint.__class__ is Endpoint and endpoint in _BY_ENDPOINT:
-        handler: Handler | None = _BY_ENDPOINT[endpoint]
+    if endpoint.__class__ is Endpoint and endpoint in walkers.by_endpoint:
+        handler: Handler | None = walkers.by_endpoint[endpoint]
+        if mapping and endpoint in walkers.sums:  # the usual body in one pass, no tally
+            total = walkers.sums[endpoint](profile, body)
+            if total is not None:
+                return TokenCount._made(total, exact=True, method=profile.label)
     else:
         handler = walkers.handler(endpoint) if isinstance(endpoint, str) else None
     tally = profile.tally()
@@ -79,6 +84,9 @@ class Walkers:
     by_endpoint: Mapping[Endpoint, Handler]
     by_path: tuple[tuple[str, Handler], ...]
     endpoint_of: Callable[[str], Endpoint | None]
+    sums: Mapping[Endpoint, Sum] = field(default_factory=dict)
+    """Per priced endpoint, the exact count of its usual body in one pass, tried before the
+    walker (every guarded call comes here); None from it for any other body, then walked."""
 
     def handler(self, endpoint: Endpoint | str) -> Handler | None:
         if not isinstance(endpoint, Endpoint):

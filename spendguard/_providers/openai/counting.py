@@ -8,7 +8,12 @@ from typing import Any
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Profile
-from spendguard._costing.tokens.openai import count_chat, count_embeddings, count_responses
+from spendguard._costing.tokens.openai import (
+    count_chat,
+    count_embeddings,
+    count_responses,
+    plain_chat_tokens,
+)
 from spendguard._costing.tokens.requests import Walkers, count_with
 from spendguard._providers.openai import paths
 
@@ -23,7 +28,8 @@ def _completions(profile: Profile, body: Mapping[str, Any], tally: Tally) -> Non
 _WALKERS = Walkers({Endpoint.CHAT: count_chat, Endpoint.RESPONSES: count_responses,
                     Endpoint.EMBEDDINGS: count_embeddings},
                    (("/responses/input_tokens", count_responses),
-                    ("/completions", _completions)), paths.endpoint_of)
+                    ("/completions", _completions)), paths.endpoint_of,
+                   {Endpoint.CHAT: plain_chat_tokens})
 
 
 def count_input(endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
