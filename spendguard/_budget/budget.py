@@ -38,6 +38,7 @@ from spendguard._budget.webhooks import Webhook, check_webhooks, watch
 from spendguard._core.errors import BudgetConfigError, ConfigError
 from spendguard._core.money import MAX_LIMIT_USD, ZERO, normalised, parse_usd
 from spendguard._core.periods import (
+    ALL_TIME,
     Clock,
     Period,
     check_period,
@@ -175,8 +176,9 @@ class Budget:
 
     def claim(self, now: datetime) -> ScopeClaim:
         """This budget as the ledger checks it, for a call made at ``now``."""
-        return ScopeClaim(self.scope, period_key(self.period, now), self.limit_usd,
-                          self._warn_usd, self.max_calls)
+        # A budget for all time (the usual one) has one key: no call to work it out.
+        key = ALL_TIME if self.period is None else period_key(self.period, now)
+        return ScopeClaim(self.scope, key, self.limit_usd, self._warn_usd, self.max_calls)
 
     def lineage(self) -> list[Budget]:
         """This budget and its parents, outermost first."""
