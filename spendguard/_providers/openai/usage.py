@@ -33,7 +33,8 @@ RESPONSE_TERMINAL_EVENTS = ("response.completed", "response.incomplete", "respon
 def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
     """Usage from a response, a stream chunk / terminal event, a batch output line, or a bare
     usage object (``endpoint`` then says which shape; otherwise it is read from the fields)."""
-    data = to_plain(payload, provider=PROVIDER)
+    # A decoded reply (the guard's) is a plain dict already: taken as it is, with no call.
+    data = payload if type(payload) is dict else to_plain(payload, provider=PROVIDER)
     if "custom_id" in data:
         return _batch_line(data, endpoint)
     # Membership and indexing rather than .get: a reply's fields cost no call to look at.
@@ -66,7 +67,7 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
     if kind is Endpoint.EMBEDDINGS:
         prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
         return Usage(input_tokens=prompt, service_tier=tier)
-    return _chat_usage(usage, tier)
+    return _usual_chat_usage(usage, tier) or _chat_usage(usage, tier)
 
 
 def _usual_chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage | None:
@@ -104,9 +105,6 @@ _OUTPUT_ZEROS = {"audio_tokens": 0, "reasoning_tokens": 0}
 
 
 def _chat_usage(usage: Mapping[str, Any], tier: str | None) -> Usage:
-    usual = _usual_chat_usage(usage, tier)
-    if usual is not None:
-        return usual
     prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
     completion = read_count(usage, "completion_tokens", provider=PROVIDER, path="usage",
                             required=True)
