@@ -185,8 +185,11 @@ def worst_case_usd(model_price: ModelPrice, input_tokens: int, output_tokens: in
     call's worst case before sending it.
     """
     # _modifier_names applies billable_tier itself (the same answer for an answer of it).
-    names = _modifier_names(_NO_USAGE, batch=batch, service_tier=service_tier,
-                            speed=speed, inference_geo=inference_geo)
+    # No label at all (the usual request): no modifier, with no call to find that out.
+    names = () if not batch and service_tier is None and speed is None \
+        and inference_geo is None else _modifier_names(
+            _NO_USAGE, batch=batch, service_tier=service_tier, speed=speed,
+            inference_geo=inference_geo)
     tier = model_price.tier_for(input_tokens) if model_price.tiers else None
     output = ([("output", output_tokens)]
               if output_tokens or model_price.output_usd_per_million is not None else [])

@@ -327,8 +327,9 @@ class Attempt:
             self._note_response(body)
         # The adapter's bookkeeping (an explicit cache's reply noted), and the call's note.
         note = adapter.settled_reply(self.call.endpoint, body, usage)
-        self.settle(usage, model=body.get("model") if isinstance(body, dict) else None,
-                    note=note)
+        # The model that answered, told by class and membership (no call, every reply).
+        self.settle(usage, model=body["model"] if type(body) is dict and "model" in body
+                    else None, note=note)
         if note is not None:
             from spendguard._guard.cache_credit import credit_after_update  # noqa: PLC0415
 
@@ -448,11 +449,12 @@ class Guard:
         if PRERESERVED_HEADER in found \
                 and request.headers.pop(PRERESERVED_HEADER) in _prereserved_tokens:
             return None
-        endpoint = classify(self.provider, request.method, request.url.path,
+        path = request.url.path  # a property that decodes the path: read once
+        endpoint = classify(self.provider, request.method, path,
                             allow_unpriced=self.options.allow_unpriced)
         if endpoint is not None and endpoint is not Endpoint.FREE:  # what this process saw
             endpoint = adapter_for(self.provider).priced_endpoint(
-                endpoint, request.url.path, allow_unpriced=self.options.allow_unpriced)
+                endpoint, path, allow_unpriced=self.options.allow_unpriced)
         return None if endpoint is None or endpoint is Endpoint.FREE else (endpoint, found)
 
     def begin(self, request: httpx2.Request, body: bytes, endpoint: Endpoint,
@@ -545,8 +547,10 @@ class Guard:
             call, estimate = degraded.call, degraded.estimate
             parsed = call.body
             request, body = _with_body(request, call.body)
-        estimate, bound_tags = learned_input_bound(self.budget, call, estimate, table,
-                                                   budgets=budgets)
+        # An exact count has no bound to tighten (every OpenAI call): nothing to ask.
+        estimate, bound_tags = (learned_input_bound(self.budget, call, estimate, table,
+                                                    budgets=budgets)
+                                if not estimate.input_tokens.exact else (estimate, {}))
         if self.options.cap_output and may_cap and estimate.output_tokens_worst > 0:
             request, call, estimate = self._fit_output(request, call, estimate, parsed,
                                                        budgets)

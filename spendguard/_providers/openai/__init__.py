@@ -181,7 +181,8 @@ class OpenAIAdapter:
         return endpoint
 
     def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
-        return requests.billed_later(endpoint, body)
+        # Only a Responses reply can be: no further call for the others (every chat reply).
+        return requests.billed_later(endpoint, body) if endpoint is Endpoint.RESPONSES else None
 
     def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
         return False

@@ -45,10 +45,12 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     if "service_tier" in body:
         tier = body["service_tier"]
     if endpoint is Endpoint.CHAT:
-        cap = int_field(body, "max_completion_tokens")
-        if cap is None:
+        # The fields a request leaves out (most leave out two of these) cost no call.
+        cap = int_field(body, "max_completion_tokens") if "max_completion_tokens" in body \
+            else None
+        if cap is None and "max_tokens" in body:
             cap = int_field(body, "max_tokens")
-        choices = int_field(body, "n") or 1
+        choices = (int_field(body, "n") if "n" in body else None) or 1
         return Call(Provider.OPENAI, endpoint, model, body, cap, choices, stream,
                     service_tier=tier, cache_ttls=cache_ttls(body))
     if endpoint is Endpoint.RESPONSES:
