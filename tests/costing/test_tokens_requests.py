@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from spendguard import ConfigError, Endpoint, count_request_tokens, count_tokens
 from spendguard._costing.tokens import bpe
+from spendguard._costing.tokens.models import profile_for
+from spendguard._costing.tokens.openai import count_chat, plain_chat_tokens
 from tests.tokens_helpers import (
     COOKBOOK_MESSAGES,
     COOKBOOK_TOOL_MESSAGES,
@@ -27,6 +29,38 @@ def test_chat_body_matches_count_tokens() -> None:
     count = count_request_tokens("openai", "/v1/chat/completions", body)
     assert count == 124
     assert count.exact
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4", "gpt-3.5-turbo-0301"])
+def test_a_plain_chat_body_counts_in_one_pass_as_the_message_walk_counts_it(model: str) -> None:
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Héllo <|endoftext|> wörld 12345"},
+                {"role": "assistant", "content": ""}]
+    body = {"model": model, "messages": messages, "max_tokens": 5}
+    profile = profile_for(model)
+    assert profile is not None
+    # The same messages with a key the one pass does not take: walked key by key instead.
+    walked = profile.tally()
+    count_chat(profile, {**body, "messages": [{**m, "name": None} for m in messages]}, walked)
+    count = count_request_tokens("openai", Endpoint.CHAT, body)
+    assert plain_chat_tokens(profile, body) == int(walked.result()) == count
+    assert count.exact
+
+
+def test_a_chat_body_of_another_shape_is_walked_not_summed() -> None:
+    profile = profile_for("gpt-4o")
+    assert profile is not None
+    plain = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    assert plain_chat_tokens(profile, plain) is not None
+    for other in ({**plain, "tools": COOKBOOK_TOOLS},
+                  {**plain, "response_format": {"type": "json_object"}},
+                  {**plain, "messages": [{"role": "user", "content": [{"type": "text",
+                                                                         "text": "hi"}]}]},
+                  {**plain, "messages": [{"role": "user", "content": "hi", "name": "ann"}]},
+                  {**plain, "messages": ({"role": "user", "content": "hi"},)}):
+        assert plain_chat_tokens(profile, other) is None
+    claude = profile_for("claude-sonnet-4-5")
+    assert claude is not None and plain_chat_tokens(claude, plain) is None  # a proxy count
 
 
 def test_chat_body_with_tools_matches_the_cookbook() -> None:

@@ -12,7 +12,8 @@ from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
 
-from spendguard import ProviderResponseError, Usage, stream_reader, usage_from
+from spendguard import ProviderResponseError, UnknownModelError, Usage, stream_reader, usage_from
+from spendguard._providers.openai.usage import _chat_usage, _usual_chat_usage
 
 CHAT: dict[str, Any] = {
     "id": "chatcmpl-1", "object": "chat.completion", "created": 1800000000, "model": "gpt-5.5",
@@ -61,6 +62,33 @@ RESPONSE_USAGE = Usage(input_tokens=3000, cache_read_tokens=4000,
 
 def test_chat_completion_prompt_tokens_include_cached_tokens() -> None:
     assert usage_from("openai", CHAT) == CHAT_USAGE
+
+
+@pytest.mark.parametrize(("usage", "usual"), [
+    (CHAT["usage"], True),
+    ({"prompt_tokens": 10, "completion_tokens": 2}, True),
+    ({"prompt_tokens": 100, "completion_tokens": 5,
+      "prompt_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 20}}, True),
+    ({"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": None}, False),
+    ({"prompt_tokens": 10, "completion_tokens": 2,
+      "prompt_tokens_details": {"cached_tokens": 8, "cache_write_tokens": 8}}, False),
+    ({"prompt_tokens": 10, "completion_tokens": 2,
+      "completion_tokens_details": {"audio_tokens": 3}}, False),
+    ({"prompt_tokens": 10, "completion_tokens": 2, "prompt_cache_hit_tokens": 4}, False),
+    ({"prompt_tokens": -1, "completion_tokens": 2}, False),
+    ({"prompt_tokens": True, "completion_tokens": 2}, False),
+    ({"prompt_tokens": 10.0, "completion_tokens": 2}, False),
+    ({"completion_tokens": 2}, False),
+])
+def test_the_usual_chat_usage_read_in_place_is_what_the_careful_reader_reads(
+        usage: dict[str, Any], usual: bool) -> None:
+    quick = _usual_chat_usage(usage, "default")
+    try:
+        careful: Usage | None = _chat_usage(usage, "default")
+    except (ProviderResponseError, UnknownModelError):
+        careful = None  # the careful reader says what is wrong; the quick one leaves it to it
+    assert (quick is not None) == usual
+    assert quick is None or quick == careful
 
 
 def test_chat_completion_sdk_object_reads_like_the_dict() -> None:
