@@ -394,14 +394,13 @@ def response_headers(headers: httpx2.Headers) -> dict[str, str]:
 
 
 def _request_id(found: Mapping[str, str]) -> str | None:
-    # Membership and indexing: no call on the path of every response.
-    for name in _REQUEST_ID_HEADERS:
-        if name in found and found[name]:  # noqa: RUF019 - .get would be a call
-            return found[name]
+    # ``found.get("x-request-id") or found.get("request-id")``, by membership and indexing:
+    # no call on the path of every response.
+    if "x-request-id" in found and found["x-request-id"]:  # noqa: RUF019 - .get is a call
+        return found["x-request-id"]
+    if "request-id" in found:
+        return found["request-id"]
     return None
-
-
-_REQUEST_ID_HEADERS = ("x-request-id", "request-id")  # the first one with a value is the id
 
 
 def _attempt_number(retry_count: str) -> int:
