@@ -30,8 +30,8 @@ import httpx2
 from google.genai import errors
 
 from spendguard._core.errors import ConfigError, SpendguardError
-from spendguard._costing.endpoints import Provider
 from spendguard._costing.usage import Usage, usage_from
+from spendguard._providers.gemini import endpoints
 from spendguard._providers.gemini.guard_rest import (
     arest_request,
     generate_request,
@@ -140,7 +140,7 @@ def _generate(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 class GeminiBatches:
     """Gemini Batch Mode (Developer API), sync and async."""
 
-    provider = Provider.GEMINI
+    provider = endpoints.PROVIDER
     per_model = True
     window_s = 48 * 3600.0
 

@@ -10,7 +10,7 @@ from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Profile
 from spendguard._costing.tokens.openai import count_chat, count_embeddings, count_responses
 from spendguard._costing.tokens.requests import Walkers, count_with
-from spendguard._providers.openai import paths
+from spendguard._providers.openai import endpoints, paths
 
 __all__ = ["count_input"]
 
@@ -20,8 +20,8 @@ def _completions(profile: Profile, body: Mapping[str, Any], tally: Tally) -> Non
 
 
 # Its endpoints' walkers; paths that are no priced endpoint but whose input is counted too.
-_WALKERS = Walkers({Endpoint.CHAT: count_chat, Endpoint.RESPONSES: count_responses,
-                    Endpoint.EMBEDDINGS: count_embeddings},
+_WALKERS = Walkers({endpoints.CHAT: count_chat, endpoints.RESPONSES: count_responses,
+                    endpoints.EMBEDDINGS: count_embeddings},
                    (("/responses/input_tokens", count_responses),
                     ("/completions", _completions)), paths.endpoint_of)
 

@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 from spendguard._core.errors import ProviderResponseError, UnknownModelError
-from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.usage import Usage, reply_usage
 from spendguard._providers import (
     endpoint_kind,
@@ -21,6 +20,7 @@ from spendguard._providers import (
     split_inclusive_input,
     to_plain,
 )
+from spendguard._providers.openai import endpoints
 
 __all__ = ["ChatStreamReader", "ResponsesStreamReader", "stream_reader", "usage_from_openai"]
 
@@ -52,13 +52,13 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
                                     provider=PROVIDER, field="usage")
     kind = endpoint_kind(endpoint)
     if kind is None:
-        kind = (Endpoint.RESPONSES if "input_tokens" in usage
-                else Endpoint.CHAT if "completion_tokens" in usage else Endpoint.EMBEDDINGS)
+        kind = (endpoints.RESPONSES if "input_tokens" in usage
+                else endpoints.CHAT if "completion_tokens" in usage else endpoints.EMBEDDINGS)
     tier = data.get("service_tier")
     tier = tier if isinstance(tier, str) else None
-    if kind is Endpoint.RESPONSES:
+    if kind is endpoints.RESPONSES:
         return _responses_usage(usage, data, tier)
-    if kind is Endpoint.EMBEDDINGS:
+    if kind is endpoints.EMBEDDINGS:
         prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
         return Usage(input_tokens=prompt, service_tier=tier)
     return _chat_usage(usage, tier)
@@ -203,7 +203,7 @@ class ChatStreamReader(_TextCounter):
                 self._open_choices.discard(index)
                 self.complete = not self._open_choices
         if isinstance(data.get("usage"), Mapping):
-            self._usage = usage_from_openai(data, endpoint=Endpoint.CHAT)
+            self._usage = usage_from_openai(data, endpoint=endpoints.CHAT)
             self.complete = True
 
 
@@ -221,15 +221,15 @@ class ResponsesStreamReader(_TextCounter):
         if kind in RESPONSE_TERMINAL_EVENTS and isinstance(response, Mapping):
             self.complete = True
             if isinstance(response.get("usage"), Mapping):
-                self._usage = usage_from_openai(response, endpoint=Endpoint.RESPONSES)
+                self._usage = usage_from_openai(response, endpoint=endpoints.RESPONSES)
 
 
 def stream_reader(endpoint: str) -> ChatStreamReader | ResponsesStreamReader:
     """A reader for one OpenAI stream (``chat`` or ``responses``)."""
     kind = endpoint_kind(endpoint)
-    if kind is Endpoint.CHAT:
+    if kind is endpoints.CHAT:
         return ChatStreamReader()
-    if kind is Endpoint.RESPONSES:
+    if kind is endpoints.RESPONSES:
         return ResponsesStreamReader()
     raise ProviderResponseError(f"openai: {endpoint!r} does not stream", provider=PROVIDER,
                                 field="endpoint")

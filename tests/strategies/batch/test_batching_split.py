@@ -106,7 +106,7 @@ def test_splitting_keeps_every_request_once_in_order_within_every_limit(
         overhead: int) -> None:
     limits = BatchLimits(openai_max_requests=max_requests, openai_max_file_bytes=max_bytes,
                          openai_max_embedding_inputs=max_inputs)
-    batches = split(items, Provider.OPENAI, limits, overhead_bytes=overhead)
+    batches = split(items, Provider("openai"), limits, overhead_bytes=overhead)
     flat = [item for batch in batches for item in batch]
     assert sorted(map(id, flat)) == sorted(map(id, items))
     for group in {item.group for item in items}:
@@ -119,9 +119,9 @@ def test_splitting_keeps_every_request_once_in_order_within_every_limit(
 
 
 @pytest.mark.parametrize(("provider", "expected"), [
-    (Provider.OPENAI, (50_000, 7, 3)),
-    (Provider.ANTHROPIC, (100_000, 256_000_000, None)),
-    (Provider.GEMINI, (10_000, 20_000_000, None)),
+    (Provider("openai"), (50_000, 7, 3)),
+    (Provider("anthropic"), (100_000, 256_000_000, None)),
+    (Provider("gemini"), (10_000, 20_000_000, None)),
 ])
 def test_each_provider_is_limited_by_the_fields_named_for_it(
         provider: Provider, expected: tuple[int, int, int | None]) -> None:
