@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import anthropic
 import openai
 import pytest
@@ -106,3 +109,17 @@ def test_tokens_are_counted_alike_for_the_member_and_every_path_form_of_it() -> 
     for path in ("/v1/responses", "/v1/responses/compact"):
         assert count_request_tokens("openai", path, BODY) == by_member
         assert count_request_tokens("openai", path, BODY).method == by_member.method
+
+
+def test_an_endpoint_is_its_value_made_once() -> None:
+    assert Endpoint("chat.completions") is CHAT is Endpoint.CHAT
+    assert CHAT == "chat.completions" and hash(CHAT) == hash("chat.completions")
+    assert CHAT.value == "chat.completions" and type(CHAT.value) is str and CHAT.name == "CHAT"
+    assert f"{CHAT}" == "chat.completions" and {"chat.completions": 1}[CHAT] == 1
+    assert pickle.loads(pickle.dumps(CHAT)) is CHAT and copy.deepcopy(GENERATE) is GENERATE
+    with pytest.raises(ValueError, match="not a valid Endpoint"):
+        Endpoint("completions")
+    with pytest.raises(AttributeError, match="COMPLETIONS"):
+        Endpoint.COMPLETIONS  # noqa: B018 - the lookup is what is tested
+    with pytest.raises(AttributeError, match="read-only"):
+        CHAT.generates = False

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from spendguard._adoption.hosts import Destination, ProviderHosts
@@ -100,3 +102,13 @@ def test_install_guards_the_hosts_the_adapters_recognise(
         url: str, destination: Destination | None) -> None:
     host, _, rest = url.removeprefix("https://").partition("/")
     assert ProviderHosts().destination(url, host, "/" + rest, default_table()) == destination
+
+
+def test_a_provider_is_a_package_name_made_once_and_listed_default_wire_first() -> None:
+    assert Provider("openai") is Provider(Provider("openai")) == "openai"
+    assert Provider("openai").value == "openai" and type(Provider("openai").value) is str
+    assert pickle.loads(pickle.dumps(Provider("gemini"))) is Provider("gemini")
+    assert Provider.names() == {"openai", "anthropic", "gemini"}
+    assert [adapter.name for adapter in adapters()] == ["openai", "anthropic", "gemini"]
+    with pytest.raises(ValueError, match="not a valid Provider"):
+        Provider("azure")
