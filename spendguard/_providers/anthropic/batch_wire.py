@@ -52,6 +52,8 @@ class AnthropicBatches:
     provider = endpoints.PROVIDER
     per_model = False
     window_s = 24 * 3600.0
+    # "256 MB" read as decimal megabytes, the smaller reading.
+    published_limits: tuple[int, int, int | None] = (100_000, 256_000_000, None)
 
     def request_body(self, client: Any, params: Mapping[str, Any], where: str
                      ) -> dict[str, Any]:

@@ -143,6 +143,9 @@ class GeminiBatches:
     provider = endpoints.PROVIDER
     per_model = True
     window_s = 48 * 3600.0
+    # Inline requests are "under 20MB" in all; Google caps no count: 10,000 is spendguard's
+    # (a batch's inline results all come back in one batches.get reply).
+    published_limits: tuple[int, int, int | None] = (10_000, 20_000_000, None)
 
     def request_body(self, client: Any, params: Mapping[str, Any], where: str
                      ) -> dict[str, Any]:

@@ -84,6 +84,8 @@ class OpenAIBatches:
     provider = endpoints.PROVIDER
     per_model = True
     window_s = 24 * 3600.0
+    # "200 MB" read as decimal megabytes, the smaller reading.
+    published_limits: tuple[int, int, int | None] = (50_000, 200_000_000, 50_000)
 
     def request_body(self, client: Any, params: Mapping[str, Any], where: str
                      ) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,9 @@ from hypothesis import strategies as st
 import spendguard
 from spendguard import BatchLimits, BatchRequest, ConfigError
 from spendguard._costing.calls import Provider
+from spendguard._strategies.batch import limits as limits_module
 from spendguard._strategies.batch.limits import split
+from spendguard._strategies.batch.wire import api_for
 from spendguard.testing import BatchLimits as EmulatorLimits
 from tests.batching_helpers import World, chat, message
 
@@ -127,3 +130,22 @@ def test_each_provider_is_limited_by_the_fields_named_for_it(
         provider: Provider, expected: tuple[int, int, int | None]) -> None:
     limits = BatchLimits(openai_max_file_bytes=7, openai_max_embedding_inputs=3)
     assert limits.of(provider) == expected
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_the_default_limits_are_what_each_batch_wire_publishes(provider: str) -> None:
+    assert BatchLimits().of(Provider(provider)) == api_for(Provider(provider)).published_limits
+
+
+def test_a_provider_with_no_fields_has_the_limits_its_batch_wire_publishes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    @dataclass(frozen=True)
+    class Wire:
+        published_limits: tuple[int, int, int | None] = (7, 1_000, None)
+
+    @dataclass(frozen=True)
+    class Unlisted:
+        value: str = "newprovider"
+
+    monkeypatch.setattr(limits_module, "api_for", lambda provider: Wire())
+    assert BatchLimits().of(cast("Provider", Unlisted())) == (7, 1_000, None)
