@@ -101,8 +101,6 @@ class Endpoint(str, metaclass=_EndpointType):
 
     value: str
     """The plain value (``"chat.completions"``), as the ledger stores it."""
-    name: str
-    """The name its provider's ``endpoints.py`` gives it (``"CHAT"``)."""
     provider: Provider | None
     """The provider whose API has this endpoint (None for FREE)."""
     path: str | None
@@ -172,7 +170,7 @@ class Endpoint(str, metaclass=_EndpointType):
             raise ValueError(f"endpoint {value!r} is declared twice")
         endpoint = str.__new__(cls, value)
         vars(endpoint).update(
-            value=value, name=value, provider=provider, path=path, sdk_method=sdk_method,
+            value=value, provider=provider, path=path, sdk_method=sdk_method,
             batchable=batchable, batch_url=(batch_path or path) if batchable else None,
             generates=generates, embeds=embeds, bills_tokens=bills_tokens,
             cache_storage=cache_storage, otel_operation=otel_operation or value,
@@ -186,6 +184,11 @@ class Endpoint(str, metaclass=_EndpointType):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return Endpoint, (self.value,)
+
+    @property
+    def name(self) -> str:
+        """The name its provider's ``endpoints.py`` gives it (``"CHAT"``)."""
+        return _registry().names[self.value]
 
     def method_of(self, client: Any) -> Any:
         """The SDK client's bound method that sends this endpoint's requests."""
@@ -239,7 +242,6 @@ _declared: dict[str, Endpoint] = {}
 
 Endpoint.FREE = Endpoint.declare("free", None, None, (), False, generates=False,
                                  bills_tokens=False, otel_operation=None)
-vars(Endpoint.FREE)["name"] = "FREE"
 
 
 class _Registry:
@@ -248,16 +250,17 @@ class _Registry:
     def __init__(self) -> None:
         from spendguard._providers.adapter import providers  # noqa: PLC0415 - its order
 
+        self.names = {Endpoint.FREE.value: "FREE"}
         members: list[Endpoint] = []
         for provider in providers():
             module = importlib.import_module(f"spendguard._providers.{provider}.endpoints")
             for name, member in vars(module).items():
-                if isinstance(member, Endpoint) and member not in members:
-                    vars(member)["name"] = name
+                if isinstance(member, Endpoint) and member.value not in self.names:
+                    self.names[member.value] = name
                     members.append(member)
         self.members = (*members, Endpoint.FREE)
         self.by_value = {member.value: member for member in self.members}
-        self.by_name = {member.name: member for member in self.members}
+        self.by_name = {name: self.by_value[value] for value, name in self.names.items()}
         self.short_names = {short: member for member in members for short in member.short_names}
         # A word of an endpoint whose path names the model (Gemini's) is tried first: a
         # model's name may hold another endpoint's word.
