@@ -157,7 +157,8 @@ class ProviderAdapter(Protocol):
     default_wire: bool
     """Whether its wire is the one spoken where no provider is named (an ``--upstream`` with no
     kind, a price-table host, a gateway ``/v1/...`` request no other adapter claims): OpenAI's,
-    which the compatible hosts copy. Exactly one adapter has it."""
+    which the compatible hosts copy. Exactly one adapter has it, and lists show its provider
+    first (:func:`providers`)."""
     gateway_headers: tuple[str, ...]
     """Request headers (lower case) only its official client sends (``anthropic-version``): a
     request the default wire's :meth:`gateway_path` would take goes to it, its path whole,
