@@ -9,8 +9,9 @@ finds the provider names spelled as string constants (``"openai"``, ``"anthropic
 provider's wire. Any other module is listed below with how many it holds and why: a new one, or
 one more in a listed module, fails here, so a new branch on a provider is a decision someone
 wrote down. Shared code does not import one provider's package either, and does not name one
-priced endpoint (``Endpoint.CHAT``...): it reads the endpoint's facts (declared once in
-``_costing/endpoints.py``) or asks its provider's adapter.
+priced endpoint (``Endpoint.CHAT``, ``Endpoint("chat.completions")``...): it reads the
+endpoint's facts (declared once, in its provider's ``_providers/<name>/endpoints.py``) or asks its
+provider's adapter.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pathlib import Path
 
 from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.prices.sections import SECTION_KEYS
-from spendguard._providers.adapter import adapters
+from spendguard._providers.adapter import adapters, providers
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spendguard"
 NAMES = frozenset({"openai", "anthropic", "gemini", "azure", "bedrock", "vertex"})
-MEMBERS = frozenset({"OPENAI", "ANTHROPIC", "GEMINI"})
+MEMBERS = frozenset(name.upper() for name in Provider.names())
+"""``Provider.OPENAI``-style attributes, as the provider vocabulary once spelled them."""
 
 ADAPTERS = PACKAGE / "_providers"
 """Each folder under it is one provider's adapter package: it names its own provider."""
@@ -35,7 +37,6 @@ EMULATOR = PACKAGE / "testing"
 # module (relative to spendguard/) -> (names it holds, why)
 ALLOWED: dict[str, tuple[int, str]] = {
     # Where a provider is the module's subject, by design.
-    "_costing/endpoints.py": (11, "defines Provider and each Endpoint's provider"),
     "_costing/tokens/models.py": (8, "tokenizer families (which BPE rules a model follows)"),
     "_costing/tokens/api.py": (1, "counts by tokenizer family, not by provider"),
     "cli/demo_story.py": (2, "the scripted demo's own plan() call, as a user writes it"),
@@ -114,7 +115,7 @@ def test_the_finder_sees_names_and_members_but_not_prose() -> None:
 
 def test_the_exempt_packages_are_one_adapter_per_provider() -> None:
     exempt = {path.name for path in ADAPTERS.iterdir() if (path / "__init__.py").is_file()}
-    assert exempt == {member.value for member in Provider}
+    assert exempt == set(providers()) == {adapter.name for adapter in adapters()}
     assert Counter(module.split("/")[0] for module in _counted())["testing"] == 0
 
 
@@ -157,7 +158,7 @@ def provider_imports(source: str) -> list[tuple[int, str]]:
 def _one_providers(module: str) -> bool:
     parts = module.split(".")
     return parts[:2] == ["spendguard", "_providers"] and len(parts) > 2 \
-        and parts[2] in {member.value for member in Provider}
+        and parts[2] in Provider.names()
 
 
 def _imports_counted() -> dict[str, list[tuple[int, str]]]:
@@ -196,26 +197,34 @@ def test_the_import_finder_sees_imports_and_module_strings() -> None:
 
 # -- Endpoints: shared code asks an endpoint's facts or its adapter, never names one endpoint.
 ENDPOINT_MEMBERS = frozenset(member.name for member in Endpoint if member is not Endpoint.FREE)
-"""Every priced endpoint; ``Endpoint.FREE`` (anything that cannot spend) is no provider's."""
-ENDPOINTS_MODULE = PACKAGE / "_costing" / "endpoints.py"
-"""Declares each endpoint's facts (``_FACTS``), read as properties: it names them all."""
+"""Every priced endpoint, by the name its provider's package declares it under;
+``Endpoint.FREE`` (anything that cannot spend) is no provider's."""
+ENDPOINT_VALUES = frozenset(member.value for member in Endpoint if member is not Endpoint.FREE)
+"""What each priced endpoint is looked up by: ``Endpoint("chat.completions")``."""
 
 # module (relative to spendguard/) -> (endpoint members it names, why)
 ENDPOINTS_ALLOWED: dict[str, tuple[int, str]] = {}
 
 
 def endpoint_members(source: str) -> list[tuple[int, str]]:
-    """(line, member) for each ``Endpoint.<PRICED MEMBER>`` a module's code names."""
-    return sorted((node.lineno, f"Endpoint.{node.attr}") for node in ast.walk(ast.parse(source))
-                  if isinstance(node, ast.Attribute) and node.attr in ENDPOINT_MEMBERS
-                  and isinstance(node.value, ast.Name) and node.value.id == "Endpoint")
+    """(line, member) for each ``Endpoint.<PRICED MEMBER>`` or ``Endpoint("<priced value>")``
+    a module's code names."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and node.attr in ENDPOINT_MEMBERS
+                and isinstance(node.value, ast.Name) and node.value.id == "Endpoint"):
+            found.append((node.lineno, f"Endpoint.{node.attr}"))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "Endpoint" and node.args
+              and isinstance(node.args[0], ast.Constant) and node.args[0].value in ENDPOINT_VALUES):
+            found.append((node.lineno, f"Endpoint({node.args[0].value!r})"))
+    return sorted(found)
 
 
 def _members_counted() -> dict[str, list[tuple[int, str]]]:
     counted = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        if ((ADAPTERS in path.parents and path.parent != ADAPTERS) or EMULATOR in path.parents
-                or path == ENDPOINTS_MODULE):
+        if (ADAPTERS in path.parents and path.parent != ADAPTERS) or EMULATOR in path.parents:
             continue
         found = endpoint_members(path.read_text(encoding="utf-8"))
         if found:
@@ -243,6 +252,8 @@ def test_no_endpoint_member_outside_the_adapters_but_the_listed_ones() -> None:
 def test_the_endpoint_finder_sees_priced_members_only() -> None:
     source = ('"""Talks of Endpoint.CHAT in prose."""\n'
               'if endpoint is Endpoint.RESPONSES or endpoint in (Endpoint.CACHE, x.EMBED):\n'
-              '    kind = Endpoint.FREE if Endpoint.of(provider) else Endpoint.CACHE_UPDATE\n')
+              '    kind = Endpoint.FREE if Endpoint.of(provider) else Endpoint.CACHE_UPDATE\n'
+              'kind = Endpoint("messages") or Endpoint("free") or Endpoint(value)\n')
     assert endpoint_members(source) == [(2, "Endpoint.CACHE"), (2, "Endpoint.RESPONSES"),
-                                        (3, "Endpoint.CACHE_UPDATE")]
+                                        (3, "Endpoint.CACHE_UPDATE"),
+                                        (4, "Endpoint('messages')")]

@@ -1,132 +1,194 @@
-"""The endpoints spendguard prices, named once: provider, API path, SDK method, batchability,
-and what each is (output, embeddings, an explicit cache, its body's fields), read as properties
-so that no other layer branches on a member.
+"""The vocabulary every layer speaks of a request in: its :class:`Provider` and its
+:class:`Endpoint`, each declared by the provider's own package.
 
-Every layer speaks of an endpoint by its :class:`Endpoint` member. A URL path becomes a member
-once (:meth:`Endpoint.from_path`, which asks the provider's adapter: it knows its platform
-forms, Azure deployments and proxies before the API path, Bedrock and Vertex with Claude's
-model in the path), and the member, not a path rebuilt from it, travels on. Paths and method
-names are the providers' public API references (platform.openai.com/docs/api-reference,
-docs.anthropic.com/en/api/messages, ai.google.dev/api).
+A provider is a package under ``spendguard/_providers/`` (its folder's name), found on disk
+without importing it. An endpoint is declared by its provider's ``endpoints.py`` (pure data:
+provider, API path, SDK method, batchability, and what each is: output, embeddings, an explicit
+cache, its body's fields), read as plain attributes so that no other layer branches on one.
+Only :attr:`Endpoint.FREE`, everything that cannot spend, is declared here.
+
+A URL path becomes an endpoint once (:meth:`Endpoint.from_path`, which asks the provider's
+adapter: it knows its platform forms, Azure deployments and proxies before the API path,
+Bedrock and Vertex with Claude's model in the path), and the endpoint, not a path rebuilt from
+it, travels on. Both are strings (their values, as the ledger stores them), made once per value
+so that ``is`` compares them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
+import functools
+import importlib
+from collections.abc import Iterator
 from functools import reduce
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar, NoReturn
 
 __all__ = ["Endpoint", "Provider"]
 
-
-class Provider(StrEnum):
-    """The API a request speaks."""
-
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
-    GEMINI = "gemini"
+_PROVIDER_PACKAGES = Path(__file__).resolve().parents[1] / "_providers"
+"""Each folder with an ``__init__.py`` under it is one provider's package, named for it."""
 
 
-class Endpoint(StrEnum):
-    """The priced endpoints, and FREE for everything that cannot spend."""
+class Provider(str):
+    """The API a request speaks: the name of its provider's package (``"openai"``).
 
-    CHAT = "chat.completions"
-    RESPONSES = "responses"
-    EMBEDDINGS = "embeddings"
-    MESSAGES = "messages"
-    GENERATE = "generate_content"
-    """Gemini ``generateContent`` / ``streamGenerateContent`` (the model is in the path)."""
-    EMBED = "embed_content"
-    """Gemini ``embedContent`` / ``batchEmbedContents``."""
-    CACHE = "cached_contents"
-    """Gemini ``cachedContents.create``: an explicit context cache (its tokens and storage)."""
-    CACHE_UPDATE = "cached_contents.update"
-    """Gemini ``cachedContents.patch``: a cache's new TTL (the storage it adds)."""
-    FREE = "free"
+    ``Provider(name)`` gives the one instance of a provider's name and raises ValueError for a
+    name no package has; it equals, hashes and formats as the plain name.
+    """
+
+    value: str
+    """The plain name."""
+
+    def __new__(cls, name: object) -> Provider:
+        try:
+            return _known_providers()[name]  # type: ignore[index]
+        except (KeyError, TypeError):
+            raise ValueError(f"{name!r} is not a valid Provider") from None
+
+    @staticmethod
+    def names() -> frozenset[str]:
+        """Every provider's name, unordered (read from the folders, importing none)."""
+        return _provider_names()
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Provider, (self.value,)
+
+
+@functools.cache
+def _known_providers() -> dict[str, Provider]:
+    known = {}
+    for folder in sorted(_PROVIDER_PACKAGES.iterdir()):
+        if (folder / "__init__.py").is_file():
+            provider = str.__new__(Provider, folder.name)
+            vars(provider)["value"] = folder.name
+            known[folder.name] = provider
+    return known
+
+
+@functools.cache
+def _provider_names() -> frozenset[str]:
+    return frozenset(_known_providers())
+
+
+class _EndpointType(type):
+    """Iterating over :class:`Endpoint` gives every endpoint (each provider's, in the order of
+    :func:`~spendguard._providers.adapter.providers`, then FREE); ``Endpoint.CHAT`` is the
+    endpoint a provider's ``endpoints.py`` declares as ``CHAT``."""
+
+    def __iter__(cls) -> Iterator[Endpoint]:
+        return iter(_registry().members)
+
+    def __len__(cls) -> int:
+        return len(_registry().members)
+
+    def __getattr__(cls, name: str) -> Endpoint:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return _registry().by_name[name]
+        except KeyError:
+            raise AttributeError(f"no endpoint is declared as {name}") from None
+
+
+class Endpoint(str, metaclass=_EndpointType):
+    """A priced endpoint (declared by its provider's package), or FREE for everything that
+    cannot spend. ``Endpoint(value)`` gives the endpoint of a value the ledger stored."""
+
+    FREE: ClassVar[Endpoint]
+
+    value: str
+    """The plain value (``"chat.completions"``), as the ledger stores it."""
+    provider: Provider | None
+    """The provider whose API has this endpoint (None for FREE)."""
+    path: str | None
+    """The API path the official SDKs send it to (``"/v1/chat/completions"``); None where
+    the path names the model (Gemini's)."""
+    sdk_method: tuple[str, ...]
+    """The attribute path of the SDK client's method: ``("chat", "completions", "create")``."""
+    batchable: bool
+    """Whether the provider's batch API runs it (OpenAI Batch, Anthropic Message Batches,
+    Gemini Batch Mode)."""
+    batch_url: str | None
+    """The ``url`` of an OpenAI batch input line (and the path a batch job records); for
+    Gemini, whose path names the model, the method's path with ``{model}`` in it."""
+    generates: bool
+    """Whether its replies bill output tokens (chat, Responses, messages, generate_content);
+    False for embeddings and explicit caches, whose worst case holds no output."""
+    embeds: bool
+    """Whether it embeds its input (a vector, no output tokens, no prompt cache)."""
+    bills_tokens: bool
+    """Whether its tokens are billed; False for an explicit cache's TTL update, which adds
+    storage only (and for FREE)."""
+    cache_storage: bool
+    """Whether its worst case holds an explicit cache's storage for the TTL it is given
+    (a cache's create or TTL update), which a learned input bound must not drop."""
+    otel_operation: str
+    """The OpenTelemetry GenAI ``gen_ai.operation.name`` of its calls (``"chat"``,
+    ``"embeddings"``); its value where the conventions name no operation for it."""
+    turns_field: str | None
+    """The body field holding the conversation's turns (``"messages"``, Responses'
+    ``"input"``, Gemini's ``"contents"``); None where a body has no turns."""
+    system_field: str | None
+    """The top-level body field holding the system prompt (``"system"``, Responses'
+    ``"instructions"``, Gemini's ``"systemInstruction"``); None where the system prompt is
+    a turn (Chat Completions) or there is none."""
+    cap_fields: tuple[str, ...]
+    """The top-level body fields that cap its output, the preferred one first (empty where
+    the cap is nested or there is none)."""
+    cache_ttl_choice: bool
+    """Whether a request chooses among its provider's cache TTLs (Responses' retention,
+    Messages' ``cache_control``); else only the provider's default TTL is written."""
+    short_names: tuple[str, ...]
+    """Other names :meth:`named` reads it from (``"chat"``)."""
+    loose_words: tuple[str, ...]
+    """The words a loosely written name holds when it stands for it (:meth:`loosely_named`)."""
+
+    def __new__(cls, value: object) -> Endpoint:
+        found = _declared.get(value) if isinstance(value, str) else None
+        if found is None:
+            found = _registry().by_value.get(value) if isinstance(value, str) else None
+        if found is None:
+            raise ValueError(f"{value!r} is not a valid Endpoint")
+        return found
+
+    @classmethod
+    def declare(cls, value: str, provider: Provider | None, path: str | None,
+                sdk_method: tuple[str, ...], batchable: bool, *, batch_path: str | None = None,
+                generates: bool = True, embeds: bool = False, bills_tokens: bool = True,
+                cache_storage: bool = False, otel_operation: str | None = "chat",
+                turns_field: str | None = None, system_field: str | None = None,
+                cap_fields: tuple[str, ...] = (), cache_ttl_choice: bool = False,
+                short_names: tuple[str, ...] = (), loose_words: tuple[str, ...] = (),
+                ) -> Endpoint:
+        """A new endpoint (its provider's ``endpoints.py`` declares each once): ``batch_path``
+        is what a batch job records where ``path`` is None; ``otel_operation`` None for an
+        operation the conventions do not name."""
+        if value in _declared:
+            raise ValueError(f"endpoint {value!r} is declared twice")
+        endpoint = str.__new__(cls, value)
+        vars(endpoint).update(
+            value=value, provider=provider, path=path, sdk_method=sdk_method,
+            batchable=batchable, batch_url=(batch_path or path) if batchable else None,
+            generates=generates, embeds=embeds, bills_tokens=bills_tokens,
+            cache_storage=cache_storage, otel_operation=otel_operation or value,
+            turns_field=turns_field, system_field=system_field, cap_fields=cap_fields,
+            cache_ttl_choice=cache_ttl_choice, short_names=short_names, loose_words=loose_words)
+        _declared[value] = endpoint
+        return endpoint
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Endpoint, (self.value,)
 
     @property
-    def provider(self) -> Provider | None:
-        """The provider whose API has this endpoint (None for FREE)."""
-        return _FACTS[self].provider
-
-    @property
-    def path(self) -> str | None:
-        """The API path the official SDKs send it to (``"/v1/chat/completions"``)."""
-        return _FACTS[self].path
-
-    @property
-    def sdk_method(self) -> tuple[str, ...]:
-        """The attribute path of the SDK client's method: ``("chat", "completions",
-        "create")``."""
-        return _FACTS[self].sdk_method
-
-    @property
-    def batchable(self) -> bool:
-        """Whether the provider's batch API runs it (OpenAI Batch, Anthropic Message Batches,
-        Gemini Batch Mode)."""
-        return _FACTS[self].batchable
-
-    @property
-    def batch_url(self) -> str | None:
-        """The ``url`` of an OpenAI batch input line (and the path a batch job records); for
-        Gemini, whose path names the model, the method's path with ``{model}`` in it."""
-        facts = _FACTS[self]
-        return (facts.batch_path or facts.path) if facts.batchable else None
-
-    @property
-    def generates(self) -> bool:
-        """Whether its replies bill output tokens (chat, Responses, messages, generate_content);
-        False for embeddings and explicit caches, whose worst case holds no output."""
-        return _FACTS[self].generates
-
-    @property
-    def embeds(self) -> bool:
-        """Whether it embeds its input (a vector, no output tokens, no prompt cache)."""
-        return _FACTS[self].embeds
-
-    @property
-    def bills_tokens(self) -> bool:
-        """Whether its tokens are billed; False for an explicit cache's TTL update, which adds
-        storage only (and for FREE)."""
-        return _FACTS[self].bills_tokens
-
-    @property
-    def cache_storage(self) -> bool:
-        """Whether its worst case holds an explicit cache's storage for the TTL it is given
-        (a cache's create or TTL update), which a learned input bound must not drop."""
-        return _FACTS[self].cache_storage
-
-    @property
-    def otel_operation(self) -> str:
-        """The OpenTelemetry GenAI ``gen_ai.operation.name`` of its calls (``"chat"``,
-        ``"embeddings"``); its value where the conventions name no operation for it."""
-        return _FACTS[self].otel_operation or self.value
-
-    @property
-    def turns_field(self) -> str | None:
-        """The body field holding the conversation's turns (``"messages"``, Responses'
-        ``"input"``, Gemini's ``"contents"``); None where a body has no turns."""
-        return _FACTS[self].turns_field
-
-    @property
-    def system_field(self) -> str | None:
-        """The top-level body field holding the system prompt (``"system"``, Responses'
-        ``"instructions"``, Gemini's ``"systemInstruction"``); None where the system prompt is
-        a turn (Chat Completions) or there is none."""
-        return _FACTS[self].system_field
-
-    @property
-    def cap_fields(self) -> tuple[str, ...]:
-        """The top-level body fields that cap its output, the preferred one first (empty where
-        the cap is nested or there is none)."""
-        return _FACTS[self].cap_fields
-
-    @property
-    def cache_ttl_choice(self) -> bool:
-        """Whether a request chooses among its provider's cache TTLs (Responses' retention,
-        Messages' ``cache_control``); else only the provider's default TTL is written."""
-        return _FACTS[self].cache_ttl_choice
+    def name(self) -> str:
+        """The name its provider's ``endpoints.py`` gives it (``"CHAT"``)."""
+        return _registry().names[self.value]
 
     def method_of(self, client: Any) -> Any:
         """The SDK client's bound method that sends this endpoint's requests."""
@@ -137,7 +199,7 @@ class Endpoint(StrEnum):
     @classmethod
     def of(cls, provider: Provider | str) -> tuple[Endpoint, ...]:
         """The priced endpoints of a provider, its default (chat / messages) first."""
-        return tuple(member for member in cls if member.provider == provider)
+        return tuple(member for member in _registry().members if member.provider == provider)
 
     @classmethod
     def from_path(cls, provider: Provider | str, path: str) -> Endpoint | None:
@@ -153,7 +215,8 @@ class Endpoint(StrEnum):
         """The priced endpoint a name written loosely stands for (``"Chat"``, ``"Responses"``,
         a URL path, an SDK method): the first whose word it holds; None for none."""
         lowered = name.lower()
-        return next((member for word, member in _LOOSE_WORDS if word in lowered), None)
+        return next((member for word, member in _registry().loose_words if word in lowered),
+                    None)
 
     @classmethod
     def from_batch_url(cls, url: object) -> Endpoint | None:
@@ -161,66 +224,51 @@ class Endpoint(StrEnum):
         if not isinstance(url, str):
             return None
         wanted = url.split("?", 1)[0].rstrip("/")
-        return next((member for member in cls if member.batch_url == wanted), None)
+        return next((member for member in _registry().members if member.batch_url == wanted),
+                    None)
 
     @classmethod
     def named(cls, name: str) -> Endpoint | None:
         """The priced endpoint a caller names: ``"chat"``, ``"chat.completions"``,
         ``"responses"``, ``"/v1/embeddings"``...; None for any other name."""
         key = name.strip().removeprefix("/v1/").strip("/").replace("/", ".")
-        key = _SHORT_NAMES.get(key, key)
-        return next((m for m in cls if m.value == key and m is not cls.FREE), None)
+        registry = _registry()
+        found = registry.short_names.get(key) or registry.by_value.get(key)
+        return None if found is cls.FREE else found
 
 
-@dataclass(frozen=True, slots=True)
-class _Facts:
-    provider: Provider | None
-    path: str | None
-    sdk_method: tuple[str, ...]
-    batchable: bool
-    batch_path: str | None = None
-    """What a batch job records as its endpoint, where ``path`` is None."""
-    generates: bool = True
-    embeds: bool = False
-    bills_tokens: bool = True
-    cache_storage: bool = False
-    otel_operation: str | None = "chat"
-    turns_field: str | None = None
-    system_field: str | None = None
-    cap_fields: tuple[str, ...] = ()
-    cache_ttl_choice: bool = False
+_declared: dict[str, Endpoint] = {}
+"""Every endpoint declared so far, by value (``Endpoint(value)`` looks here first)."""
+
+Endpoint.FREE = Endpoint.declare("free", None, None, (), False, generates=False,
+                                 bills_tokens=False, otel_operation=None)
 
 
-_FACTS = {
-    Endpoint.CHAT: _Facts(Provider.OPENAI, "/v1/chat/completions",
-                          ("chat", "completions", "create"), True, turns_field="messages",
-                          cap_fields=("max_completion_tokens", "max_tokens")),
-    Endpoint.RESPONSES: _Facts(Provider.OPENAI, "/v1/responses", ("responses", "create"), True,
-                               turns_field="input", system_field="instructions",
-                               cap_fields=("max_output_tokens",), cache_ttl_choice=True),
-    Endpoint.EMBEDDINGS: _Facts(Provider.OPENAI, "/v1/embeddings", ("embeddings", "create"),
-                                True, generates=False, embeds=True,
-                                otel_operation="embeddings"),
-    Endpoint.MESSAGES: _Facts(Provider.ANTHROPIC, "/v1/messages", ("messages", "create"), True,
-                              turns_field="messages", system_field="system",
-                              cap_fields=("max_tokens",), cache_ttl_choice=True),
-    # Gemini Batch Mode runs generateContent requests (ai.google.dev/gemini-api/docs/batch-mode).
-    Endpoint.GENERATE: _Facts(Provider.GEMINI, None, ("models", "generate_content"), True,
-                              batch_path="/v1beta/models/{model}:generateContent",
-                              otel_operation=None, turns_field="contents",
-                              system_field="systemInstruction"),
-    Endpoint.EMBED: _Facts(Provider.GEMINI, None, ("models", "embed_content"), False,
-                           generates=False, embeds=True, otel_operation="embeddings"),
-    Endpoint.CACHE: _Facts(Provider.GEMINI, None, ("caches", "create"), False, generates=False,
-                           cache_storage=True, otel_operation=None),
-    Endpoint.CACHE_UPDATE: _Facts(Provider.GEMINI, None, ("caches", "update"), False,
-                                  generates=False, bills_tokens=False, cache_storage=True,
-                                  otel_operation=None),
-    Endpoint.FREE: _Facts(None, None, (), False, generates=False, bills_tokens=False,
-                          otel_operation=None),
-}
-_SHORT_NAMES = {"chat": Endpoint.CHAT.value}
-# Tried in this order, the first word found wins (a Gemini method's path is told first).
-_LOOSE_WORDS = (("generate", Endpoint.GENERATE), ("embed_content", Endpoint.EMBED),
-                ("chat", Endpoint.CHAT), ("respons", Endpoint.RESPONSES),
-                ("embedding", Endpoint.EMBEDDINGS), ("message", Endpoint.MESSAGES))
+class _Registry:
+    """Every provider's endpoints, loaded once by name (``_providers/<name>/endpoints.py``)."""
+
+    def __init__(self) -> None:
+        from spendguard._providers.adapter import providers  # noqa: PLC0415 - its order
+
+        self.names = {Endpoint.FREE.value: "FREE"}
+        members: list[Endpoint] = []
+        for provider in providers():
+            module = importlib.import_module(f"spendguard._providers.{provider}.endpoints")
+            for name, member in vars(module).items():
+                if isinstance(member, Endpoint) and member.value not in self.names:
+                    self.names[member.value] = name
+                    members.append(member)
+        self.members = (*members, Endpoint.FREE)
+        self.by_value = {member.value: member for member in self.members}
+        self.by_name = {name: self.by_value[value] for value, name in self.names.items()}
+        self.short_names = {short: member for member in members for short in member.short_names}
+        # A word of an endpoint whose path names the model (Gemini's) is tried first: a
+        # model's name may hold another endpoint's word.
+        told_first = sorted(members, key=lambda member: member.path is not None)
+        self.loose_words = tuple((word, member) for member in told_first
+                                 for word in member.loose_words)
+
+
+@functools.cache
+def _registry() -> _Registry:
+    return _Registry()

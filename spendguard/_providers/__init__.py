@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any
 from spendguard._core.errors import ConfigError, ProviderResponseError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._providers.adapter import (
-    PROVIDERS,
     StreamReader,
     adapter_for,
     adapters,
     otel_provider_name,
+    providers,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from spendguard._costing.usage import Usage
 
-__all__ = ["PROVIDERS", "StreamReader", "adapter_for", "adapters", "endpoint_kind",
-           "otel_provider_name", "read_count", "read_table", "split_inclusive_input",
-           "stream_reader", "to_plain", "usage_reader"]
+__all__ = ["StreamReader", "adapter_for", "adapters", "endpoint_kind", "otel_provider_name",
+           "providers", "read_count", "read_table", "split_inclusive_input", "stream_reader",
+           "to_plain", "usage_reader"]
 
 UsageReader = Callable[..., "Usage"]
 

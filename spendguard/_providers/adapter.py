@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from spendguard._costing.usage import Usage
     from spendguard._providers.sdk import SdkClient
 
-__all__ = ["PROVIDERS", "PricedIds", "ProviderAdapter", "Route", "StreamReader", "adapter_for",
-           "adapter_kinds", "adapters", "default_wire_adapter", "otel_provider_name"]
+__all__ = ["PricedIds", "ProviderAdapter", "Route", "StreamReader", "adapter_for", "adapter_kinds",
+           "adapters", "default_wire_adapter", "otel_provider_name", "providers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +157,8 @@ class ProviderAdapter(Protocol):
     default_wire: bool
     """Whether its wire is the one spoken where no provider is named (an ``--upstream`` with no
     kind, a price-table host, a gateway ``/v1/...`` request no other adapter claims): OpenAI's,
-    which the compatible hosts copy. Exactly one adapter has it."""
+    which the compatible hosts copy. Exactly one adapter has it, and lists show its provider
+    first (:func:`providers`)."""
     gateway_headers: tuple[str, ...]
     """Request headers (lower case) only its official client sends (``anthropic-version``): a
     request the default wire's :meth:`gateway_path` would take goes to it, its path whole,
@@ -378,24 +379,28 @@ class ProviderAdapter(Protocol):
         ...
 
 
-PROVIDERS: tuple[str, ...] = tuple(member.value for member in Provider)
-"""Every provider's name, in the order of :class:`Provider` (each has an adapter package)."""
-
-
 @functools.cache  # read for every guarded call: the import machinery once per provider
 def adapter_for(provider: str) -> ProviderAdapter:
     """The adapter of a provider (its package's ``ADAPTER``), imported on first use."""
-    if provider not in PROVIDERS:
-        raise ConfigError(f"provider: {provider!r} is not supported; use one of {PROVIDERS}")
+    if provider not in Provider.names():
+        raise ConfigError(f"provider: {provider!r} is not supported; use one of {providers()}")
     # Named by the provider, not listed here: a new provider is a new package, not an edit.
     module = importlib.import_module(f"{__package__}.{Provider(provider).value}")
     adapter: ProviderAdapter = module.ADAPTER
     return adapter
 
 
+@functools.cache
+def providers() -> tuple[Provider, ...]:
+    """Every provider's name, as lists show them: the one whose wire is the default first
+    (its adapter's ``default_wire``), then alphabetical (imports every adapter)."""
+    return tuple(sorted((Provider(name) for name in sorted(Provider.names())),
+                        key=lambda name: not adapter_for(name).default_wire))
+
+
 def adapters() -> tuple[ProviderAdapter, ...]:
-    """Every provider's adapter, in the order of :data:`PROVIDERS` (imports them all)."""
-    return tuple(adapter_for(name) for name in PROVIDERS)
+    """Every provider's adapter, in the order of :func:`providers` (imports them all)."""
+    return tuple(adapter_for(name) for name in providers())
 
 
 def default_wire_adapter() -> ProviderAdapter:
@@ -417,4 +422,4 @@ def adapter_kinds() -> dict[str, tuple[ProviderAdapter, str | None]]:
 def otel_provider_name(provider: str) -> str:
     """The OpenTelemetry ``gen_ai.provider.name`` of a provider's own API (its adapter's
     ``otel_name``: ``gcp.gemini``, ``openai``); an unknown name is given back as it is."""
-    return adapter_for(provider).otel_name if provider in PROVIDERS else provider
+    return adapter_for(provider).otel_name if provider in Provider.names() else provider

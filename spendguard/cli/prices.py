@@ -13,12 +13,12 @@ import click
 from spendguard._core.errors import ConfigError
 from spendguard._core.tables import aligned
 from spendguard._costing.prices import ModelPrice, PriceTable, default_table
-from spendguard._providers.adapter import PROVIDERS
+from spendguard._providers.adapter import providers
 from spendguard.cli.conventions import SuggestingGroup, emit_json, output_width
 
 __all__ = ["prices"]
 
-_PROVIDERS = click.Choice(PROVIDERS)
+_PROVIDERS = click.Choice(providers())
 _COLUMNS = ("MODEL", "PROVIDER", "INPUT", "CACHED", "WRITE", "OUTPUT", "LONG CONTEXT",
             "CONTEXT", "MAX OUT", "AS OF", "SOURCE")
 
@@ -227,7 +227,7 @@ def status(ledger_url: str | None, days: int, as_json: bool) -> None:
     table = default_table()
     bundled = PriceTable.bundled()
     newest = {provider: newest_first([m for m in table.models(provider) if "/" not in m])[:3]
-              for provider in PROVIDERS}
+              for provider in providers()}
     since = datetime.now(UTC) - timedelta(days=days)
     opened = open_ledger(ledger_url, read_only=True)
     fallback: dict[str, dict[str, Any]] = {}

@@ -2,30 +2,35 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import anthropic
 import openai
 import pytest
 
 from spendguard import Endpoint, count_request_tokens
 
+CHAT, RESPONSES, EMBEDDINGS, MESSAGES, GENERATE = map(Endpoint, (
+    "chat.completions", "responses", "embeddings", "messages", "generate_content"))
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
 BODY = {"model": "gpt-4o-mini", "input": [{"role": "user", "content": "Summarise the report"}]}
 
 
 @pytest.mark.parametrize(("provider", "path", "endpoint"), [
-    (OPENAI, "/v1/chat/completions", Endpoint.CHAT),
-    (OPENAI, "/openai/deployments/prod-4o/chat/completions", Endpoint.CHAT),  # Azure
-    (OPENAI, "/v1/chat/completions?api-version=2025-01-01", Endpoint.CHAT),
-    (OPENAI, "/v1/responses", Endpoint.RESPONSES),
-    (OPENAI, "/v1/responses/compact", Endpoint.RESPONSES),
-    (OPENAI, "/v1/embeddings/", Endpoint.EMBEDDINGS),
-    (ANTHROPIC, "/v1/messages", Endpoint.MESSAGES),
-    (ANTHROPIC, "/model/anthropic.claude-sonnet-4-5-v1:0/invoke", Endpoint.MESSAGES),  # Bedrock
+    (OPENAI, "/v1/chat/completions", CHAT),
+    (OPENAI, "/openai/deployments/prod-4o/chat/completions", CHAT),  # Azure
+    (OPENAI, "/v1/chat/completions?api-version=2025-01-01", CHAT),
+    (OPENAI, "/v1/responses", RESPONSES),
+    (OPENAI, "/v1/responses/compact", RESPONSES),
+    (OPENAI, "/v1/embeddings/", EMBEDDINGS),
+    (ANTHROPIC, "/v1/messages", MESSAGES),
+    (ANTHROPIC, "/model/anthropic.claude-sonnet-4-5-v1:0/invoke", MESSAGES),  # Bedrock
     (ANTHROPIC, "/model/us.anthropic.claude-sonnet-4-5-v1:0/invoke-with-response-stream",
-     Endpoint.MESSAGES),
+     MESSAGES),
     (ANTHROPIC, "/v1/projects/p/locations/global/publishers/anthropic/models/"
-                "claude-sonnet-4-5@20250929:streamRawPredict", Endpoint.MESSAGES),  # Vertex
+                "claude-sonnet-4-5@20250929:streamRawPredict", MESSAGES),  # Vertex
 ])
 def test_every_path_form_of_a_priced_endpoint_resolves_to_its_member(
         provider: str, path: str, endpoint: Endpoint) -> None:
@@ -63,15 +68,15 @@ def test_each_member_carries_its_provider_path_and_batch_url() -> None:
         ("gemini", None, None),
         (None, None, None),
     ]
-    assert Endpoint.of(OPENAI) == (Endpoint.CHAT, Endpoint.RESPONSES, Endpoint.EMBEDDINGS)
-    assert Endpoint.of("anthropic") == (Endpoint.MESSAGES,)
+    assert Endpoint.of(OPENAI) == (CHAT, RESPONSES, EMBEDDINGS)
+    assert Endpoint.of("anthropic") == (MESSAGES,)
     assert not Endpoint.FREE.batchable
 
 
 @pytest.mark.parametrize(("name", "endpoint"), [
-    ("chat", Endpoint.CHAT), ("chat.completions", Endpoint.CHAT),
-    ("/v1/chat/completions", Endpoint.CHAT), (" responses ", Endpoint.RESPONSES),
-    ("/v1/embeddings", Endpoint.EMBEDDINGS), ("messages", Endpoint.MESSAGES),
+    ("chat", CHAT), ("chat.completions", CHAT),
+    ("/v1/chat/completions", CHAT), (" responses ", RESPONSES),
+    ("/v1/embeddings", EMBEDDINGS), ("messages", MESSAGES),
     ("free", None), ("completions", None),
 ])
 def test_a_named_endpoint_is_read_from_its_short_name_value_or_path(
@@ -80,10 +85,10 @@ def test_a_named_endpoint_is_read_from_its_short_name_value_or_path(
 
 
 def test_a_batch_url_names_its_endpoint_and_anything_else_none() -> None:
-    assert Endpoint.from_batch_url("/v1/responses") is Endpoint.RESPONSES
-    assert Endpoint.from_batch_url("/v1/messages/") is Endpoint.MESSAGES
+    assert Endpoint.from_batch_url("/v1/responses") is RESPONSES
+    assert Endpoint.from_batch_url("/v1/messages/") is MESSAGES
     assert Endpoint.from_batch_url("/v1beta/models/{model}:generateContent") \
-        is Endpoint.GENERATE
+        is GENERATE
     assert Endpoint.from_batch_url("/v1/completions") is None
     assert Endpoint.from_batch_url(None) is None
 
@@ -91,16 +96,30 @@ def test_a_batch_url_names_its_endpoint_and_anything_else_none() -> None:
 def test_the_sdk_method_is_resolved_from_the_member_on_real_clients() -> None:
     client = openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:9")
     claude = anthropic.Anthropic(api_key="sk-ant-test", base_url="http://127.0.0.1:9")
-    assert Endpoint.CHAT.method_of(client) == client.chat.completions.create
-    assert Endpoint.RESPONSES.method_of(client) == client.responses.create
-    assert Endpoint.EMBEDDINGS.method_of(client) == client.embeddings.create
-    assert Endpoint.MESSAGES.method_of(claude) == claude.messages.create
+    assert CHAT.method_of(client) == client.chat.completions.create
+    assert RESPONSES.method_of(client) == client.responses.create
+    assert EMBEDDINGS.method_of(client) == client.embeddings.create
+    assert MESSAGES.method_of(claude) == claude.messages.create
     with pytest.raises(ValueError, match="no SDK method"):
         Endpoint.FREE.method_of(client)
 
 
 def test_tokens_are_counted_alike_for_the_member_and_every_path_form_of_it() -> None:
-    by_member = count_request_tokens("openai", Endpoint.RESPONSES, BODY)
+    by_member = count_request_tokens("openai", RESPONSES, BODY)
     for path in ("/v1/responses", "/v1/responses/compact"):
         assert count_request_tokens("openai", path, BODY) == by_member
         assert count_request_tokens("openai", path, BODY).method == by_member.method
+
+
+def test_an_endpoint_is_its_value_made_once() -> None:
+    assert Endpoint("chat.completions") is CHAT is Endpoint.CHAT
+    assert CHAT == "chat.completions" and hash(CHAT) == hash("chat.completions")
+    assert CHAT.value == "chat.completions" and type(CHAT.value) is str and CHAT.name == "CHAT"
+    assert f"{CHAT}" == "chat.completions" and {"chat.completions": 1}[CHAT] == 1
+    assert pickle.loads(pickle.dumps(CHAT)) is CHAT and copy.deepcopy(GENERATE) is GENERATE
+    with pytest.raises(ValueError, match="not a valid Endpoint"):
+        Endpoint("completions")
+    with pytest.raises(AttributeError, match="COMPLETIONS"):
+        Endpoint.COMPLETIONS  # noqa: B018 - the lookup is what is tested
+    with pytest.raises(AttributeError, match="read-only"):
+        CHAT.generates = False

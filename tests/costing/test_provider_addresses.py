@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from spendguard._adoption.hosts import Destination, ProviderHosts
@@ -56,19 +58,19 @@ def test_a_path_no_upstream_serves_is_not_routed() -> None:
 
 
 @pytest.mark.parametrize(("text", "provider", "platform", "key_env", "auth_header"), [
-    ("groq=https://api.groq.com/openai/v1", Provider.OPENAI, None,
+    ("groq=https://api.groq.com/openai/v1", Provider("openai"), None,
      "SPENDGUARD_GROQ_API_KEY", "authorization"),
-    ("azure=https://r.openai.azure.com", Provider.OPENAI, "azure", "AZURE_OPENAI_API_KEY",
+    ("azure=https://r.openai.azure.com", Provider("openai"), "azure", "AZURE_OPENAI_API_KEY",
      "api-key"),
-    ("prod=azure+https://r.openai.azure.com", Provider.OPENAI, "azure",
+    ("prod=azure+https://r.openai.azure.com", Provider("openai"), "azure",
      "SPENDGUARD_PROD_API_KEY", "api-key"),
-    ("anthropic=https://proxy.example", Provider.ANTHROPIC, None, "ANTHROPIC_API_KEY",
+    ("anthropic=https://proxy.example", Provider("anthropic"), None, "ANTHROPIC_API_KEY",
      "x-api-key"),
-    ("claude=anthropic+https://proxy.example", Provider.ANTHROPIC, None,
+    ("claude=anthropic+https://proxy.example", Provider("anthropic"), None,
      "SPENDGUARD_CLAUDE_API_KEY", "x-api-key"),
-    ("gemini=https://proxy.example", Provider.GEMINI, None, "GEMINI_API_KEY",
+    ("gemini=https://proxy.example", Provider("gemini"), None, "GEMINI_API_KEY",
      "x-goog-api-key"),
-    ("anthropic=openai+https://proxy.example", Provider.OPENAI, None, "ANTHROPIC_API_KEY",
+    ("anthropic=openai+https://proxy.example", Provider("openai"), None, "ANTHROPIC_API_KEY",
      "authorization"),
 ])
 def test_an_upstream_speaks_the_api_its_kind_or_name_marks(
@@ -80,23 +82,33 @@ def test_an_upstream_speaks_the_api_its_kind_or_name_marks(
 
 
 @pytest.mark.parametrize(("url", "destination"), [
-    ("https://api.openai.com/v1/chat/completions", Destination(Provider.OPENAI)),
-    ("https://api.anthropic.com/v1/messages", Destination(Provider.ANTHROPIC)),
+    ("https://api.openai.com/v1/chat/completions", Destination(Provider("openai"))),
+    ("https://api.anthropic.com/v1/messages", Destination(Provider("anthropic"))),
     ("https://r.openai.azure.com/openai/deployments/d/chat/completions",
-     Destination(Provider.OPENAI, "azure")),
+     Destination(Provider("openai"), "azure")),
     ("https://r.cognitiveservices.azure.com/openai/v1/chat/completions",
-     Destination(Provider.OPENAI, "azure")),
+     Destination(Provider("openai"), "azure")),
     ("https://bedrock-runtime-fips.us-east-1.amazonaws.com/model/m/invoke",
-     Destination(Provider.ANTHROPIC)),
+     Destination(Provider("anthropic"))),
     ("https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/"
-     "anthropic/models/claude-sonnet-4-6:rawPredict", Destination(Provider.ANTHROPIC)),
+     "anthropic/models/claude-sonnet-4-6:rawPredict", Destination(Provider("anthropic"))),
     ("https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google/"
      "models/gemini-2.5-flash:generateContent", None),
     ("https://generativelanguage.googleapis.com/v1beta/models/g:generateContent", None),
-    ("https://api.groq.com/openai/v1/chat/completions", Destination(Provider.OPENAI)),
+    ("https://api.groq.com/openai/v1/chat/completions", Destination(Provider("openai"))),
     ("https://example.com/v1/chat/completions", None),
 ])
 def test_install_guards_the_hosts_the_adapters_recognise(
         url: str, destination: Destination | None) -> None:
     host, _, rest = url.removeprefix("https://").partition("/")
     assert ProviderHosts().destination(url, host, "/" + rest, default_table()) == destination
+
+
+def test_a_provider_is_a_package_name_made_once_and_listed_default_wire_first() -> None:
+    assert Provider("openai") is Provider(Provider("openai")) == "openai"
+    assert Provider("openai").value == "openai" and type(Provider("openai").value) is str
+    assert pickle.loads(pickle.dumps(Provider("gemini"))) is Provider("gemini")
+    assert Provider.names() == {"openai", "anthropic", "gemini"}
+    assert [adapter.name for adapter in adapters()] == ["openai", "anthropic", "gemini"]
+    with pytest.raises(ValueError, match="not a valid Provider"):
+        Provider("azure")

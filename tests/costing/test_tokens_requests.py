@@ -314,7 +314,7 @@ def test_a_walker_failure_falls_back_to_the_json_estimate(monkeypatch: pytest.Mo
 
     walkers = counting._WALKERS
     monkeypatch.setattr(counting, "_WALKERS", replace(
-        walkers, by_endpoint={**walkers.by_endpoint, Endpoint.CHAT: broken}))
+        walkers, by_endpoint={**walkers.by_endpoint, Endpoint("chat.completions"): broken}))
     count = count_request_tokens("openai", "/v1/chat/completions",
                                  {"model": "gpt-4o", "messages": []})
     assert "JSON estimate" in count.method

@@ -51,11 +51,11 @@ def test_an_sdk_client_is_told_by_its_classes() -> None:
     bedrock = anthropic.AnthropicBedrock(aws_access_key="a", aws_secret_key="s",
                                          aws_region="us-east-1")
     for client, provider, platform in [
-            (openai.OpenAI(api_key="k"), Provider.OPENAI, None),
-            (openai.AsyncOpenAI(api_key="k"), Provider.OPENAI, None),
-            (azure, Provider.OPENAI, "azure"),
-            (anthropic.Anthropic(api_key="k"), Provider.ANTHROPIC, None),
-            (bedrock, Provider.ANTHROPIC, None)]:
+            (openai.OpenAI(api_key="k"), Provider("openai"), None),
+            (openai.AsyncOpenAI(api_key="k"), Provider("openai"), None),
+            (azure, Provider("openai"), "azure"),
+            (anthropic.Anthropic(api_key="k"), Provider("anthropic"), None),
+            (bedrock, Provider("anthropic"), None)]:
         found = sdk_of(client)
         assert found is not None
         assert (found.provider, found.platform) == (provider, platform)

@@ -7,6 +7,7 @@ Every error is a :class:`~spendguard._core.errors.PriceFileError` naming the fil
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -21,22 +22,30 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+)
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices.sections import SECTION_KEYS, Host, expand_sections, resolve_derived
-from spendguard._providers.adapter import PROVIDERS, adapter_for
+from spendguard._providers.adapter import adapter_for, providers
 
 __all__ = [
-    "BUNDLED_FILES",
     "EntryModel",
     "Period",
     "PriceFile",
     "PriceSource",
     "ValidTable",
     "build",
+    "bundled_file_names",
     "bundled_files",
     "cache_ttls",
     "read_price_file",
@@ -46,14 +55,19 @@ __all__ = [
 PriceSource = str | os.PathLike[str] | Mapping[str, Any]
 """A price file path, or a mapping in the same shape as a parsed file."""
 
+
+
 def cache_ttls(provider: str) -> tuple[str, ...]:
     """Cache-write TTLs a provider bills (the keys of ``cache_write_<ttl>``): its adapter's
     ``cache_ttls`` (Gemini bills none: an explicit cache bills storage by the hour instead)."""
     return adapter_for(provider).cache_ttls
 
-BUNDLED_FILES = (*(f"{provider}.toml" for provider in PROVIDERS), "platforms.toml", "hosts.toml")
-"""One price file per provider (``pricing/<provider>.toml``), then the platforms' and hosts'."""
-"""Token price files in the pricing folder (other data files live beside them)."""
+@functools.cache
+def bundled_file_names() -> tuple[str, ...]:
+    """The token price files in the pricing folder (other data files live beside them): one
+    per provider (``pricing/<provider>.toml``, in the order of its adapter's), then the
+    platforms' and hosts'."""
+    return (*(f"{provider}.toml" for provider in providers()), "platforms.toml", "hosts.toml")
 
 _FILE_KEYS = {"schema", "provider", "defaults", "models", *SECTION_KEYS}
 # Tables merged key by key (defaults into entries, overrides into the entry they override).
@@ -71,8 +85,16 @@ def _multiplier(value: object) -> Decimal:
     return parse_usd(value, field="multiplier", allow_zero=False)
 
 
+def _provider(value: str) -> str:
+    if value not in Provider.names():
+        raise ValueError(f"Input should be one of {', '.join(map(repr, providers()))}")
+    return value
+
+
 Usd = Annotated[Decimal, BeforeValidator(_usd)]
 Multiplier = Annotated[Decimal, BeforeValidator(_multiplier)]
+ProviderName = Annotated[str, AfterValidator(_provider)]
+"""A provider's plain name (one of the provider packages')."""
 
 
 class _Strict(BaseModel):
@@ -153,10 +175,9 @@ class ChangeModel(_Strict):
 class EntryModel(_Strict):
     """One ``[models."<id>"]`` entry after ``[defaults]`` are merged in."""
 
-    # A provider is checked against the members of Provider and kept as its plain name.
-    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: Provider
+    provider: ProviderName
     mode: Literal["chat", "embedding"] = "chat"
     aliases: tuple[str, ...] = ()
     usd_per_million: RatesModel
@@ -210,7 +231,7 @@ def bundled_files() -> list[Path]:
     """The shipped price files: ``spendguard/_pricing`` in a wheel, else the repo's ``pricing/``."""
     package = Path(__file__).resolve().parents[2]
     for folder in (package / "_pricing", package.parent / "pricing"):
-        files = [folder / name for name in BUNDLED_FILES]
+        files = [folder / name for name in bundled_file_names()]
         if all(file.is_file() for file in files):
             return files
     raise PriceFileError(

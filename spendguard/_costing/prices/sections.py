@@ -30,7 +30,8 @@ from typing import Any
 
 from spendguard._core.errors import PriceFileError
 from spendguard._core.money import parse_usd
-from spendguard._providers.adapter import PROVIDERS, ProviderAdapter, adapter_for, adapters
+from spendguard._costing.endpoints import Provider
+from spendguard._providers.adapter import ProviderAdapter, adapter_for, adapters
 
 __all__ = ["AZURE_DEPLOYMENT_TYPES", "Host", "azure_entry", "expand_sections",
            "resolve_derived", "section_owner"]
@@ -168,7 +169,7 @@ def _scaled(rates: Mapping[str, Any], multiplier: Decimal) -> dict[str, Any]:
 def _undated(model: str, provider: object) -> str | None:
     """The base id of a dated snapshot name by the rule of the entry's provider; an entry
     that names none (an Azure deployment's) is the Azure section owner's."""
-    owner = (adapter_for(provider) if isinstance(provider, str) and provider in PROVIDERS
+    owner = (adapter_for(provider) if isinstance(provider, str) and provider in Provider.names()
              else section_owner("azure_deployments"))
     return owner.undated(model)
 

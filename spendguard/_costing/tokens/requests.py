@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spendguard._core.errors import ConfigError
-from spendguard._costing.endpoints import Endpoint
+from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.tokens.content import json_text, unknown
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Family, Profile, foreign_profile, profile_for
-from spendguard._providers.adapter import PROVIDERS, adapter_for
+from spendguard._providers.adapter import adapter_for, providers
 
 __all__ = ["Walkers", "count_request_tokens", "count_with"]
 
@@ -38,10 +38,11 @@ def count_request_tokens(provider: str, endpoint: Endpoint | str,
     them: exactly, or a stated upper bound. Never raises on the body's shape.
     """
     # The estimator passes a provider's own (lower-case) name: no call to lower it.
-    lowered = provider if provider in PROVIDERS or not isinstance(provider, str) \
+    names = Provider.names()
+    lowered = provider if provider in names or not isinstance(provider, str) \
         else provider.lower()
-    if lowered not in PROVIDERS:
-        raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+    if lowered not in names:
+        raise ConfigError(f"provider must be one of {', '.join(providers())}, got {provider!r}")
     return adapter_for(lowered).count_input(endpoint, body)
 
 

@@ -21,7 +21,7 @@ from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import Usage
 from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
-from spendguard._providers.anthropic import addresses, ids, paths, requests, routing, sdk
+from spendguard._providers.anthropic import addresses, endpoints, ids, paths, requests, routing, sdk
 from spendguard._providers.anthropic.errors import error_body
 from spendguard._providers.anthropic.usage import (
     MessageStreamReader,
@@ -136,10 +136,10 @@ class AnthropicAdapter:
         return routing.route(platform, url, body, table)
 
     def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
-        return Endpoint.MESSAGES
+        return endpoints.MESSAGES
 
     def reply_endpoint(self, module: str) -> Endpoint | None:
-        return Endpoint.MESSAGES if module.startswith("anthropic.") else None
+        return endpoints.MESSAGES if module.startswith("anthropic.") else None
 
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return requests.build_call(endpoint, body)

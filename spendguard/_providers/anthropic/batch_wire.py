@@ -15,8 +15,8 @@ import anthropic
 from anthropic.types import Message
 
 from spendguard._core.errors import ConfigError, SpendguardError
-from spendguard._costing.endpoints import Endpoint, Provider
 from spendguard._costing.usage import Usage, usage_from
+from spendguard._providers.anthropic import endpoints
 from spendguard._strategies.batch.requests import request_body
 from spendguard._strategies.batch.wire import LineOutcome, Snapshot, Submitted
 
@@ -40,8 +40,8 @@ def _snapshot(batch: Any) -> Snapshot:
 
 def _requests(requests: Sequence[tuple[str, Mapping[str, Any]]],
               path: str) -> list[dict[str, Any]]:
-    if path != Endpoint.MESSAGES.batch_url:
-        raise ConfigError(f"endpoint: Anthropic batches run {Endpoint.MESSAGES.batch_url}, "
+    if path != endpoints.MESSAGES.batch_url:
+        raise ConfigError(f"endpoint: Anthropic batches run {endpoints.MESSAGES.batch_url}, "
                           f"not {path!r}")
     return [{"custom_id": custom_id, "params": dict(body)} for custom_id, body in requests]
 
@@ -49,9 +49,11 @@ def _requests(requests: Sequence[tuple[str, Mapping[str, Any]]],
 class AnthropicBatches:
     """Anthropic Message Batches, sync and async."""
 
-    provider = Provider.ANTHROPIC
+    provider = endpoints.PROVIDER
     per_model = False
     window_s = 24 * 3600.0
+    # "256 MB" read as decimal megabytes, the smaller reading.
+    published_limits: tuple[int, int, int | None] = (100_000, 256_000_000, None)
 
     def request_body(self, client: Any, params: Mapping[str, Any], where: str
                      ) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from spendguard._costing.tokens.content import unknown
 from spendguard._costing.tokens.count import Tally, TokenCount
 from spendguard._costing.tokens.models import Profile, foreign_profile, profile_for
 from spendguard._costing.tokens.requests import Walkers, count_with
-from spendguard._providers.anthropic import paths
+from spendguard._providers.anthropic import endpoints, paths
 
 __all__ = ["count_input"]
 
@@ -30,7 +30,7 @@ def _message_batch(profile: Profile, body: Mapping[str, Any], tally: Tally) -> N
 
 
 # Its endpoint's walker; paths that are no priced endpoint but whose input is counted too.
-_WALKERS = Walkers({Endpoint.MESSAGES: count_messages},
+_WALKERS = Walkers({endpoints.MESSAGES: count_messages},
                    (("/messages/count_tokens", count_messages),
                     ("/messages/batches", _message_batch)), paths.endpoint_of)
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import anthropic
 
-from spendguard._costing.calls import Provider
 from spendguard._guard.clients import UNSET, Guarded
+from spendguard._providers.anthropic import endpoints
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -95,7 +95,7 @@ class Anthropic(Guarded, anthropic.Anthropic):
         with_options = copy
         # END generated
 
-    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = anthropic.AnthropicError
 
     @property
@@ -171,7 +171,7 @@ class AsyncAnthropic(Guarded, anthropic.AsyncAnthropic):
         with_options = copy
         # END generated
 
-    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = anthropic.AnthropicError
 
     @property
@@ -193,14 +193,14 @@ class AnthropicBedrock(Guarded, anthropic.AnthropicBedrock):
     event-stream frames, metered as they flow. Arguments as :class:`Anthropic`.
     """
 
-    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = anthropic.AnthropicError
 
 
 class AsyncAnthropicBedrock(Guarded, anthropic.AsyncAnthropicBedrock):
     """``anthropic.AsyncAnthropicBedrock``, budgeted; arguments as :class:`AnthropicBedrock`."""
 
-    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = anthropic.AnthropicError
 
 
@@ -211,12 +211,12 @@ class AnthropicVertex(Guarded, anthropic.AnthropicVertex):
     for ``region="global"`` and the regional rate otherwise. Arguments as :class:`Anthropic`.
     """
 
-    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = anthropic.AnthropicError
 
 
 class AsyncAnthropicVertex(Guarded, anthropic.AsyncAnthropicVertex):
     """``anthropic.AsyncAnthropicVertex``, budgeted; arguments as :class:`AnthropicVertex`."""
 
-    _spendguard_provider = Provider.ANTHROPIC
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = anthropic.AnthropicError

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from spendguard._costing.endpoints import Endpoint
+from spendguard._providers.anthropic import endpoints
 
 __all__ = ["BEDROCK_INVOKE", "VERTEX_PREDICT", "endpoint_of"]
 
@@ -28,7 +29,7 @@ def endpoint_of(path: str) -> Endpoint | None:
     suffix = path.split("?", 1)[0].rstrip("/")
     if suffix.endswith("/messages") or BEDROCK_INVOKE.search(suffix) or \
             VERTEX_PREDICT.search(suffix):
-        return Endpoint.MESSAGES
+        return endpoints.MESSAGES
     if suffix.endswith(_FREE_SUFFIXES):
         return Endpoint.FREE
     return None

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from spendguard._costing.calls import Call, body_model, int_field
-from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.endpoints import Endpoint
+from spendguard._providers.anthropic import endpoints
 
 __all__ = ["batch_request", "build_call", "cache_ttls", "end_user"]
 
@@ -35,7 +36,7 @@ def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
 def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     """A Messages body read into a call."""
     model = body_model(endpoint, body)
-    return Call(Provider.ANTHROPIC, endpoint, model, body, int_field(body, "max_tokens"),
+    return Call(endpoints.PROVIDER, endpoint, model, body, int_field(body, "max_tokens"),
                 1, bool(body.get("stream")), service_tier=None, speed=body.get("speed"),
                 inference_geo=body.get("inference_geo"), cache_ttls=cache_ttls(body))
 
@@ -44,7 +45,7 @@ def batch_request(item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | 
     """The endpoint and body of a Message Batches request (``custom_id``, ``params``); None
     for anything else."""
     params = item.get("params")
-    return (Endpoint.MESSAGES, dict(params)) if isinstance(params, Mapping) else None
+    return (endpoints.MESSAGES, dict(params)) if isinstance(params, Mapping) else None
 
 
 def end_user(body: Mapping[str, Any]) -> str | None:

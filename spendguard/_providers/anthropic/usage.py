@@ -12,9 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 from spendguard._core.errors import ConfigError, ProviderResponseError
-from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.usage import Usage
 from spendguard._providers import endpoint_kind, read_count, read_table, to_plain
+from spendguard._providers.anthropic import endpoints
 
 __all__ = ["MessageStreamReader", "stream_reader", "usage_from_anthropic"]
 
@@ -26,7 +26,7 @@ PROVIDER = "anthropic"
 def usage_from_anthropic(payload: object, *, endpoint: str | None = None) -> Usage:
     """Usage from a Message, a ``message_start`` / ``message_delta`` event, a batch result line,
     or a bare usage object."""
-    if endpoint_kind(endpoint) not in (None, Endpoint.MESSAGES):
+    if endpoint_kind(endpoint) not in (None, endpoints.MESSAGES):
         raise ConfigError(f"endpoint: {endpoint!r} is not an Anthropic endpoint; use messages")
     data = to_plain(payload, provider=PROVIDER)
     if "custom_id" in data and "result" in data:
@@ -177,7 +177,7 @@ class MessageStreamReader:
 
 def stream_reader(endpoint: str) -> MessageStreamReader:
     """A reader for one Anthropic ``messages`` stream."""
-    if endpoint_kind(endpoint) is not Endpoint.MESSAGES:
+    if endpoint_kind(endpoint) is not endpoints.MESSAGES:
         raise ProviderResponseError(f"anthropic: {endpoint!r} does not stream",
                                     provider=PROVIDER, field="endpoint")
     return MessageStreamReader()

@@ -20,7 +20,7 @@ from spendguard._costing.prices import PriceTable
 from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.usage import Usage
 from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
-from spendguard._providers.gemini import sdk, texts
+from spendguard._providers.gemini import endpoints, sdk, texts
 from spendguard._providers.gemini.addresses import gateway_path
 from spendguard._providers.gemini.errors import error_body
 from spendguard._providers.gemini.kwargs import rest_body, sdk_kwargs
@@ -112,7 +112,7 @@ class GeminiAdapter:
         return rest_body(body)  # generate_content's arguments, or the REST body already
 
     def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
-        return sdk_kwargs(body) if endpoint is Endpoint.GENERATE else dict(body)
+        return sdk_kwargs(body) if endpoint is endpoints.GENERATE else dict(body)
 
     def prompt_text(self, endpoint: Endpoint, request: Mapping[str, Any]) -> str:
         return texts.prompt_text(endpoint, request)
@@ -135,10 +135,10 @@ class GeminiAdapter:
         return route(platform, url, body, table)
 
     def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
-        return Endpoint.EMBED if embedding else Endpoint.GENERATE
+        return endpoints.EMBED if embedding else endpoints.GENERATE
 
     def reply_endpoint(self, module: str) -> Endpoint | None:
-        return Endpoint.GENERATE if module.startswith("google.genai.") else None
+        return endpoints.GENERATE if module.startswith("google.genai.") else None
 
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:
         return build_call(endpoint, body)
@@ -161,7 +161,7 @@ class GeminiAdapter:
     # Endpoints in settling: which one is priced, replies without usage, explicit caches
     def priced_endpoint(self, endpoint: Endpoint, path: str, *,
                         allow_unpriced: bool) -> Endpoint | None:
-        if endpoint is not Endpoint.CACHE_UPDATE:
+        if endpoint is not endpoints.CACHE_UPDATE:
             return endpoint
         from spendguard._providers.gemini.caches import (  # noqa: PLC0415
             update_endpoint,
@@ -174,7 +174,7 @@ class GeminiAdapter:
 
     def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
         # Its embeddings report no usage: billed as the input bounded before sending.
-        return endpoint is Endpoint.EMBED and isinstance(body, dict) \
+        return endpoint is endpoints.EMBED and isinstance(body, dict) \
             and "usageMetadata" not in body
 
     def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
@@ -182,7 +182,7 @@ class GeminiAdapter:
             return None
         from spendguard._providers.gemini.caches import settled_note  # noqa: PLC0415
 
-        return settled_note(body, usage, update=endpoint is Endpoint.CACHE_UPDATE)
+        return settled_note(body, usage, update=endpoint is endpoints.CACHE_UPDATE)
 
     def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
         return cache_ttl_seconds(body)

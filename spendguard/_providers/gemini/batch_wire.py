@@ -30,8 +30,8 @@ import httpx2
 from google.genai import errors
 
 from spendguard._core.errors import ConfigError, SpendguardError
-from spendguard._costing.endpoints import Provider
 from spendguard._costing.usage import Usage, usage_from
+from spendguard._providers.gemini import endpoints
 from spendguard._providers.gemini.guard_rest import (
     arest_request,
     generate_request,
@@ -140,9 +140,12 @@ def _generate(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 class GeminiBatches:
     """Gemini Batch Mode (Developer API), sync and async."""
 
-    provider = Provider.GEMINI
+    provider = endpoints.PROVIDER
     per_model = True
     window_s = 48 * 3600.0
+    # Inline requests are "under 20MB" in all; Google caps no count: 10,000 is spendguard's
+    # (a batch's inline results all come back in one batches.get reply).
+    published_limits: tuple[int, int, int | None] = (10_000, 20_000_000, None)
 
     def request_body(self, client: Any, params: Mapping[str, Any], where: str
                      ) -> dict[str, Any]:

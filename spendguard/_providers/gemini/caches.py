@@ -31,6 +31,7 @@ from typing import Any
 from spendguard._core.errors import ProviderResponseError, UnsupportedEndpointError
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.usage import Usage
+from spendguard._providers.gemini import endpoints
 
 __all__ = ["CacheTerm", "added_storage", "cache_name", "created_storage", "note_cache",
            "release_storage", "reply_end", "settled_note", "term", "update_endpoint"]
@@ -72,7 +73,7 @@ def update_endpoint(path: str, *, allow_unpriced: bool) -> Endpoint | None:
     refused (None with ``allow_unpriced``)."""
     name = cache_name(path)
     if name is not None and term(name) is not None:
-        return Endpoint.CACHE_UPDATE
+        return endpoints.CACHE_UPDATE
     if allow_unpriced:
         return None
     what = name or path

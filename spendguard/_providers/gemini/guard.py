@@ -27,11 +27,11 @@ from typing import Any
 import httpx2
 
 from spendguard._core.errors import ConfigError
-from spendguard._costing.endpoints import Provider
 from spendguard._guard.metering import Guard
 from spendguard._guard.options import ClientOptions
 from spendguard._guard.reaches import genai as reach
 from spendguard._guard.transport import ClientGuard, install, tag_request
+from spendguard._providers.gemini import endpoints
 
 __all__ = ["attach", "guard_genai_client", "is_client", "is_genai_client"]
 
@@ -97,7 +97,7 @@ def guard_genai_client(client: Any, options: ClientOptions) -> None:
             "spendguard cannot guard a Vertex AI client that uses an mTLS client certificate: "
             "google-auth then sends requests through its own session, not httpx2. Use an API "
             "key or default credentials without a client certificate.")
-    tag = ClientGuard(Guard(Provider.GEMINI, options.budget, options.guard_options()), None)
+    tag = ClientGuard(Guard(endpoints.PROVIDER, options.budget, options.guard_options()), None)
     sync_client = _real(reach.sync_http_client(api))
     if not isinstance(sync_client, httpx2.Client):
         raise ConfigError(

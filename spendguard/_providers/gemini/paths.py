@@ -13,6 +13,7 @@ import re
 from urllib.parse import unquote
 
 from spendguard._costing.endpoints import Endpoint
+from spendguard._providers.gemini import endpoints
 
 __all__ = ["GEMINI_METHOD", "endpoint_of", "model_of"]
 
@@ -21,8 +22,8 @@ GEMINI_METHOD = re.compile(
     r"(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 """A model method: ``…/models/{model}:{method}`` (Developer API and Vertex AI forms)."""
 
-_PRICED = {"generateContent": Endpoint.GENERATE, "streamGenerateContent": Endpoint.GENERATE,
-           "embedContent": Endpoint.EMBED, "batchEmbedContents": Endpoint.EMBED}
+_PRICED = {"generateContent": endpoints.GENERATE, "streamGenerateContent": endpoints.GENERATE,
+           "embedContent": endpoints.EMBED, "batchEmbedContents": endpoints.EMBED}
 _FREE_METHODS = frozenset({"countTokens", "computeTokens"})
 # Uploads (``/upload/v1beta/files``), file registration and a batch's cancel cannot spend.
 _CACHES = re.compile(r"/cachedContents$")
@@ -50,9 +51,9 @@ def endpoint_of(path: str) -> Endpoint | None:
     if _FREE_PATHS.search(clean):
         return Endpoint.FREE
     if _CACHES.search(clean):
-        return Endpoint.CACHE
+        return endpoints.CACHE
     if _CACHE.search(clean):  # a PATCH: the cache's new TTL
-        return Endpoint.CACHE_UPDATE
+        return endpoints.CACHE_UPDATE
     return None
 
 

@@ -25,10 +25,11 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call
-from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.tokens.content import json_text
 from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.tokens.images import image_size_from_base64
+from spendguard._providers.gemini import endpoints
 
 __all__ = ["CONTEXT_BOUND", "DEFAULT_CACHE_TTL_S", "build_call", "cache_ttl_seconds",
            "count_input", "field", "with_output_cap"]
@@ -76,8 +77,8 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise ConfigError(f"{endpoint.value} request names no model; spendguard cannot price it")
-    if endpoint in (Endpoint.EMBED, Endpoint.CACHE, Endpoint.CACHE_UPDATE):
-        return Call(Provider.GEMINI, endpoint, model, body, 0, 1, False)
+    if endpoint in (endpoints.EMBED, endpoints.CACHE, endpoints.CACHE_UPDATE):
+        return Call(endpoints.PROVIDER, endpoint, model, body, 0, 1, False)
     config = field(body, "generationConfig")
     cap = _int(config, "maxOutputTokens")
     if cap is not None and cap < 0:
@@ -88,7 +89,7 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     else:
         output_cap = None  # dynamic thinking (or no cap): up to the model's maximum
     choices = _int(config, "candidateCount") or 1
-    return Call(Provider.GEMINI, endpoint, model, body, output_cap, max(choices, 1),
+    return Call(endpoints.PROVIDER, endpoint, model, body, output_cap, max(choices, 1),
                 bool(body.get("stream")))
 
 
@@ -110,7 +111,7 @@ def with_output_cap(endpoint: Endpoint, body: dict[str, Any],
     answer token is left, and for a request that sets a ``thinkingLevel`` (Gemini 3), which
     the API refuses beside a ``thinkingBudget``.
     """
-    if endpoint is not Endpoint.GENERATE:
+    if endpoint is not endpoints.GENERATE:
         return None
     config = field(body, "generationConfig")
     config = dict(config) if isinstance(config, Mapping) else {}
@@ -231,7 +232,7 @@ def count_input(endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount
     """An upper bound on the input tokens of a Gemini body (see the module's rules); never
     raises on a body's shape. A cache's TTL update counts the cache's tokens, as noted when
     it was created."""
-    if endpoint == Endpoint.CACHE_UPDATE:
+    if endpoint == endpoints.CACHE_UPDATE:
         from spendguard._providers.gemini.caches import term  # noqa: PLC0415
 
         known = term(str(body.get("name")))

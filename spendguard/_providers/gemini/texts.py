@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spendguard._costing.endpoints import Endpoint
+from spendguard._providers.gemini import endpoints
 from spendguard._providers.gemini.kwargs import plain
 from spendguard._providers.texts import block_text, last_user_text
 
@@ -30,14 +31,14 @@ def _contents_prompt(contents: Any) -> str:
 def prompt_text(endpoint: Endpoint, request: Mapping[str, Any]) -> str:
     """The last user turn of a request, as text (``contents`` a string, a list of strings,
     or turns of parts)."""
-    if endpoint == Endpoint.GENERATE:
+    if endpoint == endpoints.GENERATE:
         return _contents_prompt(request.get("contents"))
     return last_user_text(request.get("messages") or [])
 
 
 def reply_text(endpoint: Endpoint, response: Any) -> str:
     """The text of a reply's first candidate, its thoughts left out."""
-    if endpoint != Endpoint.GENERATE:
+    if endpoint != endpoints.GENERATE:
         return block_text(response)
     candidates = getattr(response, "candidates", None) or []
     content = getattr(candidates[0], "content", None) if candidates else None

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from spendguard._core.errors import ProviderResponseError
-from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import CACHE_STORAGE
 from spendguard._costing.usage import Usage
 from spendguard._providers import read_count, to_plain
+from spendguard._providers.gemini import endpoints
 from spendguard._providers.gemini.caches import added_storage, created_storage
 from spendguard._providers.gemini.requests import field
 
@@ -61,7 +61,7 @@ def usage_from_gemini(payload: object, *, endpoint: str | None = None) -> Usage:
     bare ``usageMetadata``."""
     data = to_plain(payload, provider=PROVIDER)
     if "cachedContents/" in str(field(data, "name") or ""):  # an explicit cache's reply
-        if endpoint == Endpoint.CACHE_UPDATE:  # no tokens written: the storage it adds
+        if endpoint == endpoints.CACHE_UPDATE:  # no tokens written: the storage it adds
             tokens, seconds = added_storage(data)
             return Usage(tool_requests={CACHE_STORAGE: tokens * seconds})
         tokens, seconds = created_storage(data)

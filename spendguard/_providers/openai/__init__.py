@@ -22,6 +22,7 @@ from spendguard._costing.usage import Usage
 from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
 from spendguard._providers.openai import (
     addresses,
+    endpoints,
     ids,
     paths,
     requests,
@@ -147,16 +148,16 @@ class OpenAIAdapter:
 
     def body_endpoint(self, body: Mapping[str, Any], *, embedding: bool) -> Endpoint:
         if embedding:
-            return Endpoint.EMBEDDINGS
+            return endpoints.EMBEDDINGS
         if "input" in body and "messages" not in body:
-            return Endpoint.RESPONSES
-        return Endpoint.CHAT
+            return endpoints.RESPONSES
+        return endpoints.CHAT
 
     def reply_endpoint(self, module: str) -> Endpoint | None:
         if module.startswith("openai.types.responses"):
-            return Endpoint.RESPONSES
+            return endpoints.RESPONSES
         if module.startswith("openai.types.chat"):
-            return Endpoint.CHAT
+            return endpoints.CHAT
         return None
 
     def build_call(self, endpoint: Endpoint, body: dict[str, Any]) -> Call:

@@ -18,17 +18,18 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
 from spendguard._core.errors import ConfigError, SpendguardError
-from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.usage import Usage, usage_from
+from spendguard._providers.openai import endpoints
 from spendguard._strategies.batch.requests import request_body
 from spendguard._strategies.batch.wire import LineOutcome, Snapshot, Submitted
 
 __all__ = ["BATCH_API", "RESPONSE_TYPES", "OpenAIBatches", "jsonl_line"]
 
 RESPONSE_TYPES: dict[Endpoint, type[Any]] = {
-    Endpoint.CHAT: ChatCompletion,
-    Endpoint.RESPONSES: Response,
-    Endpoint.EMBEDDINGS: CreateEmbeddingResponse,
+    endpoints.CHAT: ChatCompletion,
+    endpoints.RESPONSES: Response,
+    endpoints.EMBEDDINGS: CreateEmbeddingResponse,
 }
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 _UNRUN = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
@@ -80,9 +81,11 @@ def _lines(text: str) -> list[dict[str, Any]]:
 class OpenAIBatches:
     """OpenAI Files + Batches, sync and async."""
 
-    provider = Provider.OPENAI
+    provider = endpoints.PROVIDER
     per_model = True
     window_s = 24 * 3600.0
+    # "200 MB" read as decimal megabytes, the smaller reading.
+    published_limits: tuple[int, int, int | None] = (50_000, 200_000_000, 50_000)
 
     def request_body(self, client: Any, params: Mapping[str, Any], where: str
                      ) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from spendguard._costing.tokens.openai import (
     plain_chat_tokens,
 )
 from spendguard._costing.tokens.requests import Walkers, count_with
-from spendguard._providers.openai import paths
+from spendguard._providers.openai import endpoints, paths
 
 __all__ = ["count_input"]
 
@@ -25,8 +25,8 @@ def _completions(profile: Profile, body: Mapping[str, Any], tally: Tally) -> Non
 
 
 # Its endpoints' walkers; paths that are no priced endpoint but whose input is counted too.
-_WALKERS = Walkers({Endpoint.CHAT: count_chat, Endpoint.RESPONSES: count_responses,
-                    Endpoint.EMBEDDINGS: count_embeddings},
+_WALKERS = Walkers({endpoints.CHAT: count_chat, endpoints.RESPONSES: count_responses,
+                    endpoints.EMBEDDINGS: count_embeddings},
                    (("/responses/input_tokens", count_responses),
                     ("/completions", _completions)), paths.endpoint_of,
                    {Endpoint.CHAT: plain_chat_tokens})

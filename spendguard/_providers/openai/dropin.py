@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from spendguard._costing.calls import Provider
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.routing import AZURE
 from spendguard._guard.azure import AzureDeployment, azure_platform, azure_prices
 from spendguard._guard.clients import UNSET, Guarded
+from spendguard._providers.openai import endpoints
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -98,7 +98,7 @@ class OpenAI(Guarded, openai.OpenAI):
         with_options = copy
         # END generated
 
-    _spendguard_provider = Provider.OPENAI
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = openai.OpenAIError
 
     @property
@@ -176,7 +176,7 @@ class AsyncOpenAI(Guarded, openai.AsyncOpenAI):
         with_options = copy
         # END generated
 
-    _spendguard_provider = Provider.OPENAI
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = openai.OpenAIError
 
     @property
@@ -202,7 +202,7 @@ class AzureOpenAI(Guarded, openai.AzureOpenAI):
     arguments as :class:`OpenAI`.
     """
 
-    _spendguard_provider = Provider.OPENAI
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = openai.OpenAIError
     _spendguard_platform = AZURE
 
@@ -217,7 +217,7 @@ class AzureOpenAI(Guarded, openai.AzureOpenAI):
 class AsyncAzureOpenAI(Guarded, openai.AsyncAzureOpenAI):
     """``openai.AsyncAzureOpenAI``, budgeted; arguments as :class:`AzureOpenAI`."""
 
-    _spendguard_provider = Provider.OPENAI
+    _spendguard_provider = endpoints.PROVIDER
     _spendguard_sdk_error = openai.OpenAIError
     _spendguard_platform = AZURE
 

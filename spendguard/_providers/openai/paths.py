@@ -8,13 +8,14 @@ from __future__ import annotations
 import re
 
 from spendguard._costing.endpoints import Endpoint
+from spendguard._providers.openai import endpoints
 
 __all__ = ["endpoint_of"]
 
 # Path endings that name a priced endpoint; compaction is a billed model call of Responses.
-_TAILS = ((("/chat/completions",), Endpoint.CHAT),
-          (("/responses", "/responses/compact"), Endpoint.RESPONSES),
-          (("/embeddings",), Endpoint.EMBEDDINGS))
+_TAILS = ((("/chat/completions",), endpoints.CHAT),
+          (("/responses", "/responses/compact"), endpoints.RESPONSES),
+          (("/embeddings",), endpoints.EMBEDDINGS))
 # POST paths that cannot spend, by the end of the path: uploads, token counts, cancels,
 # moderation.
 _FREE_SUFFIXES = ("/files", "/input_tokens", "/cancel", "/moderations", "/uploads")

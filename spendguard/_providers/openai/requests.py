@@ -9,7 +9,8 @@ from typing import Any
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Call, body_model, int_field
-from spendguard._costing.endpoints import Endpoint, Provider
+from spendguard._costing.endpoints import Endpoint
+from spendguard._providers.openai import endpoints
 from spendguard._providers.openai.usage import unpriced_audio
 
 __all__ = ["batch_request", "billed_later", "build_call", "cache_ttls", "end_user",
@@ -30,7 +31,7 @@ def cache_ttls(body: dict[str, Any]) -> tuple[str, ...]:
 def billed_later(endpoint: Endpoint, body: object) -> str | None:
     """``"background"`` for a Responses reply still queued or in progress with no usage
     (``background=True``: billed later, out of our sight); None for any other reply."""
-    if (endpoint is Endpoint.RESPONSES and isinstance(body, dict)
+    if (endpoint is endpoints.RESPONSES and isinstance(body, dict)
             and body.get("status") in ("queued", "in_progress") and body.get("usage") is None):
         return "background"
     return None
@@ -44,19 +45,20 @@ def build_call(endpoint: Endpoint, body: dict[str, Any]) -> Call:
     tier = None
     if "service_tier" in body:
         tier = body["service_tier"]
-    if endpoint is Endpoint.CHAT:
+    if endpoint is endpoints.CHAT:
         # The fields a request leaves out (most leave out two of these) cost no call.
         cap = int_field(body, "max_completion_tokens") if "max_completion_tokens" in body \
             else None
         if cap is None and "max_tokens" in body:
             cap = int_field(body, "max_tokens")
         choices = (int_field(body, "n") if "n" in body else None) or 1
-        return Call(Provider.OPENAI, endpoint, model, body, cap, choices, stream,
+        return Call(endpoints.PROVIDER, endpoint, model, body, cap, choices, stream,
                     service_tier=tier, cache_ttls=cache_ttls(body))
-    if endpoint is Endpoint.RESPONSES:
-        return Call(Provider.OPENAI, endpoint, model, body, int_field(body, "max_output_tokens"), 1,
-                    stream, service_tier=tier, cache_ttls=cache_ttls(body))
-    return Call(Provider.OPENAI, endpoint, model, body, 0, 1, False)
+    if endpoint is endpoints.RESPONSES:
+        return Call(endpoints.PROVIDER, endpoint, model, body,
+                    int_field(body, "max_output_tokens"), 1, stream,
+                    service_tier=tier, cache_ttls=cache_ttls(body))
+    return Call(endpoints.PROVIDER, endpoint, model, body, 0, 1, False)
 
 
 def batch_request(item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
@@ -85,7 +87,7 @@ def refuse_unpriced(call: Call, raw: bytes | None = None) -> None:
     ``\\u00`` escape (the only other way JSON spells an ASCII letter) cannot ask for audio,
     and C substring scans tell so without walking the messages.
     """
-    if call.endpoint is Endpoint.EMBEDDINGS:
+    if call.endpoint is endpoints.EMBEDDINGS:
         return
     if raw is not None and b"audio" not in raw and b"\\u00" not in raw \
             and b"\x00" not in raw:

@@ -21,6 +21,7 @@ from spendguard._providers import (
     split_inclusive_input,
     to_plain,
 )
+from spendguard._providers.openai import endpoints
 
 __all__ = ["ChatStreamReader", "ResponsesStreamReader", "stream_reader", "usage_from_openai"]
 
@@ -56,15 +57,15 @@ def usage_from_openai(payload: object, *, endpoint: str | None = None) -> Usage:
     kind = endpoint if endpoint.__class__ is Endpoint and endpoint is not Endpoint.FREE \
         else endpoint_kind(endpoint)
     if kind is None:
-        kind = (Endpoint.RESPONSES if "input_tokens" in usage
-                else Endpoint.CHAT if "completion_tokens" in usage else Endpoint.EMBEDDINGS)
+        kind = (endpoints.RESPONSES if "input_tokens" in usage
+                else endpoints.CHAT if "completion_tokens" in usage else endpoints.EMBEDDINGS)
     tier = None
     if "service_tier" in data:
         named = data["service_tier"]
         tier = named if named.__class__ is str or isinstance(named, str) else None
-    if kind is Endpoint.RESPONSES:
+    if kind is endpoints.RESPONSES:
         return _responses_usage(usage, data, tier)
-    if kind is Endpoint.EMBEDDINGS:
+    if kind is endpoints.EMBEDDINGS:
         prompt = read_count(usage, "prompt_tokens", provider=PROVIDER, path="usage", required=True)
         return Usage(input_tokens=prompt, service_tier=tier)
     return _usual_chat_usage(usage, tier) or _chat_usage(usage, tier)
@@ -243,7 +244,7 @@ class ChatStreamReader(_TextCounter):
                 self._open_choices.discard(index)
                 self.complete = not self._open_choices
         if isinstance(data.get("usage"), Mapping):
-            self._usage = usage_from_openai(data, endpoint=Endpoint.CHAT)
+            self._usage = usage_from_openai(data, endpoint=endpoints.CHAT)
             self.complete = True
 
 
@@ -261,15 +262,15 @@ class ResponsesStreamReader(_TextCounter):
         if kind in RESPONSE_TERMINAL_EVENTS and isinstance(response, Mapping):
             self.complete = True
             if isinstance(response.get("usage"), Mapping):
-                self._usage = usage_from_openai(response, endpoint=Endpoint.RESPONSES)
+                self._usage = usage_from_openai(response, endpoint=endpoints.RESPONSES)
 
 
 def stream_reader(endpoint: str) -> ChatStreamReader | ResponsesStreamReader:
     """A reader for one OpenAI stream (``chat`` or ``responses``)."""
     kind = endpoint_kind(endpoint)
-    if kind is Endpoint.CHAT:
+    if kind is endpoints.CHAT:
         return ChatStreamReader()
-    if kind is Endpoint.RESPONSES:
+    if kind is endpoints.RESPONSES:
         return ResponsesStreamReader()
     raise ProviderResponseError(f"openai: {endpoint!r} does not stream", provider=PROVIDER,
                                 field="endpoint")

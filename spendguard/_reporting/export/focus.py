@@ -14,8 +14,9 @@ from typing import Any
 
 from spendguard._budget.ledger.base import SpendRecord
 from spendguard._core.money import MILLION
+from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
-from spendguard._providers import PROVIDERS, adapter_for
+from spendguard._providers import adapter_for
 from spendguard._reporting.export.lines import REQUEST, ChargeLine, charge_lines
 from spendguard._reporting.export.records import ADJUSTMENT, RECOVERED, shown_tags, utc_text
 
@@ -80,7 +81,7 @@ def _sorted_day(groups: dict[tuple[Any, ...], dict[str, Any]]) -> list[dict[str,
 def _billing_names(provider: str) -> tuple[str, str]:
     """(the company's name, the service's name) of a record's provider: its adapter's, else
     the name as the ledger holds it."""
-    if provider in PROVIDERS:
+    if provider in Provider.names():
         return adapter_for(provider).billing_names
     return (provider or _UNATTRIBUTED, f"{provider} API" if provider else _UNATTRIBUTED)
 

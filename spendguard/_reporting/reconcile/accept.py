@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from spendguard._budget.ledger.base import Ledger, ScopeClaim
 from spendguard._core.money import format_usd
 from spendguard._core.periods import Period, as_utc, period_key
-from spendguard._providers import PROVIDERS, adapter_for
+from spendguard._costing.endpoints import Provider
+from spendguard._providers import adapter_for
 from spendguard._reporting.reconcile.compare import Reconciliation
 
 __all__ = ["RECONCILED_TAG", "accept_differences"]
@@ -33,7 +34,7 @@ def accept_differences(reconciliation: Reconciliation, ledger: Ledger, *, now: d
     """
     accepted_at = as_utc(now).strftime("%Y-%m-%dT%H:%M:%SZ")
     name = (adapter_for(reconciliation.provider).display_name
-            if reconciliation.provider in PROVIDERS else reconciliation.provider)
+            if reconciliation.provider in Provider.names() else reconciliation.provider)
     ids = []
     for difference in reconciliation.to_accept:
         amount = difference.usd_difference

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from spendguard._core.errors import ConfigError
-from spendguard._providers import PROVIDERS as ALL_PROVIDERS
+from spendguard._providers import providers
 from spendguard._reporting.reconcile.lines import ProviderReport
 
 __all__ = ["PROVIDERS", "read_provider_file"]
 
 _READER = "spendguard._providers.{}.reconcile"
 
-PROVIDERS = tuple(name for name in ALL_PROVIDERS
+PROVIDERS = tuple(name for name in providers()
                   if importlib.util.find_spec(_READER.format(name)) is not None)
 """The providers whose reports are read: each has its reader module in its package
 (``_providers/<name>/reconcile.py``), with

@@ -13,7 +13,8 @@ from decimal import Decimal
 from html import escape
 
 from spendguard._core.money import format_usd
-from spendguard._providers import PROVIDERS, adapter_for
+from spendguard._costing.endpoints import Provider
+from spendguard._providers import adapter_for
 from spendguard._reporting.report.page_style import (
     BATCH_COLOR,
     CACHE_COLOR,
@@ -97,7 +98,7 @@ def _input_count(provider: str) -> tuple[str, str]:
     """How spendguard counts a provider's input before sending (see docs/tokens.md): exactly
     where its tokenizer is reproduced (OpenAI's), else an upper bound (Anthropic's, Gemini's
     are not public)."""
-    if provider not in PROVIDERS:
+    if provider not in Provider.names():
         return provider or "unknown provider", "estimate"
     adapter = adapter_for(provider)
     return adapter.display_name, "exact count" if adapter.exact_input else "upper bound"

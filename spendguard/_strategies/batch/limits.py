@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 
 from spendguard._core.errors import ConfigError
 from spendguard._costing.calls import Provider
+from spendguard._strategies.batch.wire import api_for
 
 __all__ = ["BatchLimits", "Sized", "split"]
 
@@ -52,10 +53,13 @@ class BatchLimits:
 
         A provider's limits are the fields named for it: ``<provider>_max_requests``,
         ``<provider>_max_file_bytes`` where a batch is an uploaded file (else
-        ``<provider>_max_bytes``), and ``<provider>_max_embedding_inputs`` where it caps them.
+        ``<provider>_max_bytes``), and ``<provider>_max_embedding_inputs`` where it caps them;
+        a provider with no fields here has the limits its batch wire publishes.
         """
         named = {limit.name for limit in fields(self)}
         prefix = f"{provider.value}_max_"
+        if f"{prefix}requests" not in named:
+            return api_for(provider).published_limits
         size = (f"{prefix}file_bytes" if f"{prefix}file_bytes" in named
                 else f"{prefix}bytes")
         inputs = f"{prefix}embedding_inputs"

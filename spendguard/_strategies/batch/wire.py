@@ -76,6 +76,10 @@ class BatchAPI(Protocol):
     """Whether one batch runs one model only (OpenAI, Gemini): requests are grouped by it."""
     window_s: float
     """How long the provider may take before unfinished requests expire (seconds)."""
+    published_limits: tuple[int, int, int | None]
+    """The most requests, bytes and embedding inputs (None: uncapped) one batch may hold, as
+    the provider publishes them: what :class:`~.limits.BatchLimits` gives a provider it has
+    no fields for."""
 
     def request_body(self, client: Any, params: Mapping[str, Any], where: str
                      ) -> dict[str, Any]:

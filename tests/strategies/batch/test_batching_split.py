@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,9 @@ from hypothesis import strategies as st
 import spendguard
 from spendguard import BatchLimits, BatchRequest, ConfigError
 from spendguard._costing.calls import Provider
+from spendguard._strategies.batch import limits as limits_module
 from spendguard._strategies.batch.limits import split
+from spendguard._strategies.batch.wire import api_for
 from spendguard.testing import BatchLimits as EmulatorLimits
 from tests.batching_helpers import World, chat, message
 
@@ -106,7 +109,7 @@ def test_splitting_keeps_every_request_once_in_order_within_every_limit(
         overhead: int) -> None:
     limits = BatchLimits(openai_max_requests=max_requests, openai_max_file_bytes=max_bytes,
                          openai_max_embedding_inputs=max_inputs)
-    batches = split(items, Provider.OPENAI, limits, overhead_bytes=overhead)
+    batches = split(items, Provider("openai"), limits, overhead_bytes=overhead)
     flat = [item for batch in batches for item in batch]
     assert sorted(map(id, flat)) == sorted(map(id, items))
     for group in {item.group for item in items}:
@@ -119,11 +122,30 @@ def test_splitting_keeps_every_request_once_in_order_within_every_limit(
 
 
 @pytest.mark.parametrize(("provider", "expected"), [
-    (Provider.OPENAI, (50_000, 7, 3)),
-    (Provider.ANTHROPIC, (100_000, 256_000_000, None)),
-    (Provider.GEMINI, (10_000, 20_000_000, None)),
+    (Provider("openai"), (50_000, 7, 3)),
+    (Provider("anthropic"), (100_000, 256_000_000, None)),
+    (Provider("gemini"), (10_000, 20_000_000, None)),
 ])
 def test_each_provider_is_limited_by_the_fields_named_for_it(
         provider: Provider, expected: tuple[int, int, int | None]) -> None:
     limits = BatchLimits(openai_max_file_bytes=7, openai_max_embedding_inputs=3)
     assert limits.of(provider) == expected
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_the_default_limits_are_what_each_batch_wire_publishes(provider: str) -> None:
+    assert BatchLimits().of(Provider(provider)) == api_for(Provider(provider)).published_limits
+
+
+def test_a_provider_with_no_fields_has_the_limits_its_batch_wire_publishes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    @dataclass(frozen=True)
+    class Wire:
+        published_limits: tuple[int, int, int | None] = (7, 1_000, None)
+
+    @dataclass(frozen=True)
+    class Unlisted:
+        value: str = "newprovider"
+
+    monkeypatch.setattr(limits_module, "api_for", lambda provider: Wire())
+    assert BatchLimits().of(cast("Provider", Unlisted())) == (7, 1_000, None)

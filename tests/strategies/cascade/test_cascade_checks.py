@@ -163,6 +163,6 @@ def test_check_constructors_are_exported() -> None:
 def test_a_hand_built_candidate_is_its_endpoints_providers() -> None:
     assert reply("ok").provider == "openai"
     messages = Candidate(model="claude-haiku-4-5", text="ok",
-                         endpoint=spendguard.Endpoint.MESSAGES)
+                         endpoint=spendguard.Endpoint("messages"))
     assert messages.provider == "anthropic"
     assert Candidate(model="m", text="ok", provider="gemini").provider == "gemini"
