@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds, warmup = (5, 2) if args.quick else (args.rounds, args.warmup)
     litellm = load_litellm()
     rows: list[list[str]] = []
+    against_peers: list[str] = []
     with tempfile.TemporaryDirectory(prefix="spendguard-bench-") as folder, \
             server_process(reply_tokens=20) as base_url:
         previous = os.getcwd()
@@ -211,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                                            for name, send in group.items()},
                                           rounds=rounds, warmup=warmup)
                     group_rows = table_rows(scenario, samples)
+                    if group is senders:
+                        against_peers.append(_against_fastest_peer(scenario, samples, peers))
                     if group is litellm_senders:
                         group_rows[0][1] = f"{RAW} (LiteLLM's own rounds)"
                     rows += group_rows
@@ -228,7 +231,27 @@ def main(argv: list[str] | None = None) -> int:
           f"{rounds} rounds after {warmup} warm-up, round-robin{version})\n")
     print(markdown_table(["scenario", "client", "median", "p99", "added (paired median)",
                           "median ratio"], rows))
+    if any(against_peers):
+        print("\nspendguard's added time ÷ the fastest installed peer's, measured in the same "
+              "rounds:\n")
+        print("\n".join(line for line in against_peers if line))
     return 0
+
+
+def _against_fastest_peer(scenario: str, samples: dict[str, list[float]],
+                          peers: dict[str, Send]) -> str:
+    """One line: each spendguard ledger's added time as a multiple of the fastest peer's."""
+    raw = samples[RAW]
+    added = {name: paired_overhead_s(values, raw) for name, values in samples.items()
+             if name != RAW}
+    peer_added = {name: added[name] for name in peers if name in added}
+    if not peer_added:
+        return ""
+    fastest = min(peer_added, key=peer_added.__getitem__)
+    ours = [f"{name.removeprefix('spendguard, ')} {added[name] / peer_added[fastest]:.1f}×"
+            for name in added if name.startswith("spendguard, ")]
+    return (f"- {scenario}: {', '.join(ours)} (fastest peer: {fastest}, "
+            f"{fmt_us(peer_added[fastest])} added)")
 
 
 def _version(package: str) -> str:

@@ -183,7 +183,7 @@ class OpenAIAdapter:
 
     def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
         # Only a Responses reply can be: no further call for the others (every chat reply).
-        return requests.billed_later(endpoint, body) if endpoint is Endpoint.RESPONSES else None
+        return requests.billed_later(endpoint, body) if endpoint is endpoints.RESPONSES else None
 
     def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
         return False

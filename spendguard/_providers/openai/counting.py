@@ -29,7 +29,7 @@ _WALKERS = Walkers({endpoints.CHAT: count_chat, endpoints.RESPONSES: count_respo
                     endpoints.EMBEDDINGS: count_embeddings},
                    (("/responses/input_tokens", count_responses),
                     ("/completions", _completions)), paths.endpoint_of,
-                   {Endpoint.CHAT: plain_chat_tokens})
+                   {endpoints.CHAT: plain_chat_tokens})
 
 
 def count_input(endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
