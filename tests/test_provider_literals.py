@@ -134,7 +134,6 @@ IMPORTS_ALLOWED: dict[str, tuple[int, str]] = {
     "__init__.py": (24, "the public drop-in classes, each in its provider's dropin.py (_LAZY, "
                         "and the imports generated from it for type checkers)"),
     "_costing/routing.py": (1, "re-exports the Azure platform's name and price date"),
-    "_guard/cache_credit.py": (1, "the storage of an explicit cache, which only Gemini bills"),
     "_caching/implicit.py": (1, "the implicit cache style reads Gemini's body shape"),
 }
 

@@ -1,7 +1,7 @@
-"""Crediting a Gemini explicit cache's unused storage: a shortened TTL or an early delete.
+"""Crediting an explicit cache's unused storage (Gemini's): a shortened TTL or an early delete.
 
-A cache's storage is charged ahead, to the expiry it was given
-(:mod:`spendguard._providers.gemini.caches`). When the cache ends sooner (a TTL update
+A cache's storage is charged ahead, to the expiry it was given (the provider's adapter keeps
+the term: ``release_cache_storage``). When the cache ends sooner (a TTL update
 to an earlier expiry, or ``caches.delete``), the storage charged past the new end is credited
 back by a negative adjustment record in each budget's ledger (status ``adjustment``, the
 provider whose adapter named the cache, the cache's model), so the ledger counts the storage
@@ -20,7 +20,7 @@ from spendguard._budget.scopes import collect_budgets
 from spendguard._costing.cost import total_usd
 from spendguard._costing.prices import CACHE_STORAGE
 from spendguard._costing.usage import Usage
-from spendguard._providers.gemini.caches import release_storage, reply_end
+from spendguard._providers import adapter_for
 
 if TYPE_CHECKING:
     from spendguard._budget.ledger import Ledger
@@ -42,12 +42,13 @@ def credit_unused_storage(guard: Guard, name: str, until: datetime | None, *,
         now = budgets[-1].now() if budgets else None
         if now is None:
             return
-        released = release_storage(name, until or now, forget=forget)
-        if released is None or not released[1]:
+        released = adapter_for(provider).release_cache_storage(name, until or now,
+                                                               forget=forget)
+        if released is None or not released[2]:
             return
-        term, seconds = released
-        usd = total_usd(guard.table.get(term.model, now),
-                        Usage(tool_requests={CACHE_STORAGE: term.tokens * seconds}))
+        model, tokens, seconds = released
+        usd = total_usd(guard.table.get(model, now),
+                        Usage(tool_requests={CACHE_STORAGE: tokens * seconds}))
         by_ledger: dict[int, tuple[Ledger, list[ScopeClaim]]] = {}
         for budget in budgets:
             by_ledger.setdefault(id(budget.ledger), (budget.ledger, []))[1].append(
@@ -56,7 +57,7 @@ def credit_unused_storage(guard: Guard, name: str, until: datetime | None, *,
                 f"({'deleted' if forget else 'TTL shortened'}), credited")
         for ledger, claims in by_ledger.values():
             ledger.adjust(claims, -usd, time=now, note=note, provider=provider,
-                          model=term.model)
+                          model=model)
     except Exception:
         log.warning("spendguard could not credit the unused storage of %s; the ledger keeps "
                     "it charged", name, exc_info=True)
@@ -64,6 +65,6 @@ def credit_unused_storage(guard: Guard, name: str, until: datetime | None, *,
 
 def credit_after_update(guard: Guard, reply: object, *, provider: str) -> None:
     """After a TTL update's reply: credit the storage charged past its new expiry, if any."""
-    end = reply_end(reply)
+    end = adapter_for(provider).cache_reply_end(reply)
     if end is not None:
         credit_unused_storage(guard, end[0], end[1], forget=False, provider=provider)

@@ -16,7 +16,7 @@ import functools
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -312,6 +312,18 @@ class ProviderAdapter(Protocol):
     def ended_cache(self, method: str, path: str) -> str | None:
         """The explicit cache a successful free request ends before its charged expiry (its
         resource name), whose unused storage is credited; None for any other request."""
+        ...
+
+    def cache_reply_end(self, reply: object) -> tuple[str, datetime] | None:
+        """The explicit cache a TTL update's reply names and its new expiry; None for any
+        other reply (or one it cannot read)."""
+        ...
+
+    def release_cache_storage(self, name: str, until: datetime, *,
+                              forget: bool) -> tuple[str, int, int] | None:
+        """For the explicit cache ``name`` this process saw: its model, its size in tokens and
+        the whole seconds of storage charged past ``until``, no longer charged from now on
+        (``forget``: the cache is gone); None for a cache it did not see."""
         ...
 
     def reply_endpoint(self, module: str) -> Endpoint | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +150,13 @@ class AnthropicAdapter:
 
     def ended_cache(self, method: str, path: str) -> str | None:
         return None  # no explicit cache is billed for its storage
+
+    def cache_reply_end(self, reply: object) -> tuple[str, datetime] | None:
+        return None
+
+    def release_cache_storage(self, name: str, until: datetime, *,
+                              forget: bool) -> tuple[str, int, int] | None:
+        return None
 
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         return None

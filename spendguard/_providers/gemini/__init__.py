@@ -10,7 +10,7 @@ bundles them for the choke point; the client side (attaching the guard to a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -151,6 +151,21 @@ class GeminiAdapter:
         from spendguard._providers.gemini.caches import cache_name  # noqa: PLC0415
 
         return cache_name(path) if method == "DELETE" else None
+
+    def cache_reply_end(self, reply: object) -> tuple[str, datetime] | None:
+        from spendguard._providers.gemini.caches import reply_end  # noqa: PLC0415
+
+        return reply_end(reply)
+
+    def release_cache_storage(self, name: str, until: datetime, *,
+                              forget: bool) -> tuple[str, int, int] | None:
+        from spendguard._providers.gemini.caches import release_storage  # noqa: PLC0415
+
+        released = release_storage(name, until, forget=forget)
+        if released is None:
+            return None
+        term, seconds = released
+        return term.model, term.tokens, seconds
 
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         return None
