@@ -23,7 +23,7 @@ import httpx2
 from spendguard._core.errors import SpendguardError
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE
 from spendguard._guard.metering import Attempt, Guard, StreamMeter, response_headers
-from spendguard._guard.reaches.httpx_private import wrap_transports
+from spendguard._guard.reaches.httpx_private import keep_read_body, wrap_transports
 from spendguard._guard.settling import describe
 
 __all__ = ["HTTPX2", "AsyncGuardTransport", "ClientGuard", "GuardTransport", "Wire",
@@ -100,11 +100,25 @@ class Wire:
     async_metered: type[Any]
     write_tracked: type[Any]
     failed_body: type[Any]
+    keeps_read_body: bool = False
+    """The client times a response that arrives closed (httpx2 does, classic httpx does not):
+    a body the guard read whole is handed on in the wrapped transport's own response."""
 
 
 def _response(inner: Any, stream: Any, wire: Wire) -> Any:
     return wire.response(inner.status_code, headers=inner.headers, stream=stream,
                          extensions=inner.extensions)
+
+
+def _read_response(inner: Any, raw: bytes, found: Mapping[str, str], wire: Wire) -> Any:
+    """The response to hand on once its raw body was read whole from ``inner``: ``inner``
+    itself, closed and holding the body as its content, where the bytes read are the content
+    (no content encoding) and the client takes a closed response; else a new response
+    replaying them, for the client to decode as it would have."""
+    if wire.keeps_read_body and "content-encoding" not in found:
+        keep_read_body(inner, raw)
+        return inner
+    return _response(inner, wire.byte_stream(raw), wire)
 
 
 class _DecodedResponse(httpx2.Response):
@@ -319,7 +333,8 @@ def _sdk_subclass(cls: type[SpendguardError], sdk_error: type[Exception]) -> typ
 
 
 HTTPX2 = Wire(httpx2.Response, httpx2.ByteStream, httpx2.SyncByteStream, httpx2.AsyncByteStream,
-              _MeteredStream, _AsyncMeteredStream, _WriteTracked, _FailedBody)
+              _MeteredStream, _AsyncMeteredStream, _WriteTracked, _FailedBody,
+              keeps_read_body=True)
 
 SEEN_EXTENSION = "spendguard.seen"
 """Set on a request once a dispatcher took charge of it: a dispatcher below it (a client
@@ -395,7 +410,7 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
         raise
     raw = b"".join(chunks)
     body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-    return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    return _hand_on(_read_response(response, raw, found, wire), body)
 
 
 async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
@@ -439,7 +454,7 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
         raise
     raw = b"".join(chunks)
     body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-    return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    return _hand_on(_read_response(response, raw, found, wire), body)
 
 
 class GuardTransport(httpx2.BaseTransport):

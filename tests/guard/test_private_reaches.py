@@ -23,7 +23,11 @@ import respx
 from google import genai
 
 from spendguard._guard.reaches import genai as genai_reach
-from spendguard._guard.reaches.httpx_private import raw_header_items, wrap_transports
+from spendguard._guard.reaches.httpx_private import (
+    keep_read_body,
+    raw_header_items,
+    wrap_transports,
+)
 from spendguard._guard.reaches.imports import PatchOnImport
 from spendguard._guard.reaches.stainless import (
     PREPARE_REQUEST,
@@ -210,3 +214,22 @@ def test_genai_builds_the_generate_content_body_and_reads_its_reply_with_its_own
         "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1}})
     assert reply.text == "Hi"
     assert reply.usage_metadata.prompt_token_count == 3
+
+
+def test_an_httpx2_response_read_raw_answers_from_the_body_kept_as_its_content() -> None:
+    response = httpx2.Response(200, stream=httpx2.ByteStream(b"body"))
+    raw = b"".join(response.iter_raw())
+    assert response.is_closed and response.is_stream_consumed
+    keep_read_body(response, raw)
+    assert (response.read(), response.content, response.text) == (b"body", b"body", "body")
+    assert list(response.iter_bytes()) == [b"body"]
+
+
+def test_an_httpx2_client_times_a_response_that_arrives_closed() -> None:
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        response = httpx2.Response(200, stream=httpx2.ByteStream(b"body"))
+        keep_read_body(response, b"".join(response.iter_raw()))
+        return response
+
+    response = httpx2.Client(transport=httpx2.MockTransport(reply)).get("http://x.test/")
+    assert response.content == b"body" and response.elapsed.total_seconds() >= 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["raw_header_items", "wrap_transports"]
+__all__ = ["keep_read_body", "raw_header_items", "wrap_transports"]
 
 
 def raw_header_items(headers: Any) -> Iterable[tuple[bytes, bytes, bytes]]:
@@ -18,6 +18,14 @@ def raw_header_items(headers: Any) -> Iterable[tuple[bytes, bytes, bytes]]:
     names would be lowered again."""
     items: Iterable[tuple[bytes, bytes, bytes]] = headers._list
     return items
+
+
+def keep_read_body(response: Any, content: bytes) -> None:
+    """Give a response whose raw body was iterated whole (and which is closed) that body as
+    its content (its private ``_content``): ``read()``, ``content`` and ``iter_bytes()`` then
+    answer from it, with no second stream to build and read. For a body that had no
+    content encoding only: the raw bytes are then the content."""
+    response._content = content
 
 
 def wrap_transports(http_client: Any, dispatcher: type[Any]) -> None:
