@@ -247,6 +247,23 @@ class _FailedBody(httpx2.SyncByteStream, httpx2.AsyncByteStream):
         raise self._error
 
 
+def _feed_pending(meter: StreamMeter, pending: list[bytes]) -> None:
+    """Let the meter read the chunk the caller was last handed, once (a close from another
+    thread may take it first)."""
+    try:
+        chunk = pending.pop()
+    except IndexError:
+        return
+    meter.feed(chunk)
+
+
+def _finish_metering(meter: StreamMeter, pending: list[bytes]) -> None:
+    """Settle a stream that ended (closed, or dropped and collected): the chunk the caller
+    stopped at is read first (a collected stream's generator may not have resumed yet)."""
+    _feed_pending(meter, pending)
+    meter.finish()
+
+
 class _MeteredStream(httpx2.SyncByteStream):
     """Passes every chunk through unchanged while the meter reads usage from it."""
 
@@ -257,8 +274,10 @@ class _MeteredStream(httpx2.SyncByteStream):
         self._inner = response.stream
         self._meter = meter
         self._iterated = False
+        # The chunk handed to the caller and not yet read by the meter (at most one).
+        self._pending: list[bytes] = []
         # A caller that drops the stream without closing it is still settled.
-        self._finalizer = weakref.finalize(self, meter.finish)
+        self._finalizer = weakref.finalize(self, _finish_metering, meter, self._pending)
 
     def __iter__(self) -> Iterator[bytes]:
         # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
@@ -267,9 +286,17 @@ class _MeteredStream(httpx2.SyncByteStream):
         first, self._iterated = not self._iterated, True
         try:
             for chunk in self._inner:
-                if first:
-                    self._meter.feed(chunk)
-                yield chunk
+                if not first:
+                    yield chunk
+                    continue
+                # The caller has each chunk before the meter reads it (the first token is not
+                # kept waiting); one the caller stops at is read when the stream is closed
+                # or dropped.
+                self._pending.append(chunk)
+                try:
+                    yield chunk
+                finally:
+                    _feed_pending(self._meter, self._pending)
         except Exception as exc:
             self._meter.finish(error=exc)
             raise
@@ -278,7 +305,7 @@ class _MeteredStream(httpx2.SyncByteStream):
         try:
             self._response.close()
         finally:
-            self._meter.finish()
+            _finish_metering(self._meter, self._pending)
             self._finalizer.detach()
 
 
@@ -288,7 +315,8 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         self._inner = response.stream
         self._meter = meter
         self._iterated = False
-        self._finalizer = weakref.finalize(self, meter.finish)
+        self._pending: list[bytes] = []
+        self._finalizer = weakref.finalize(self, _finish_metering, meter, self._pending)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
@@ -297,9 +325,14 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         first, self._iterated = not self._iterated, True
         try:
             async for chunk in self._inner:
-                if first:
-                    self._meter.feed(chunk)
-                yield chunk
+                if not first:
+                    yield chunk
+                    continue
+                self._pending.append(chunk)
+                try:
+                    yield chunk
+                finally:
+                    _feed_pending(self._meter, self._pending)
         except Exception as exc:
             self._meter.finish(error=exc)
             raise
@@ -308,7 +341,7 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         try:
             await self._response.aclose()
         finally:
-            self._meter.finish()
+            _finish_metering(self._meter, self._pending)
             self._finalizer.detach()
 
 
