@@ -23,8 +23,13 @@ import httpx2
 from spendguard._core.errors import SpendguardError
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE
 from spendguard._guard.metering import Attempt, Guard, StreamMeter, response_headers
-from spendguard._guard.reaches.httpx_private import keep_read_body, wrap_transports
+from spendguard._guard.reaches.httpx_private import (
+    decode_content,
+    keep_read_body,
+    wrap_transports,
+)
 from spendguard._guard.settling import describe
+from spendguard._guard.sse import decodable
 
 __all__ = ["HTTPX2", "AsyncGuardTransport", "ClientGuard", "GuardTransport", "Wire",
            "client_guard", "handle", "handle_async", "install", "mark_guarded",
@@ -110,15 +115,23 @@ def _response(inner: Any, stream: Any, wire: Wire) -> Any:
                          extensions=inner.extensions)
 
 
-def _read_response(inner: Any, raw: bytes, found: Mapping[str, str], wire: Wire) -> Any:
-    """The response to hand on once its raw body was read whole from ``inner``: ``inner``
-    itself, closed and holding the body as its content, where the bytes read are the content
-    (no content encoding) and the client takes a closed response; else a new response
-    replaying them, for the client to decode as it would have."""
-    if wire.keeps_read_body and "content-encoding" not in found:
-        keep_read_body(inner, raw)
-        return inner
-    return _response(inner, wire.byte_stream(raw), wire)
+def _content_to_keep(inner: Any, raw: bytes, found: Mapping[str, str], wire: Wire,
+                     ) -> bytes | None:
+    """The content of a body read whole from ``inner``, to settle from and hand on in
+    ``inner`` itself; None where a new response must replay the raw bytes instead (a client
+    that does not take a closed response, an encoding settling cannot read, a body the HTTP
+    library cannot decode: the SDK then meets that failure itself, as without spendguard)."""
+    if not wire.keeps_read_body:
+        return None
+    if "content-encoding" not in found:
+        return raw
+    if not decodable(found["content-encoding"]):
+        return None  # settled from the raw bytes, as before: the same record
+    try:
+        # The HTTP library's own decoding, once: what the SDK would have read.
+        return decode_content(inner, raw)
+    except Exception:
+        return None
 
 
 class _DecodedResponse(httpx2.Response):
@@ -442,8 +455,15 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
     raw = b"".join(chunks)
-    body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-    return _hand_on(_read_response(response, raw, found, wire), body)
+    content = _content_to_keep(response, raw, found, wire)
+    if content is None:
+        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+        return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    # Read off the connection once: the wrapped transport's response, closed, hands it on.
+    body = attempt.safely(attempt.settle_body, response.status_code, found, content,
+                          decoded=True)
+    keep_read_body(response, content)
+    return _hand_on(response, body)
 
 
 async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
@@ -486,8 +506,15 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
     raw = b"".join(chunks)
-    body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-    return _hand_on(_read_response(response, raw, found, wire), body)
+    content = _content_to_keep(response, raw, found, wire)
+    if content is None:
+        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+        return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    # Read off the connection once: the wrapped transport's response, closed, hands it on.
+    body = attempt.safely(attempt.settle_body, response.status_code, found, content,
+                          decoded=True)
+    keep_read_body(response, content)
+    return _hand_on(response, body)
 
 
 class GuardTransport(httpx2.BaseTransport):

@@ -6,10 +6,12 @@ fails here, by name, before it fails anywhere else.
 
 from __future__ import annotations
 
+import gzip
 import inspect
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,6 +26,7 @@ from google import genai
 
 from spendguard._guard.reaches import genai as genai_reach
 from spendguard._guard.reaches.httpx_private import (
+    decode_content,
     keep_read_body,
     raw_header_items,
     wrap_transports,
@@ -233,3 +236,19 @@ def test_an_httpx2_client_times_a_response_that_arrives_closed() -> None:
 
     response = httpx2.Client(transport=httpx2.MockTransport(reply)).get("http://x.test/")
     assert response.content == b"body" and response.elapsed.total_seconds() >= 0
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "gzip, identity"])
+def test_an_httpx2_response_decodes_a_whole_raw_body_with_its_own_decoder(encoding: str) -> None:
+    body = b'{"usage": {"prompt_tokens": 1}}' * 20
+    raw = gzip.compress(body) if encoding.startswith("gzip") else zlib.compress(body)
+    response = httpx2.Response(200, headers={"content-encoding": encoding},
+                               stream=httpx2.ByteStream(raw))
+    assert decode_content(response, raw) == body
+
+
+def test_an_httpx2_response_refuses_a_body_that_is_not_what_its_encoding_says() -> None:
+    response = httpx2.Response(200, headers={"content-encoding": "gzip"},
+                               stream=httpx2.ByteStream(b"plain"))
+    with pytest.raises(httpx2.DecodingError):
+        decode_content(response, b"plain")

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 
 import spendguard
@@ -21,10 +22,12 @@ REPLY = chat_completion(prompt_tokens=12, completion_tokens=3, content="hello")
 class _Chunks(httpx2.SyncByteStream):
     """A body the transport has not read yet, as from a socket."""
 
+    def __init__(self, body: bytes | None = None) -> None:
+        self._body = json.dumps(REPLY).encode() if body is None else body
+
     def __iter__(self) -> Iterator[bytes]:
-        text = json.dumps(REPLY).encode()
-        yield text[:40]
-        yield text[40:]
+        yield self._body[:40]
+        yield self._body[40:]
 
 
 class _OwnResponse(httpx2.Response):
@@ -110,17 +113,20 @@ def test_a_body_read_off_the_connection_is_handed_on_in_the_transports_own_respo
 def test_a_content_encoded_body_read_off_the_connection_reaches_the_sdk_decoded() -> None:
     budget = spendguard.Budget("1", ledger="memory://")
     encoded = gzip.compress(json.dumps(REPLY).encode())
+    sent: list[httpx2.Response] = []
 
     def reply(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, headers={"content-type": "application/json",
-                                             "content-encoding": "gzip"},
-                               stream=httpx2.ByteStream(encoded))
+        sent.append(httpx2.Response(200, headers={"content-type": "application/json",
+                                                  "content-encoding": "gzip"},
+                                    stream=_Chunks(encoded)))
+        return sent[-1]
 
     client: Any = spendguard.OpenAI(
         api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
         http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
     raw = client.chat.completions.with_raw_response.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    assert raw.http_response is sent[0]  # decoded once, by the HTTP library's own decoder
     assert raw.http_response.content == json.dumps(REPLY).encode()
     assert raw.parse().usage.prompt_tokens == 12
     [record] = budget.ledger.records()
@@ -154,3 +160,21 @@ async def test_an_async_body_read_off_the_connection_is_handed_on_in_its_own_res
     assert raw.parse().usage.prompt_tokens == 12
     [record] = budget.ledger.records()
     assert (record.status, record.tokens["input"], record.tokens["output"]) == ("ok", 12, 3)
+
+
+def test_a_body_that_is_not_what_its_encoding_says_reaches_the_sdk_as_its_own_error() -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "application/json",
+                                             "content-encoding": "gzip"}, stream=_Chunks())
+
+    client: Any = spendguard.OpenAI(
+        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    with pytest.raises(openai.APIConnectionError) as raised:  # the SDK's own wrapping
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    assert isinstance(raised.value.__cause__, httpx2.DecodingError)
+    [record] = budget.ledger.records()
+    assert record.status == "usage_unreadable"
