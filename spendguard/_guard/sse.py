@@ -11,16 +11,28 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["ContentDecoder", "SSEDecoder"]
+__all__ = ["ContentDecoder", "SSEDecoder", "decodable"]
+
+
+_DECODED = ("gzip", "deflate", "x-gzip")
+
+
+def _codings(content_encoding: str | None) -> list[str]:
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+    return [c for c in codings if c != "identity"]
+
+
+def decodable(content_encoding: str | None) -> bool:
+    """Whether :class:`ContentDecoder` decodes a body with this ``Content-Encoding``."""
+    return all(c in _DECODED for c in _codings(content_encoding))
 
 
 class ContentDecoder:
     """Incremental decoder for a ``Content-Encoding`` header (identity, gzip, deflate)."""
 
     def __init__(self, content_encoding: str | None) -> None:
-        codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
-        codings = [c for c in codings if c != "identity"]
-        self.supported = all(c in ("gzip", "deflate", "x-gzip") for c in codings)
+        codings = _codings(content_encoding)
+        self.supported = all(c in _DECODED for c in codings)
         self._decoders = [
             zlib.decompressobj(zlib.MAX_WBITS | 16 if c in ("gzip", "x-gzip") else zlib.MAX_WBITS)
             for c in reversed(codings)

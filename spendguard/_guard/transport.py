@@ -23,8 +23,13 @@ import httpx2
 from spendguard._core.errors import SpendguardError
 from spendguard._costing.eventstream import EVENT_STREAM_TYPE
 from spendguard._guard.metering import Attempt, Guard, StreamMeter, response_headers
-from spendguard._guard.reaches.httpx_private import wrap_transports
+from spendguard._guard.reaches.httpx_private import (
+    decode_content,
+    keep_read_body,
+    wrap_transports,
+)
 from spendguard._guard.settling import describe
+from spendguard._guard.sse import decodable
 
 __all__ = ["HTTPX2", "AsyncGuardTransport", "ClientGuard", "GuardTransport", "Wire",
            "client_guard", "handle", "handle_async", "install", "mark_guarded",
@@ -100,11 +105,33 @@ class Wire:
     async_metered: type[Any]
     write_tracked: type[Any]
     failed_body: type[Any]
+    keeps_read_body: bool = False
+    """The client times a response that arrives closed (httpx2 does, classic httpx does not):
+    a body the guard read whole is handed on in the wrapped transport's own response."""
 
 
 def _response(inner: Any, stream: Any, wire: Wire) -> Any:
     return wire.response(inner.status_code, headers=inner.headers, stream=stream,
                          extensions=inner.extensions)
+
+
+def _content_to_keep(inner: Any, raw: bytes, found: Mapping[str, str], wire: Wire,
+                     ) -> bytes | None:
+    """The content of a body read whole from ``inner``, to settle from and hand on in
+    ``inner`` itself; None where a new response must replay the raw bytes instead (a client
+    that does not take a closed response, an encoding settling cannot read, a body the HTTP
+    library cannot decode: the SDK then meets that failure itself, as without spendguard)."""
+    if not wire.keeps_read_body:
+        return None
+    if "content-encoding" not in found:
+        return raw
+    if not decodable(found["content-encoding"]):
+        return None  # settled from the raw bytes, as before: the same record
+    try:
+        # The HTTP library's own decoding, once: what the SDK would have read.
+        return decode_content(inner, raw)
+    except Exception:
+        return None
 
 
 class _DecodedResponse(httpx2.Response):
@@ -233,6 +260,23 @@ class _FailedBody(httpx2.SyncByteStream, httpx2.AsyncByteStream):
         raise self._error
 
 
+def _feed_pending(meter: StreamMeter, pending: list[bytes]) -> None:
+    """Let the meter read the chunk the caller was last handed, once (a close from another
+    thread may take it first)."""
+    try:
+        chunk = pending.pop()
+    except IndexError:
+        return
+    meter.feed(chunk)
+
+
+def _finish_metering(meter: StreamMeter, pending: list[bytes]) -> None:
+    """Settle a stream that ended (closed, or dropped and collected): the chunk the caller
+    stopped at is read first (a collected stream's generator may not have resumed yet)."""
+    _feed_pending(meter, pending)
+    meter.finish()
+
+
 class _MeteredStream(httpx2.SyncByteStream):
     """Passes every chunk through unchanged while the meter reads usage from it."""
 
@@ -243,8 +287,10 @@ class _MeteredStream(httpx2.SyncByteStream):
         self._inner = response.stream
         self._meter = meter
         self._iterated = False
+        # The chunk handed to the caller and not yet read by the meter (at most one).
+        self._pending: list[bytes] = []
         # A caller that drops the stream without closing it is still settled.
-        self._finalizer = weakref.finalize(self, meter.finish)
+        self._finalizer = weakref.finalize(self, _finish_metering, meter, self._pending)
 
     def __iter__(self) -> Iterator[bytes]:
         # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
@@ -253,9 +299,17 @@ class _MeteredStream(httpx2.SyncByteStream):
         first, self._iterated = not self._iterated, True
         try:
             for chunk in self._inner:
-                if first:
-                    self._meter.feed(chunk)
-                yield chunk
+                if not first:
+                    yield chunk
+                    continue
+                # The caller has each chunk before the meter reads it (the first token is not
+                # kept waiting); one the caller stops at is read when the stream is closed
+                # or dropped.
+                self._pending.append(chunk)
+                try:
+                    yield chunk
+                finally:
+                    _feed_pending(self._meter, self._pending)
         except Exception as exc:
             self._meter.finish(error=exc)
             raise
@@ -264,7 +318,7 @@ class _MeteredStream(httpx2.SyncByteStream):
         try:
             self._response.close()
         finally:
-            self._meter.finish()
+            _finish_metering(self._meter, self._pending)
             self._finalizer.detach()
 
 
@@ -274,7 +328,8 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         self._inner = response.stream
         self._meter = meter
         self._iterated = False
-        self._finalizer = weakref.finalize(self, meter.finish)
+        self._pending: list[bytes] = []
+        self._finalizer = weakref.finalize(self, _finish_metering, meter, self._pending)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
@@ -283,9 +338,14 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         first, self._iterated = not self._iterated, True
         try:
             async for chunk in self._inner:
-                if first:
-                    self._meter.feed(chunk)
-                yield chunk
+                if not first:
+                    yield chunk
+                    continue
+                self._pending.append(chunk)
+                try:
+                    yield chunk
+                finally:
+                    _feed_pending(self._meter, self._pending)
         except Exception as exc:
             self._meter.finish(error=exc)
             raise
@@ -294,7 +354,7 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         try:
             await self._response.aclose()
         finally:
-            self._meter.finish()
+            _finish_metering(self._meter, self._pending)
             self._finalizer.detach()
 
 
@@ -319,7 +379,8 @@ def _sdk_subclass(cls: type[SpendguardError], sdk_error: type[Exception]) -> typ
 
 
 HTTPX2 = Wire(httpx2.Response, httpx2.ByteStream, httpx2.SyncByteStream, httpx2.AsyncByteStream,
-              _MeteredStream, _AsyncMeteredStream, _WriteTracked, _FailedBody)
+              _MeteredStream, _AsyncMeteredStream, _WriteTracked, _FailedBody,
+              keeps_read_body=True)
 
 SEEN_EXTENSION = "spendguard.seen"
 """Set on a request once a dispatcher took charge of it: a dispatcher below it (a client
@@ -394,8 +455,15 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
     raw = b"".join(chunks)
-    body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-    return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    content = _content_to_keep(response, raw, found, wire)
+    if content is None:
+        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+        return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    # Read off the connection once: the wrapped transport's response, closed, hands it on.
+    body = attempt.safely(attempt.settle_body, response.status_code, found, content,
+                          decoded=True)
+    keep_read_body(response, content)
+    return _hand_on(response, body)
 
 
 async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
@@ -438,8 +506,15 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
     raw = b"".join(chunks)
-    body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-    return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    content = _content_to_keep(response, raw, found, wire)
+    if content is None:
+        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+        return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    # Read off the connection once: the wrapped transport's response, closed, hands it on.
+    body = attempt.safely(attempt.settle_body, response.status_code, found, content,
+                          decoded=True)
+    keep_read_body(response, content)
+    return _hand_on(response, body)
 
 
 class GuardTransport(httpx2.BaseTransport):

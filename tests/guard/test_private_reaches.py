@@ -6,10 +6,12 @@ fails here, by name, before it fails anywhere else.
 
 from __future__ import annotations
 
+import gzip
 import inspect
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,7 +25,12 @@ import respx
 from google import genai
 
 from spendguard._guard.reaches import genai as genai_reach
-from spendguard._guard.reaches.httpx_private import raw_header_items, wrap_transports
+from spendguard._guard.reaches.httpx_private import (
+    decode_content,
+    keep_read_body,
+    raw_header_items,
+    wrap_transports,
+)
 from spendguard._guard.reaches.imports import PatchOnImport
 from spendguard._guard.reaches.stainless import (
     PREPARE_REQUEST,
@@ -210,3 +217,38 @@ def test_genai_builds_the_generate_content_body_and_reads_its_reply_with_its_own
         "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1}})
     assert reply.text == "Hi"
     assert reply.usage_metadata.prompt_token_count == 3
+
+
+def test_an_httpx2_response_read_raw_answers_from_the_body_kept_as_its_content() -> None:
+    response = httpx2.Response(200, stream=httpx2.ByteStream(b"body"))
+    raw = b"".join(response.iter_raw())
+    assert response.is_closed and response.is_stream_consumed
+    keep_read_body(response, raw)
+    assert (response.read(), response.content, response.text) == (b"body", b"body", "body")
+    assert list(response.iter_bytes()) == [b"body"]
+
+
+def test_an_httpx2_client_times_a_response_that_arrives_closed() -> None:
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        response = httpx2.Response(200, stream=httpx2.ByteStream(b"body"))
+        keep_read_body(response, b"".join(response.iter_raw()))
+        return response
+
+    response = httpx2.Client(transport=httpx2.MockTransport(reply)).get("http://x.test/")
+    assert response.content == b"body" and response.elapsed.total_seconds() >= 0
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "gzip, identity"])
+def test_an_httpx2_response_decodes_a_whole_raw_body_with_its_own_decoder(encoding: str) -> None:
+    body = b'{"usage": {"prompt_tokens": 1}}' * 20
+    raw = gzip.compress(body) if encoding.startswith("gzip") else zlib.compress(body)
+    response = httpx2.Response(200, headers={"content-encoding": encoding},
+                               stream=httpx2.ByteStream(raw))
+    assert decode_content(response, raw) == body
+
+
+def test_an_httpx2_response_refuses_a_body_that_is_not_what_its_encoding_says() -> None:
+    response = httpx2.Response(200, headers={"content-encoding": "gzip"},
+                               stream=httpx2.ByteStream(b"plain"))
+    with pytest.raises(httpx2.DecodingError):
+        decode_content(response, b"plain")

@@ -3,11 +3,13 @@ response still decodes afresh, and a transport's own response class is left alon
 
 from __future__ import annotations
 
+import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 
 import spendguard
@@ -20,10 +22,12 @@ REPLY = chat_completion(prompt_tokens=12, completion_tokens=3, content="hello")
 class _Chunks(httpx2.SyncByteStream):
     """A body the transport has not read yet, as from a socket."""
 
+    def __init__(self, body: bytes | None = None) -> None:
+        self._body = json.dumps(REPLY).encode() if body is None else body
+
     def __iter__(self) -> Iterator[bytes]:
-        text = json.dumps(REPLY).encode()
-        yield text[:40]
-        yield text[40:]
+        yield self._body[:40]
+        yield self._body[40:]
 
 
 class _OwnResponse(httpx2.Response):
@@ -81,3 +85,96 @@ def test_a_response_class_of_the_wrapped_transport_keeps_its_own_json() -> None:
     assert completion.choices[0].message.content == "from the subclass"
     [record] = budget.ledger.records()
     assert (record.status, record.tokens["input"]) == ("ok", 12)
+
+
+def test_a_body_read_off_the_connection_is_handed_on_in_the_transports_own_response() -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+    sent: list[httpx2.Response] = []
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        sent.append(_reply("streamed"))
+        return sent[-1]
+
+    client: Any = spendguard.OpenAI(
+        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    raw = client.chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    response = raw.http_response
+    assert response is sent[0] and response.is_closed
+    assert response.elapsed.total_seconds() >= 0  # the client timed it, as without spendguard
+    assert response.content == json.dumps(REPLY).encode()
+    assert b"".join(response.iter_bytes()) == response.content
+    assert raw.parse().usage.prompt_tokens == 12
+    [record] = budget.ledger.records()
+    assert (record.status, record.tokens["input"], record.tokens["output"]) == ("ok", 12, 3)
+
+
+def test_a_content_encoded_body_read_off_the_connection_reaches_the_sdk_decoded() -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+    encoded = gzip.compress(json.dumps(REPLY).encode())
+    sent: list[httpx2.Response] = []
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        sent.append(httpx2.Response(200, headers={"content-type": "application/json",
+                                                  "content-encoding": "gzip"},
+                                    stream=_Chunks(encoded)))
+        return sent[-1]
+
+    client: Any = spendguard.OpenAI(
+        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    raw = client.chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    assert raw.http_response is sent[0]  # decoded once, by the HTTP library's own decoder
+    assert raw.http_response.content == json.dumps(REPLY).encode()
+    assert raw.parse().usage.prompt_tokens == 12
+    [record] = budget.ledger.records()
+    assert (record.status, record.tokens["input"]) == ("ok", 12)
+
+
+class _AsyncChunks(httpx2.AsyncByteStream):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        text = json.dumps(REPLY).encode()
+        yield text[:40]
+        yield text[40:]
+
+
+async def test_an_async_body_read_off_the_connection_is_handed_on_in_its_own_response() -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+    sent: list[httpx2.Response] = []
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        sent.append(httpx2.Response(200, headers={"content-type": "application/json"},
+                                    stream=_AsyncChunks()))
+        return sent[-1]
+
+    client: Any = spendguard.AsyncOpenAI(
+        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(reply)))
+    raw = await client.chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    response = raw.http_response
+    assert response is sent[0] and response.is_closed
+    assert response.elapsed.total_seconds() >= 0
+    assert raw.parse().usage.prompt_tokens == 12
+    [record] = budget.ledger.records()
+    assert (record.status, record.tokens["input"], record.tokens["output"]) == ("ok", 12, 3)
+
+
+def test_a_body_that_is_not_what_its_encoding_says_reaches_the_sdk_as_its_own_error() -> None:
+    budget = spendguard.Budget("1", ledger="memory://")
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "application/json",
+                                             "content-encoding": "gzip"}, stream=_Chunks())
+
+    client: Any = spendguard.OpenAI(
+        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    with pytest.raises(openai.APIConnectionError) as raised:  # the SDK's own wrapping
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    assert isinstance(raised.value.__cause__, httpx2.DecodingError)
+    [record] = budget.ledger.records()
+    assert record.status == "usage_unreadable"

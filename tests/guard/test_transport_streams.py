@@ -194,3 +194,76 @@ def test_an_untokenized_model_streamed_without_usage_settles_with_a_stated_bound
     assert (record.status, record.usage_estimated) == ("ok", True)
     assert record.tokens["output"] == len(text.encode())  # at least one byte per token
     assert b.reserved == 0 and b.spent > 0
+
+
+def _one_chunk(events: list[tuple[str | None, Any]]) -> Any:
+    """The whole stream in one chunk, as a fast provider's reply arrives over loopback."""
+    class OneChunk(httpx.SyncByteStream, httpx.AsyncByteStream):
+        def __iter__(self) -> Any:
+            yield sse(events)
+
+        async def __aiter__(self) -> Any:
+            yield sse(events)
+
+    return OneChunk()
+
+
+@pytest.mark.parametrize("ending", ["closed", "dropped"])
+@respx.mock
+def test_a_chunk_the_caller_stopped_at_is_metered_when_the_stream_ends(
+        ledger_url: str, ending: str) -> None:
+    # The caller has each chunk before the meter reads it: the one it stops at is still read.
+    respx.post(OPENAI_CHAT).respond(
+        200, stream=_one_chunk(chat_stream_events(words=5, prompt_tokens=20)),
+        headers=EVENT_STREAM)
+    b = spendguard.Budget("1", ledger=ledger_url)
+    stream = spendguard.OpenAI(api_key="k", budget=b).chat.completions.create(
+        model="gpt-4o-mini", messages=MESSAGES, max_tokens=4000, stream=True,
+        stream_options={"include_usage": True})
+    next(iter(stream))
+    if ending == "closed":
+        stream.close()
+    else:
+        del stream
+        gc.collect()
+    [record] = records(ledger_url)
+    assert (record.status, record.usage_estimated, record.tokens["input"]) == ("ok", False, 20)
+    assert b.reserved == 0
+
+
+@respx.mock
+async def test_a_chunk_an_async_caller_stopped_at_is_metered_when_the_stream_closes(
+        ledger_url: str) -> None:
+    respx.post(OPENAI_CHAT).respond(
+        200, stream=_one_chunk(chat_stream_events(words=5, prompt_tokens=20)),
+        headers=EVENT_STREAM)
+    b = spendguard.Budget("1", ledger=ledger_url)
+    stream = await spendguard.AsyncOpenAI(api_key="k", budget=b).chat.completions.create(
+        model="gpt-4o-mini", messages=MESSAGES, max_tokens=4000, stream=True,
+        stream_options={"include_usage": True})
+    await stream.__aiter__().__anext__()
+    await stream.close()
+    [record] = records(ledger_url)
+    assert (record.status, record.usage_estimated, record.tokens["input"]) == ("ok", False, 20)
+    assert b.reserved == 0
+
+
+@respx.mock
+def test_a_chunk_an_async_caller_stopped_at_is_metered_when_the_stream_is_collected(
+        ledger_url: str) -> None:
+    respx.post(OPENAI_CHAT).respond(
+        200, stream=_one_chunk(chat_stream_events(words=5, prompt_tokens=20)),
+        headers=EVENT_STREAM)
+    b = spendguard.Budget("1", ledger=ledger_url)
+
+    async def start_and_drop() -> None:
+        stream = await spendguard.AsyncOpenAI(api_key="k", budget=b).chat.completions.create(
+            model="gpt-4o-mini", messages=MESSAGES, max_tokens=4000, stream=True,
+            stream_options={"include_usage": True})
+        await stream.__aiter__().__anext__()
+
+    asyncio.run(start_and_drop())
+    gc.collect()
+    [record] = records(ledger_url)
+    assert (record.status, record.usage_estimated, record.tokens["input"]) == ("ok", False, 20)
+    assert b.reserved == 0

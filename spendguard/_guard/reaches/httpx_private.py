@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["raw_header_items", "wrap_transports"]
+__all__ = ["decode_content", "keep_read_body", "raw_header_items", "wrap_transports"]
 
 
 def raw_header_items(headers: Any) -> Iterable[tuple[bytes, bytes, bytes]]:
@@ -18,6 +18,21 @@ def raw_header_items(headers: Any) -> Iterable[tuple[bytes, bytes, bytes]]:
     names would be lowered again."""
     items: Iterable[tuple[bytes, bytes, bytes]] = headers._list
     return items
+
+
+def keep_read_body(response: Any, content: bytes) -> None:
+    """Give a response whose raw body was iterated whole (and which is closed) that body's
+    content, decoded (its private ``_content``): ``read()``, ``content`` and ``iter_bytes()``
+    then answer from it, with no second stream to build and read."""
+    response._content = content
+
+
+def decode_content(response: Any, raw: bytes) -> bytes:
+    """A whole raw body of an ``httpx2`` response decoded by the response's own content
+    decoder (its private ``_get_content_decoder``), the bytes its ``iter_bytes`` would give.
+    Raises the library's ``DecodingError`` for a body that is not what its header says."""
+    decoder = response._get_content_decoder()
+    return b"".join([*decoder.decode(raw), *decoder.flush()])
 
 
 def wrap_transports(http_client: Any, dispatcher: type[Any]) -> None:
