@@ -357,7 +357,7 @@ class Attempt:
 _RESPONSE_HEADERS = frozenset({b"x-request-id", b"request-id", b"content-encoding",
                                b"content-type"})
 _REQUEST_HEADERS = frozenset({b"authorization", RETRY_COUNT_HEADER.encode(),
-                              PRERESERVED_HEADER.encode()})
+                              PRERESERVED_HEADER.encode(), b"accept-encoding"})
 
 
 def read_headers(headers: httpx2.Headers, names: frozenset[bytes]) -> dict[str, str]:

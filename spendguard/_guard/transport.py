@@ -412,6 +412,22 @@ def _take_charge(request: Any) -> ClientGuard | None:
     return tag
 
 
+_READABLE_ACCEPTS = frozenset({"gzip, deflate", "gzip", "deflate", "identity"})
+"""Accept-Encoding values every reply to which settling reads (httpx2's own default first)."""
+
+
+def _accept_readable(request: Any, found: Mapping[str, str]) -> None:
+    """Ask a priced request's reply only in encodings settling reads (identity, gzip,
+    deflate). With brotli or zstandard installed, the HTTP library also asks for ``br`` and
+    ``zstd``; a reply in one would be unreadable to the guard, and its call charged its worst
+    case. ``found``: the request headers :meth:`Guard.admit` read."""
+    if "accept-encoding" not in found or found["accept-encoding"] in _READABLE_ACCEPTS:
+        return
+    usable = [coding.strip() for coding in found["accept-encoding"].split(",")
+              if coding.strip() and decodable(coding.split(";")[0].strip())]
+    request.headers["accept-encoding"] = ", ".join(usable) or "identity"
+
+
 def handle(inner: Any, request: Any, wire: Wire) -> Any:
     """Budget, forward and settle one request through the sync transport ``inner``."""
     tag = _take_charge(request)
@@ -422,6 +438,7 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
         admitted = None if tag is None else tag.guard.admit(request)
         if tag is not None and admitted is not None:
             request, attempt = tag.guard.begin(request, request.read(), *admitted)
+            _accept_readable(request, admitted[1])
     except SpendguardError as exc:
         _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
         raise
@@ -474,6 +491,7 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
         admitted = None if tag is None else tag.guard.admit(request)
         if tag is not None and admitted is not None:
             request, attempt = tag.guard.begin(request, await request.aread(), *admitted)
+            _accept_readable(request, admitted[1])
     except SpendguardError as exc:
         _as_sdk_error(exc, tag.sdk_error if tag is not None else None)
         raise

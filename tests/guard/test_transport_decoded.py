@@ -178,3 +178,30 @@ def test_a_body_that_is_not_what_its_encoding_says_reaches_the_sdk_as_its_own_er
     assert isinstance(raised.value.__cause__, httpx2.DecodingError)
     [record] = budget.ledger.records()
     assert record.status == "usage_unreadable"
+
+
+@pytest.mark.parametrize(("asked", "sent"), [
+    ("gzip, deflate, br, zstd", "gzip, deflate"),
+    ("br;q=1.0, gzip;q=0.8", "gzip;q=0.8"),
+    ("br", "identity"),
+    ("gzip, deflate", "gzip, deflate"),
+])
+def test_a_priced_request_asks_only_for_encodings_the_guard_reads(asked: str, sent: str) -> None:
+    """With brotli or zstandard installed the HTTP library asks for br and zstd too; a reply
+    in one would leave the call unreadable and charged its worst case."""
+    seen: list[str | None] = []
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.headers.get("accept-encoding"))
+        return _reply("read")
+
+    budget = spendguard.Budget("1", ledger="memory://")
+    client = spendguard.OpenAI(
+        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
+        default_headers={"Accept-Encoding": asked},
+        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    client.chat.completions.create(model="gpt-4o-mini", max_tokens=5,
+                                   messages=[{"role": "user", "content": "hi"}])
+    assert seen == [sent]
+    [record] = budget.ledger.records()
+    assert record.status == "ok"
