@@ -32,8 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from spendguard._costing.usage import Usage
     from spendguard._providers.sdk import SdkClient
 
-__all__ = ["PricedIds", "ProviderAdapter", "Route", "StreamReader", "adapter_for", "adapter_kinds",
-           "adapters", "default_wire_adapter", "otel_provider_name", "providers"]
+__all__ = ["AdapterDefaults", "PricedIds", "ProviderAdapter", "Route", "StreamReader",
+           "adapter_for", "adapter_kinds", "adapters", "default_wire_adapter",
+           "otel_provider_name", "providers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +390,58 @@ class ProviderAdapter(Protocol):
     def stream_reader(self, endpoint: str) -> StreamReader:
         """A fresh reader for one streamed reply."""
         ...
+
+
+class AdapterDefaults:
+    """What a provider has none of, answered once: an adapter class derives from it and
+    overrides only what its API has (an explicit cache, a reply billed later, platform ids,
+    a batch API...). Each default is the "none" answer :class:`ProviderAdapter` documents."""
+
+    def price_id(self, path: str) -> str | None:
+        return None  # the body names the model
+
+    def traffic_kind(self, host: str, path: str) -> str | None:
+        return None  # install() guards no untagged request to it
+
+    def litellm_id(self, key: str, litellm_provider: str) -> str | None:
+        return None
+
+    def undated(self, model: str) -> str | None:
+        return None  # it dates no snapshots
+
+    def resolve_id(self, model: str, entries: PricedIds, day: date) -> tuple[str, str] | None:
+        return None  # no id rules beyond the price table's own ids
+
+    def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
+        return None  # no batch request shape of its own
+
+    def end_user(self, body: Mapping[str, Any]) -> str | None:
+        return None  # no field names the end user
+
+    def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
+        return None  # nothing it bills is outside the price table
+
+    def ended_cache(self, method: str, path: str) -> str | None:
+        return None  # no explicit cache is billed for its storage
+
+    def cache_reply_end(self, reply: object) -> tuple[str, datetime] | None:
+        return None
+
+    def release_cache_storage(self, name: str, until: datetime, *,
+                              forget: bool) -> tuple[str, int, int] | None:
+        return None
+
+    def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
+        return 0
+
+    def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
+        return None  # every reply carries its usage
+
+    def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
+        return False
+
+    def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
+        return None  # no bookkeeping after a reply, no note
 
 
 @functools.cache  # read for every guarded call: the import machinery once per provider

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import Usage
-from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
+from spendguard._providers.adapter import AdapterDefaults, PricedIds, ProviderAdapter, Route
 from spendguard._providers.anthropic import addresses, endpoints, ids, paths, requests, routing, sdk
 from spendguard._providers.anthropic.errors import error_body
 from spendguard._providers.anthropic.usage import (
@@ -47,7 +47,7 @@ def _counter() -> Callable[[Endpoint | str, Mapping[str, Any]], TokenCount]:
     return count_input
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(AdapterDefaults):
     """The Claude API, and Claude on Bedrock and Vertex AI."""
 
     name = "anthropic"
@@ -128,9 +128,6 @@ class AnthropicAdapter:
     def endpoint(self, path: str) -> Endpoint | None:
         return paths.endpoint_of(path)
 
-    def price_id(self, path: str) -> str | None:
-        return None  # a platform's path is priced by its route, against the table
-
     def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
               table: PriceTable) -> Route | None:
         return routing.route(platform, url, body, table)
@@ -148,19 +145,6 @@ class AnthropicAdapter:
                         tokens: int) -> dict[str, Any] | None:
         return with_top_level_cap(endpoint, body, tokens)
 
-    def ended_cache(self, method: str, path: str) -> str | None:
-        return None  # no explicit cache is billed for its storage
-
-    def cache_reply_end(self, reply: object) -> tuple[str, datetime] | None:
-        return None
-
-    def release_cache_storage(self, name: str, until: datetime, *,
-                              forget: bool) -> tuple[str, int, int] | None:
-        return None
-
-    def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
-        return None
-
     def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
         return error_body(status, message, code=code)
 
@@ -168,18 +152,6 @@ class AnthropicAdapter:
     def priced_endpoint(self, endpoint: Endpoint, path: str, *,
                         allow_unpriced: bool) -> Endpoint | None:
         return endpoint
-
-    def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
-        return None
-
-    def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
-        return False
-
-    def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
-        return None
-
-    def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
-        return 0  # no explicit caches
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return requests.end_user(body)

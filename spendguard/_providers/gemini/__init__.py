@@ -10,7 +10,7 @@ bundles them for the choke point; the client side (attaching the guard to a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.tokens.count import TokenCount
 from spendguard._costing.usage import Usage
-from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
+from spendguard._providers.adapter import AdapterDefaults, ProviderAdapter, Route
 from spendguard._providers.gemini import endpoints, sdk, texts
 from spendguard._providers.gemini.addresses import gateway_path
 from spendguard._providers.gemini.errors import error_body
@@ -45,7 +45,7 @@ def stream_reader(endpoint: str) -> GeminiStreamReader:
     return GeminiStreamReader()
 
 
-class GeminiAdapter:
+class GeminiAdapter(AdapterDefaults):
     """The Gemini Developer API and Vertex AI's Gemini models."""
 
     name = "gemini"
@@ -78,9 +78,6 @@ class GeminiAdapter:
     def gateway_path(self, path: str) -> str | None:
         return gateway_path(path)
 
-    def traffic_kind(self, host: str, path: str) -> str | None:
-        return None
-
     cache_ttls: tuple[str, ...] = ()  # an explicit cache bills storage by the hour instead
     # Price ids and price data beyond its price file: other tables, platforms, file sections.
     genai_prices_ids: Mapping[str, str] = {"google": ""}
@@ -90,23 +87,11 @@ class GeminiAdapter:
     price_sections: tuple[str, ...] = ()
     id_rules: Mapping[str, str] = {}  # its ids name versions (-001) and previews, not dates
 
-    def litellm_id(self, key: str, litellm_provider: str) -> str | None:
-        return None  # LiteLLM's Gemini records are not read
-
-    def undated(self, model: str) -> str | None:
-        return None
-
-    def resolve_id(self, model: str, entries: PricedIds, day: date) -> tuple[str, str] | None:
-        return None
-
     exact_input = False
     model_prefixes: tuple[str, ...] = ("gemini",)
     prompt_cache = "implicit"  # an explicit cache is its own endpoint
     # Requests as plans read them and SDK calls as the strategies make them; their texts
     batch_request_fields: tuple[str, ...] = ()  # plans do not read its batch requests
-
-    def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
-        return None
 
     def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return rest_body(body)  # generate_content's arguments, or the REST body already
@@ -167,9 +152,6 @@ class GeminiAdapter:
         term, seconds = released
         return term.model, term.tokens, seconds
 
-    def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
-        return None
-
     def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
         return error_body(status, message, code=code)
 
@@ -183,9 +165,6 @@ class GeminiAdapter:
         )
 
         return update_endpoint(path, allow_unpriced=allow_unpriced)
-
-    def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
-        return None
 
     def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
         # Its embeddings report no usage: billed as the input bounded before sending.
@@ -201,9 +180,6 @@ class GeminiAdapter:
 
     def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
         return cache_ttl_seconds(body)
-
-    def end_user(self, body: Mapping[str, Any]) -> str | None:
-        return None  # the API has no end-user field
 
     def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
         return count_input(endpoint, body)

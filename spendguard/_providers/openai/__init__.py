@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from spendguard._costing.calls import Call, with_top_level_cap
 from spendguard._costing.endpoints import Endpoint
 from spendguard._costing.prices import PriceTable
 from spendguard._costing.usage import Usage
-from spendguard._providers.adapter import PricedIds, ProviderAdapter, Route
+from spendguard._providers.adapter import AdapterDefaults, PricedIds, ProviderAdapter, Route
 from spendguard._providers.openai import (
     addresses,
     endpoints,
@@ -57,7 +57,7 @@ def _counter() -> Callable[[Endpoint | str, Mapping[str, Any]], TokenCount]:
     return count_input
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(AdapterDefaults):
     """The OpenAI API, and the platforms and hosts that speak it."""
 
     name = "openai"
@@ -139,9 +139,6 @@ class OpenAIAdapter:
     def endpoint(self, path: str) -> Endpoint | None:
         return paths.endpoint_of(path)
 
-    def price_id(self, path: str) -> str | None:
-        return None  # the body names the model (an Azure deployment is routed)
-
     def route(self, platform: str | None, url: httpx2.URL, body: Mapping[str, Any],
               table: PriceTable) -> Route | None:
         return routing.route(platform, url, body, table)
@@ -167,16 +164,6 @@ class OpenAIAdapter:
                         tokens: int) -> dict[str, Any] | None:
         return with_top_level_cap(endpoint, body, tokens)
 
-    def ended_cache(self, method: str, path: str) -> str | None:
-        return None  # no explicit cache is billed for its storage
-
-    def cache_reply_end(self, reply: object) -> tuple[str, datetime] | None:
-        return None
-
-    def release_cache_storage(self, name: str, until: datetime, *,
-                              forget: bool) -> tuple[str, int, int] | None:
-        return None
-
     def refuse_unpriced(self, call: Call, raw: bytes | None = None) -> None:
         requests.refuse_unpriced(call, raw)
 
@@ -191,15 +178,6 @@ class OpenAIAdapter:
     def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
         # Only a Responses reply can be: no further call for the others (every chat reply).
         return requests.billed_later(endpoint, body) if endpoint is endpoints.RESPONSES else None
-
-    def reports_no_usage(self, endpoint: Endpoint, body: object) -> bool:
-        return False
-
-    def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
-        return None
-
-    def cache_storage_seconds(self, body: Mapping[str, Any]) -> int:
-        return 0  # no explicit caches
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return requests.end_user(body)
