@@ -443,6 +443,16 @@ class AdapterDefaults:
     def settled_reply(self, endpoint: Endpoint, body: object, usage: Usage) -> str | None:
         return None  # no bookkeeping after a reply, no note
 
+    def priced_endpoint(self, endpoint: Endpoint, path: str, *,
+                        allow_unpriced: bool) -> Endpoint | None:
+        return endpoint  # every endpoint is priced as its path says
+
+    def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(body)  # its SDK's arguments are its REST body
+
+    def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(body)
+
 
 @functools.cache  # read for every guarded call: the import machinery once per provider
 def adapter_for(provider: str) -> ProviderAdapter:

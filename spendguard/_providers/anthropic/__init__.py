@@ -109,12 +109,6 @@ class AnthropicAdapter(AdapterDefaults):
     def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
         return requests.batch_request(item)
 
-    def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(body)
-
-    def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(body)
-
     def prompt_text(self, endpoint: Endpoint, request: Mapping[str, Any]) -> str:
         return last_user_text(request.get("messages") or [])
 
@@ -147,11 +141,6 @@ class AnthropicAdapter(AdapterDefaults):
 
     def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
         return error_body(status, message, code=code)
-
-    # Endpoints in settling: which one is priced, replies without usage, explicit caches
-    def priced_endpoint(self, endpoint: Endpoint, path: str, *,
-                        allow_unpriced: bool) -> Endpoint | None:
-        return endpoint
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return requests.end_user(body)

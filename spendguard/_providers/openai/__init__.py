@@ -120,12 +120,6 @@ class OpenAIAdapter(AdapterDefaults):
     def batch_request(self, item: Mapping[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
         return requests.batch_request(item)
 
-    def request_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(body)
-
-    def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(body)
-
     def prompt_text(self, endpoint: Endpoint, request: Mapping[str, Any]) -> str:
         return texts.prompt_text(endpoint, request)
 
@@ -170,11 +164,7 @@ class OpenAIAdapter(AdapterDefaults):
     def error_body(self, status: int, message: str, *, code: str) -> dict[str, Any]:
         return error_body(status, message, code=code)
 
-    # Endpoints in settling: which one is priced, replies without usage, explicit caches
-    def priced_endpoint(self, endpoint: Endpoint, path: str, *,
-                        allow_unpriced: bool) -> Endpoint | None:
-        return endpoint
-
+    # Settling: a reply billed later
     def billed_later(self, endpoint: Endpoint, body: object) -> str | None:
         # Only a Responses reply can be: no further call for the others (every chat reply).
         return requests.billed_later(endpoint, body) if endpoint is endpoints.RESPONSES else None
