@@ -72,7 +72,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -83,6 +83,11 @@ from spendguard._budget.ledger.base import Crossing, Settlement, SpendRecord, To
 from spendguard._budget.ledger.engine import Call, TransactionalLedger
 from spendguard._budget.ledger.filters import parse_tag
 from spendguard._budget.ledger.migrations import migrate
+from spendguard._budget.ledger.sqlite_checkpoint import (
+    BACKSTOP_FACTOR,
+    WalCheckpointer,
+    commits_per_checkpoint,
+)
 from spendguard._budget.ledger.sqlite_files import (
     check_existing,
     create_atomically,
@@ -110,7 +115,8 @@ _PAGE_ROWS = 500  # records read from the file at a time
 # write, checksum and later copy back. Fixed when a file is made; older files keep theirs.
 _PAGE_SIZE = 1024
 # WAL bytes between checkpoints: the 4 MiB SQLite's default gives 4 KiB pages, whatever the
-# page size. A checkpoint is where synchronous=NORMAL syncs (WAL, then the database file).
+# page size. A checkpoint is where synchronous=NORMAL syncs (WAL, then the database file);
+# they run on a thread of their own (sqlite_checkpoint), not inside a guarded call's commit.
 _CHECKPOINT_BYTES = 4 * 1024 * 1024
 
 
@@ -130,6 +136,7 @@ class SqliteLedger(TransactionalLedger):
         # process may have recovered it, and then it is read from the file after all).
         self._open_rows: dict[str, tuple[int, Call]] = {}
         self._all_lock = threading.Lock()
+        self._checkpointer: WalCheckpointer | None = None  # made with the first writer
         self.recovered_at_open: tuple[str, ...] = ()  # charged by the open itself
         self._state_at_open: tuple[int, int] | None = None
         if read_only:
@@ -183,14 +190,21 @@ class SqliteLedger(TransactionalLedger):
             return handles
         db = sqlite3.connect(self._target, timeout=_BUSY_TIMEOUT_S, isolation_level=None,
                              check_same_thread=False, uri=isinstance(self._target, str))
+        committed = None
         if not self.read_only:
-            _tune(db)
+            page_size = _tune(db)
+            if self._checkpointer is None:
+                self._checkpointer = WalCheckpointer(
+                    self._target, every=commits_per_checkpoint(_CHECKPOINT_BYTES, page_size),
+                    path=self.path)
+            committed = self._checkpointer.committed
         cursor = db.cursor()
         # IMMEDIATE takes the write lock before the limits are read, so nothing another
         # process writes can come between a read and the write that depends on it. A read-only
         # ledger only reads (verify), and could not take it.
         handles = (db, cursor, _Transaction(self, db, cursor,
-                                            "BEGIN" if self.read_only else "BEGIN IMMEDIATE"))
+                                            "BEGIN" if self.read_only else "BEGIN IMMEDIATE",
+                                            committed))
         handles[2].tx.register(db)
         handles[2].tx.use_schema(parking=_parks(db))
         self._local.held = (os.getpid(), self._generation, handles)
@@ -295,6 +309,8 @@ class SqliteLedger(TransactionalLedger):
             self._generation += 1
         for db in connections:
             db.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
 
     def __repr__(self) -> str:
         return f"SqliteLedger({str(self.path)!r})"
@@ -312,16 +328,20 @@ def _prepare(db: sqlite3.Connection) -> None:
     migrate(db)
 
 
-def _tune(db: sqlite3.Connection) -> None:
-    """A writing connection's settings (they last as long as the connection).
+def _tune(db: sqlite3.Connection) -> int:
+    """A writing connection's settings (they last as long as the connection); the file's page
+    size.
 
     ``synchronous=NORMAL`` in WAL mode: a commit is in the OS's hands when it returns, so a
     process crash loses nothing committed; fsync happens only at checkpoints, so a power cut or
-    OS crash can lose the commits since the last one (never the file's consistency).
+    OS crash can lose the commits since the last one (never the file's consistency). The
+    checkpoints run on a thread of their own (``sqlite_checkpoint``); the connection's own
+    automatic one is the backstop, further away.
     """
     db.execute("PRAGMA synchronous=NORMAL")
-    page_size = db.execute("PRAGMA page_size").fetchone()[0]
-    db.execute(f"PRAGMA wal_autocheckpoint={_CHECKPOINT_BYTES // page_size}")
+    page_size: int = db.execute("PRAGMA page_size").fetchone()[0]
+    db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_FACTOR * _CHECKPOINT_BYTES // page_size}")
+    return page_size
 
 
 def _check_integrity(db: sqlite3.Connection) -> None:
@@ -369,12 +389,13 @@ class _Transaction(AbstractContextManager["SqliteTx"]):
     rolled back when it raises. A plain class rather than a ``@contextmanager`` generator,
     made once per connection with its storage operations: entered twice per guarded call."""
 
-    __slots__ = ("_begin", "_cursor", "_db", "_path", "tx")
+    __slots__ = ("_begin", "_committed", "_cursor", "_db", "_path", "tx")
 
     def __init__(self, ledger: SqliteLedger, db: sqlite3.Connection, cursor: sqlite3.Cursor,
-                 begin: str) -> None:
+                 begin: str, committed: Callable[[], None] | None = None) -> None:
         self._path = ledger.path
         self._db, self._cursor, self._begin = db, cursor, begin
+        self._committed = committed  # told of each commit (the background checkpoints)
         self.tx = SqliteTx(db, ledger._open_rows, cursor)
 
     def __enter__(self) -> SqliteTx:
@@ -398,6 +419,8 @@ class _Transaction(AbstractContextManager["SqliteTx"]):
             except sqlite3.Error as error:
                 _roll_back(self._db)
                 raise ledger_error(self._path, "write", error) from error
+            if self._committed is not None:
+                self._committed()
             return
         _roll_back(self._db)
         if isinstance(exc, sqlite3.Error):

@@ -201,7 +201,10 @@ def test_a_new_ledger_file_has_small_pages_and_writers_sync_only_at_checkpoints(
     db = ledger._connection()
     assert db.execute("PRAGMA page_size").fetchone() == (1024,)
     assert db.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
-    assert db.execute("PRAGMA wal_autocheckpoint").fetchone() == (4096,)  # 4 MiB of WAL
+    # Checkpoints every 4 MiB of WAL (1,024 commits of up to 4 pages) on their own thread;
+    # the writers' own automatic checkpoint is the backstop, at 16 MiB.
+    assert ledger._checkpointer is not None and ledger._checkpointer.every == 1024
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone() == (16384,)
     ledger.close()
 
 
@@ -216,7 +219,80 @@ def test_a_ledger_made_with_other_pages_keeps_them_and_checkpoints_every_4_mib(
     ledger = SqliteLedger(path)
     connection = ledger._connection()
     assert connection.execute("PRAGMA page_size").fetchone() == (4096,)
-    assert connection.execute("PRAGMA wal_autocheckpoint").fetchone() == (1024,)
+    assert ledger._checkpointer is not None and ledger._checkpointer.every == 256
+    assert connection.execute("PRAGMA wal_autocheckpoint").fetchone() == (4096,)
+    ledger.close()
+
+
+def _rows_in_the_file_alone(path: Path, copy_to: Path) -> int:
+    """The calls in the database file without its WAL: what checkpoints copied back."""
+    copy_to.write_bytes(path.read_bytes())
+    db = sqlite3.connect(copy_to)
+    try:
+        return int(db.execute("SELECT count(*) FROM calls").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_the_wal_is_copied_back_on_a_thread_of_its_own_not_by_a_call(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    ledger = open_ledger(url)
+    assert isinstance(ledger, SqliteLedger) and ledger._checkpointer is not None
+    checkpointer = ledger._checkpointer
+    checkpointer.every = 8  # a reserve and a settle are two commits: a checkpoint each 4 calls
+    budget = Budget("100", scope="project", ledger=url)
+    for _ in range(4):
+        spend(budget, "0.5", "0.25")
+    assert checkpointer.wait_for_runs(1, timeout=30)
+    assert checkpointer.last is not None and checkpointer.last[0] == 0  # not busy
+    assert checkpointer.last[1] == checkpointer.last[2] > 0  # every frame copied back
+    assert _rows_in_the_file_alone(tmp_path / "ledger.db", tmp_path / "copy.db") == 4
+    # Copied whole before the next commit: that commit starts the WAL from its top.
+    spend(budget, "0.5", "0.25")
+    frames = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None).execute(
+        "PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0][1]
+    assert 0 < frames < checkpointer.last[1]
+    assert [r.actual_usd for r in ledger.records()] == [D("0.25")] * 5
+    ledger.close()
+
+
+def test_a_failed_background_checkpoint_is_logged_and_the_calls_go_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    ledger = open_ledger(url)
+    assert isinstance(ledger, SqliteLedger) and ledger._checkpointer is not None
+    checkpointer = ledger._checkpointer
+    checkpointer.every = 2
+    checkpointer._target = tmp_path / "no such folder" / "ledger.db"  # cannot be opened
+    budget = Budget("100", scope="project", ledger=url)
+    spend(budget, "0.5", "0.25")  # a reserve and a settle: two commits, one checkpoint
+    assert checkpointer.wait_for_runs(1, timeout=30)
+    spend(budget, "0.5", "0.25")
+    assert checkpointer.wait_for_runs(2, timeout=30)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1  # said once, not at every attempt
+    assert "background checkpoint" in warnings[0] and str(tmp_path / "ledger.db") in warnings[0]
+    assert ledger.totals("project", budget.period_key).spent_usd == D("0.5")
+    ledger.close()
+
+
+def test_closing_the_ledger_stops_its_checkpoint_thread_and_a_later_call_starts_one(
+        tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    ledger = open_ledger(url)
+    assert isinstance(ledger, SqliteLedger) and ledger._checkpointer is not None
+    checkpointer = ledger._checkpointer
+    checkpointer.every = 2
+    budget = Budget("100", scope="project", ledger=url)
+    spend(budget, "0.5", "0.25")
+    assert checkpointer.wait_for_runs(1, timeout=30)
+    thread = checkpointer._thread
+    assert thread is not None and thread.is_alive()
+    ledger.close()
+    assert not thread.is_alive()
+    spend(budget, "0.5", "0.25")
+    assert checkpointer.wait_for_runs(2, timeout=30)
+    assert checkpointer._thread is not None and checkpointer._thread is not thread
     ledger.close()
 
 
