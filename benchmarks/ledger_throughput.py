@@ -26,7 +26,16 @@ Redis server (one core) at most ``1 / server``.
 
 For SQLite it also counts what a pair costs on any machine: the statements the ledger runs
 (its connection's trace callback) and the pages its commits append to the ``-wal`` file (the
-file's growth from an emptied WAL, with automatic checkpoints off while it counts).
+file's growth from an emptied WAL, with automatic checkpoints off while it counts). Two more
+SQLite figures, each in one process:
+
+- the floor: the same writes (the totals row held and charged, the call's row inserted and
+  closed, two ``BEGIN IMMEDIATE`` … ``COMMIT``) replayed with plain values on a bare
+  ``sqlite3`` connection to a ledger file with the same schema and settings, next to the
+  ledger's own pair: what SQLite itself costs, and what spendguard adds around it;
+- a pair at a call's pace: one reserve + settle each millisecond (a provider's reply takes
+  longer), timed one by one: median, p99, p99.9 and the longest, which show whether a
+  checkpoint (the WAL copied back, and its fsyncs) lands inside a call.
 """
 
 from __future__ import annotations
@@ -141,6 +150,73 @@ def sqlite_work(path: Path) -> tuple[float, float, int]:
     return statements / _COUNTED_PAIRS, frames / _COUNTED_PAIRS, page_size
 
 
+_FLOOR_PAIRS = 3000
+_PACED_PAIRS = 3000
+_PACE_S = 0.001
+
+
+def sqlite_floor(path: Path, pairs: int = _FLOOR_PAIRS) -> tuple[float, float]:
+    """µs per pair of the ledger at ``path``, and of the same writes on a bare connection."""
+    ledger: Any = open_ledger(f"sqlite:///{path}")
+    for _ in range(200):
+        _pair(ledger)
+    started = time.perf_counter()
+    for _ in range(pairs):
+        _pair(ledger)
+    ledger_us = (time.perf_counter() - started) / pairs * 1e6
+    ledger.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA wal_autocheckpoint={4 * 1024 * 1024 // 1024}")  # 4 MiB of 1 KiB pages
+    names = [row[1] for row in db.execute("PRAGMA table_info(calls)")]
+    opened = list(db.execute("SELECT rowid, * FROM calls ORDER BY rowid DESC LIMIT 1").fetchone())
+    closing = ["state", "actual_usd", "tokens", "status", "latency_s", "request_id", "note"]
+    run = db.cursor().execute
+    insert = (f"INSERT INTO calls (rowid, {', '.join(names)}) "
+              f"VALUES ({', '.join('?' * (len(names) + 1))})")
+    close = f"UPDATE calls SET {', '.join(f'{c} = ?' for c in closing)} WHERE rowid = ?"
+    closed_values = [opened[1 + names.index(c)] for c in closing]
+    opened[1 + names.index("state")] = "open"
+    key = opened[0]
+
+    def bare_pair() -> None:
+        nonlocal key
+        key += 1
+        opened[0], opened[1] = key, f"{key:032x}"
+        run("BEGIN IMMEDIATE")
+        run("UPDATE totals SET reserved_usd = ?, calls = calls + 1 WHERE scope = ? AND "
+            "period_key = ?", ("0.000480", "bench", "all"))
+        run(insert, opened)
+        run("COMMIT")
+        run("BEGIN IMMEDIATE")
+        run(close, (*closed_values, key))
+        run("UPDATE totals SET spent_usd = ?, reserved_usd = ? WHERE scope = ? AND "
+            "period_key = ?", ("0.000213", "0", "bench", "all"))
+        run("COMMIT")
+
+    for _ in range(200):
+        bare_pair()
+    started = time.perf_counter()
+    for _ in range(pairs):
+        bare_pair()
+    bare_us = (time.perf_counter() - started) / pairs * 1e6
+    db.close()
+    return ledger_us, bare_us
+
+
+def sqlite_paced(path: Path, pairs: int = _PACED_PAIRS) -> list[float]:
+    """µs of each of ``pairs`` reserve + settle pairs made ``_PACE_S`` apart, sorted."""
+    ledger: Any = open_ledger(f"sqlite:///{path}")
+    spent = []
+    for _ in range(pairs):
+        started = time.perf_counter()
+        _pair(ledger)
+        spent.append((time.perf_counter() - started) * 1e6)
+        time.sleep(_PACE_S)  # the provider's reply, which a real call waits for
+    ledger.close()
+    return sorted(spent)
+
+
 def _pair(ledger: Any) -> None:
     now = datetime.now(UTC)
     reservation_id = ledger.reserve(CLAIMS, WORST, CALL, time=now,
@@ -158,20 +234,34 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+",
                         default=["memory", "sqlite", "redis", "postgres"])
     parser.add_argument("--quick", action="store_true", help="500 calls per process")
+    parser.add_argument("--sqlite-pairs", type=int, default=_FLOOR_PAIRS,
+                        help="pairs for the SQLite floor and the paced pairs")
     options = parser.parse_args()
     calls = 500 if options.quick else options.calls
+    pairs = 300 if options.quick else options.sqlite_pairs
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as directory:
         for backend in options.backends:
             for processes in options.processes:
                 rows.append(_row(backend, processes, calls, options, Path(directory)))
-        work = (sqlite_work(Path(directory) / "counted.db") if "sqlite" in options.backends
-                else None)
+        work = floor = paced = None
+        if "sqlite" in options.backends:
+            work = sqlite_work(Path(directory) / "counted.db")
+            floor = sqlite_floor(Path(directory) / "floor.db", pairs)
+            paced = sqlite_paced(Path(directory) / "paced.db", pairs)
     print_rows(rows)
     print(f"({calls} calls per process; each call = reserve + settle; 'vs SQLite' is "
           f"time per call relative to SQLite with as many processes; memory is per-process; "
           f"CPU is µs per call, the workers' and the Redis server's; PostgreSQL's server "
           f"CPU is not measured)")
+    if floor is not None and paced is not None:
+        ledger_us, bare_us = floor
+        print(f"SQLite, one process, µs per reserve + settle pair: the ledger {ledger_us:,.0f}, "
+              f"the same writes on a bare connection {bare_us:,.0f} (SQLite's floor; "
+              f"{ledger_us / bare_us:.1f}x)")
+        print(f"SQLite, a pair every {_PACE_S * 1e3:g} ms ({len(paced):,} pairs), µs: median "
+              f"{paced[len(paced) // 2]:,.0f}, p99 {paced[int(len(paced) * 0.99)]:,.0f}, "
+              f"p99.9 {paced[int(len(paced) * 0.999)]:,.0f}, longest {paced[-1]:,.0f}")
     if work is not None:
         statements, pages, page_size = work
         print(f"SQLite, per reserve + settle pair (counts, the same on any machine): "

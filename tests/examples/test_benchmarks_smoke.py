@@ -82,7 +82,7 @@ def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path
     backends = ["memory", "sqlite", *([] if no_redis else ["redis"]),
                 *([] if no_postgres else ["postgres"])]
     result = run_script(tmp_path, str(BENCHMARKS / "ledger_throughput.py"), "--calls", "3",
-                        "--processes", "1", "--backends", *backends)
+                        "--processes", "1", "--sqlite-pairs", "20", "--backends", *backends)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["backend", "processes", "reservations/s"]
@@ -93,6 +93,15 @@ def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path
                           lines[-1])
     assert counts is not None, lines[-1]
     assert float(counts[1]) >= 2 and float(counts[2]) >= 2  # at least a commit each way
+    floor = re.fullmatch(r"SQLite, one process, µs per reserve \+ settle pair: the ledger "
+                         r"([\d,]+), the same writes on a bare connection ([\d,]+) \(SQLite's "
+                         r"floor; [\d.]+x\)", lines[-3])
+    assert floor is not None, lines[-3]
+    paced = re.fullmatch(r"SQLite, a pair every 1 ms \(20 pairs\), µs: median ([\d,]+), p99 "
+                         r"([\d,]+), p99.9 ([\d,]+), longest ([\d,]+)", lines[-2])
+    assert paced is not None, lines[-2]
+    median, longest = (int(paced[i].replace(",", "")) for i in (1, 4))
+    assert 0 < median <= longest
 
 
 def test_the_ledger_scale_benchmark_prints_a_row_per_read_command_and_the_floor(
