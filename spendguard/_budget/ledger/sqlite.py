@@ -14,13 +14,17 @@ The settings, and why they are enough:
 - ``synchronous=NORMAL``: ``COMMIT`` returns once the WAL frames are written to the OS, which
   keeps them whatever happens to the process, so a reservation is durable against a process
   crash (``kill -9`` included) before its request is sent. Only checkpoints fsync. A power
-  cut or OS crash can lose the commits since the last checkpoint (normally under 4 MiB of
-  WAL, a few hundred reserve + settle pairs), never the file's consistency: SQLite replays
+  cut or OS crash can lose the commits since the last checkpoint (normally about 4 MiB of
+  WAL, a few hundred reserve + settle pairs; at most the 16 MiB backstop), never the file's
+  consistency: SQLite replays
   the WAL up to its last whole, checksummed commit (see
   https://sqlite.org/pragma.html#pragma_synchronous and https://sqlite.org/wal.html).
   ``FULL`` would fsync every commit, about ten times slower; a ledger that must survive power
   loss call by call needs it (or a server database).
-- ``page_size=1024`` for new files and a checkpoint every 4 MiB of WAL: a reserve + settle
+- Checkpoints about every 4 MiB of WAL, run on a thread of the ledger's own so that no call
+  waits for one (:mod:`~spendguard._budget.ledger.sqlite_checkpoint`); each connection's own
+  automatic checkpoint is the backstop, at 16 MiB.
+- ``page_size=1024`` for new files: a reserve + settle
   changes about six pages by a few bytes each, and every changed page goes into the WAL
   whole, so smaller pages write, checksum and copy back less per call (about a sixth less
   CPU per call than 4 KiB pages; reading every call back costs about a third more). Larger
