@@ -90,17 +90,24 @@ class WalCheckpointer:
     def _kick(self) -> None:
         if self._closing:
             return
+        if self._pid != os.getpid():
+            self._adopt_fork()
         with self._start_lock:
-            if self._pid != os.getpid():  # forked: the parent's thread and connection stay its
-                if self._db is not None:
-                    _inherited.append(self._db)
-                self._db, self._thread, self._pid = None, None, os.getpid()
-                self._wake = threading.Event()
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, args=(self._wake,),
                                                 name="spendguard-checkpoint", daemon=True)
                 self._thread.start()
         self._wake.set()
+
+    def _adopt_fork(self) -> None:
+        """In a forked child: its parent's thread is not here, and the connection, locks and
+        condition (one of them perhaps held at the fork) are the parent's; start afresh."""
+        if self._db is not None:
+            _inherited.append(self._db)
+        self._db, self._thread = None, None
+        self._wake, self._start_lock = threading.Event(), threading.Lock()
+        self._done = threading.Condition()
+        self._pid = os.getpid()
 
     def _run(self, wake: threading.Event) -> None:
         while True:

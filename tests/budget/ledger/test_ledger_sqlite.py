@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
+import warnings
 from collections.abc import Iterator
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
@@ -273,6 +275,35 @@ def test_a_failed_background_checkpoint_is_logged_and_the_calls_go_on(
     assert len(warnings) == 1  # said once, not at every attempt
     assert "background checkpoint" in warnings[0] and str(tmp_path / "ledger.db") in warnings[0]
     assert ledger.totals("project", budget.period_key).spent_usd == D("0.5")
+    ledger.close()
+
+
+def test_a_forked_child_checkpoints_on_a_thread_of_its_own(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    ledger = SqliteLedger(tmp_path / "ledger.db", url=url)
+    assert ledger._checkpointer is not None
+    checkpointer = ledger._checkpointer
+    checkpointer.every = 2
+    budget = Budget("100", scope="project", ledger=ledger)
+    spend(budget, "0.5", "0.25")
+    assert checkpointer.wait_for_runs(1, timeout=30)  # the parent's thread is running
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with the thread running
+        pid = os.fork()
+    if pid == 0:  # the child: the same ledger object, no thread of its parent's
+        code = 1
+        try:
+            spend(budget, "0.5", "0.25")
+            ran = checkpointer.wait_for_runs(2, timeout=30)
+            code = 0 if ran and checkpointer._thread is not None \
+                and checkpointer._thread.is_alive() else 2
+        finally:
+            os._exit(code)  # never return into pytest from a forked child
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert [r.actual_usd for r in open_ledger(url, read_only=True).records()] == [D("0.25")] * 2
+    spend(budget, "0.5", "0.25")  # the parent's thread still copies back the parent's commits
+    assert checkpointer.wait_for_runs(2, timeout=30)
     ledger.close()
 
 
