@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -248,10 +250,36 @@ def _against_fastest_peer(scenario: str, samples: dict[str, list[float]],
     if not peer_added:
         return ""
     fastest = min(peer_added, key=peer_added.__getitem__)
-    ours = [f"{name.removeprefix('spendguard, ')} {added[name] / peer_added[fastest]:.1f}×"
-            for name in added if name.startswith("spendguard, ")]
+    ours = []
+    for name, ours_added in added.items():
+        if name.startswith("spendguard, "):
+            low, high = _ratio_interval(samples[name], samples[fastest], raw)
+            ours.append(f"{name.removeprefix('spendguard, ')} "
+                        f"{ours_added / peer_added[fastest]:.1f}× ({low:.1f} to {high:.1f}×)")
     return (f"- {scenario}: {', '.join(ours)} (fastest peer: {fastest}, "
-            f"{fmt_us(peer_added[fastest])} added)")
+            f"{fmt_us(peer_added[fastest])} added; in brackets the 90 % interval of "
+            f"{_RESAMPLES:,} resamples of the rounds)")
+
+
+_RESAMPLES = 1000
+
+
+def _ratio_interval(ours: list[float], peer: list[float], raw: list[float]) -> tuple[float, float]:
+    """The 5th and 95th percentiles of the ratio of paired medians over bootstrap resamples of
+    the rounds (a round's three samples stay together): how far the ratio could move between
+    runs of this length on this machine. A fixed seed: the same samples give the same text."""
+    rng = random.Random(20261206)
+    rounds = range(len(raw))
+    ratios = []
+    for _ in range(_RESAMPLES):
+        picked = rng.choices(rounds, k=len(raw))
+        peer_added = statistics.median(peer[i] - raw[i] for i in picked)
+        if peer_added > 0:
+            ratios.append(statistics.median(ours[i] - raw[i] for i in picked) / peer_added)
+    if not ratios:
+        return float("nan"), float("nan")
+    ratios.sort()
+    return ratios[len(ratios) // 20], ratios[len(ratios) * 19 // 20]
 
 
 def _version(package: str) -> str:
