@@ -3,6 +3,7 @@
 Usage (the one documented command; see benchmarks/README.md)::
 
     .venv/bin/python benchmarks/run_all.py [--quick] [--only NAME[,NAME]] [--output FILE]
+    .venv/bin/python benchmarks/run_all.py --goals [--baseline DIR] [--output FILE]
 
 Each script runs in its own interpreter with ``SPENDGUARD_HOME`` in a temporary folder, so a
 benchmark never writes the user's own ledger. Scripts that compare with LiteLLM in-process run
@@ -11,6 +12,11 @@ with the peers' Python when it is set up (``$SPENDGUARD_BENCH_PEERS_PYTHON``, or
 n/a in the peers' rows. Scripts written by other work (``ledger_throughput.py``,
 ``planning.py``, ``cascade_mmlu.py``) are run when present; ``--quick`` is passed only to those
 that accept it. The exit status is 1 if any script failed.
+
+``--goals`` runs the four scripts that measure the reserving guard's goals and ends the report
+with a table of each goal, its figure in this run and whether it is met (``goals.py``);
+``--baseline DIR`` also runs ``ledger_throughput.py`` on the library of another checkout at
+``DIR`` (an older commit), for the goal set relative to it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from goals import goals_table, parse_goals
 from harness import REPO, add_quick, machine, today
 from peers import peer_environment, peers_python
 
@@ -65,14 +72,21 @@ def _accepts_quick(python: str, path: Path, env: dict[str, str]) -> bool:
     return "--quick" in result.stdout
 
 
-def run(script: Script, *, quick: bool, home: str, peers: Path | None) -> tuple[str, bool]:
-    """The script's report section, and whether it succeeded."""
+GOAL_SCRIPTS = ("profile_call", "overhead_loopback", "enforcement", "ledger_throughput")
+
+
+def run(script: Script, *, quick: bool, home: str, peers: Path | None,
+        library: Path | None = None) -> tuple[str, bool]:
+    """The script's report section, and whether it succeeded; ``library``: a checkout whose
+    ``spendguard`` the script measures instead of this one's."""
     path = HERE / script.file
     if not path.exists():
         return f"not run: benchmarks/{script.file} is not in this checkout", True
     python = str(peers) if script.peers and peers is not None else sys.executable
     env = peer_environment() if script.peers and peers is not None else dict(os.environ)
     env["SPENDGUARD_HOME"] = home
+    if library is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(library), env.get("PYTHONPATH")]))
     command = [python, str(path)]
     if quick and _accepts_quick(python, path, env):
         command.append("--quick")
@@ -98,8 +112,20 @@ def main(argv: list[str] | None = None) -> int:
     add_quick(parser)
     parser.add_argument("--only", default="", help="comma-separated script names to run")
     parser.add_argument("--output", type=Path, help="also write the report to this file")
+    parser.add_argument("--goals", action="store_true",
+                        help="run the scripts that measure the reserving guard's goals and "
+                             "end with a table of them")
+    parser.add_argument("--baseline", type=Path,
+                        help="with --goals: a checkout whose library ledger_throughput.py "
+                             "also measures, for the goal relative to it")
     args = parser.parse_args(argv)
+    if args.baseline is not None and not (args.goals and
+                                          (args.baseline / "spendguard").is_dir()):
+        parser.error("--baseline: give it with --goals, naming a checkout of spendguard (a "
+                     "folder holding spendguard/)")
     chosen = {name.strip() for name in args.only.split(",") if name.strip()}
+    if args.goals:
+        chosen |= set(GOAL_SCRIPTS)
     unknown = chosen - {s.name for s in SCRIPTS}
     if unknown:
         parser.error(f"--only: unknown {sorted(unknown)}; choose from "
@@ -112,13 +138,28 @@ def main(argv: list[str] | None = None) -> int:
     sections = ["# spendguard benchmarks", "\n".join(head)]
     print("\n\n".join(sections), flush=True)
     ok = True
+    outputs: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="spendguard-bench-home-") as home:
         for script in SCRIPTS:
             if chosen and script.name not in chosen:
                 continue
             text, succeeded = run(script, quick=args.quick, home=home, peers=peers)
             ok &= succeeded
+            outputs[script.name] = text
             section = f"## {script.name}\n\n{text}"
+            sections.append(section)
+            print("\n" + section, flush=True)
+        if args.goals:
+            baseline = None
+            if args.baseline is not None:
+                throughput = next(s for s in SCRIPTS if s.name == "ledger_throughput")
+                baseline, succeeded = run(throughput, quick=args.quick, home=home, peers=peers,
+                                          library=args.baseline.resolve())
+                ok &= succeeded
+                section = f"## ledger_throughput, the baseline's library\n\n{baseline}"
+                sections.append(section)
+                print("\n" + section, flush=True)
+            section = f"## goals\n\n{goals_table(parse_goals(outputs, baseline))}"
             sections.append(section)
             print("\n" + section, flush=True)
     if args.output is not None:
