@@ -395,7 +395,19 @@ class ProviderAdapter(Protocol):
 class AdapterDefaults:
     """What a provider has none of, answered once: an adapter class derives from it and
     overrides only what its API has (an explicit cache, a reply billed later, platform ids,
-    a batch API...). Each default is the "none" answer :class:`ProviderAdapter` documents."""
+    a batch API...). Each default is the "none" answer :class:`ProviderAdapter` documents,
+    but for two parts found in the provider's package by their names: its ``sdk`` module
+    builds a plain client, its ``counting`` module counts input (imported on the first count:
+    reports and price files read an adapter's names without loading the tokenizers)."""
+
+    name: str
+
+    def sdk_client(self, base_url: str | None) -> Any:
+        return _part(self.name, "sdk").client(base_url)
+
+    def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
+        count: TokenCount = _part(self.name, "counting").count_input(endpoint, body)
+        return count
 
     def price_id(self, path: str) -> str | None:
         return None  # the body names the model
@@ -452,6 +464,12 @@ class AdapterDefaults:
 
     def sdk_arguments(self, endpoint: Endpoint, body: Mapping[str, Any]) -> dict[str, Any]:
         return dict(body)
+
+
+@functools.cache  # read for every guarded call: the import machinery once per part
+def _part(provider: str, part: str) -> Any:
+    """The module ``part`` of ``provider``'s package."""
+    return importlib.import_module(f"{__package__}.{provider}.{part}")
 
 
 @functools.cache  # read for every guarded call: the import machinery once per provider

@@ -10,8 +10,7 @@ bundles them; the input count is an upper bound (Claude's tokenizer is not publi
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -33,18 +32,8 @@ from spendguard._providers.texts import block_text, last_user_text
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
 
-    from spendguard._costing.tokens.count import TokenCount
 
 __all__ = ["ADAPTER", "AnthropicAdapter", "stream_reader", "usage_from_anthropic"]
-
-
-@functools.cache
-def _counter() -> Callable[[Endpoint | str, Mapping[str, Any]], TokenCount]:
-    """The input counter, imported on first count: reports and price files read the adapter's
-    names without loading the tokenizers."""
-    from spendguard._providers.anthropic.counting import count_input  # noqa: PLC0415
-
-    return count_input
 
 
 class AnthropicAdapter(AdapterDefaults):
@@ -59,9 +48,6 @@ class AnthropicAdapter(AdapterDefaults):
     sdk_clients = sdk.CLIENTS
     sdk_error = sdk.ERROR
     sdk_user_agent = sdk.USER_AGENT
-
-    def sdk_client(self, base_url: str | None) -> Any:
-        return sdk.client(base_url)
 
     base_url_env = "ANTHROPIC_BASE_URL"
     # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
@@ -144,9 +130,6 @@ class AnthropicAdapter(AdapterDefaults):
 
     def end_user(self, body: Mapping[str, Any]) -> str | None:
         return requests.end_user(body)
-
-    def count_input(self, endpoint: Endpoint | str, body: Mapping[str, Any]) -> TokenCount:
-        return _counter()(endpoint, body)
 
     def read_usage(self, payload: object, *, endpoint: str | None = None) -> Usage:
         return usage_from_anthropic(payload, endpoint=endpoint)

@@ -58,9 +58,6 @@ class GeminiAdapter(AdapterDefaults):
     sdk_error = sdk.ERROR
     sdk_user_agent = sdk.USER_AGENT
 
-    def sdk_client(self, base_url: str | None) -> Any:
-        return sdk.client(base_url)
-
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
     # -- addresses: the gateway's upstream and routes, --upstream kinds, install()'s hosts
     platforms: tuple[str, ...] = ()  # Vertex AI's paths say it
