@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from spendguard._budget.ledger import CallInfo, ScopeClaim, Settlement, open_ledger
+from spendguard._budget.ledger.fields import CLOSING
 
 CALL = CallInfo(provider="openai", model="gpt-4o-mini", endpoint="chat", attempt=1,
                 estimated_input_tokens=1200, estimated_output_tokens=500, input_exact=True)
@@ -170,7 +171,7 @@ def sqlite_floor(path: Path, pairs: int = _FLOOR_PAIRS) -> tuple[float, float]:
     db.execute(f"PRAGMA wal_autocheckpoint={4 * 1024 * 1024 // 1024}")  # 4 MiB of 1 KiB pages
     names = [row[1] for row in db.execute("PRAGMA table_info(calls)")]
     opened = list(db.execute("SELECT rowid, * FROM calls ORDER BY rowid DESC LIMIT 1").fetchone())
-    closing = ["state", "actual_usd", "tokens", "status", "latency_s", "request_id", "note"]
+    closing = [field.name for field in CLOSING]  # what the ledger's close writes
     run = db.cursor().execute
     insert = (f"INSERT INTO calls (rowid, {', '.join(names)}) "
               f"VALUES ({', '.join('?' * (len(names) + 1))})")
