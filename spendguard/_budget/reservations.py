@@ -45,6 +45,8 @@ __all__ = ["DEFAULT_RESERVATION_TTL_S", "Reservation", "remaining_for_call", "re
 log = logging.getLogger("spendguard.budget")
 
 EVENT_TAG = "spendguard.event"
+"""The tag naming what a marker record stands for: a call refused by a budget
+(:data:`REFUSED_EVENT`) or a runaway loop stopped (``runaway``)."""
 REFUSED_EVENT = "refused"
 """``spendguard.event`` of the $0 marker a refused call leaves in its budget's ledger."""
 REFUSED_SCOPE_TAG = "spendguard.refused_scope"

@@ -23,6 +23,7 @@ from typing import Any
 from spendguard._budget.budget import Budget
 from spendguard._budget.degrade import REQUESTED_MODEL_TAG
 from spendguard._budget.events import Stage, listening, publish
+from spendguard._budget.reservations import EVENT_TAG
 from spendguard._budget.runaway import RUNAWAYS, RunawayTrip
 from spendguard._budget.scopes import collect_budgets
 from spendguard._caching.volatile import has_volatile, mask_volatile
@@ -32,14 +33,13 @@ from spendguard._costing.calls import Call, build_call
 from spendguard._costing.estimate import Estimate, estimate_call
 from spendguard._costing.prices import PriceTable
 
-__all__ = ["CALL_ID_TAG", "RUNAWAY_EVENT_TAG", "AttemptLinks", "Degraded", "call_tags",
+__all__ = ["CALL_ID_TAG", "AttemptLinks", "Degraded", "call_tags",
            "check_runaways", "degrade", "request_shape"]
 
 log = logging.getLogger("spendguard.runaway")
 
 CALL_ID_TAG = "spendguard.call_id"
 """Tag linking the attempts (SDK retries) of one logical call."""
-RUNAWAY_EVENT_TAG = "spendguard.event"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +131,7 @@ def _tell(budget: Budget, trip: RunawayTrip, call: Call, now: datetime) -> None:
     log.warning(trip.message())
     try:
         budget.ledger.adjust([budget.claim(now)], ZERO, time=now, note=trip.message(),
-                             tags={RUNAWAY_EVENT_TAG: "runaway", "spendguard.rule": trip.rule,
+                             tags={EVENT_TAG: "runaway", "spendguard.rule": trip.rule,
                                    "spendguard.action": trip.action},
                              provider=call.provider.value, model=call.model)
     except SpendguardError:
