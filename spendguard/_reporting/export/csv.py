@@ -59,11 +59,22 @@ def write_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], out: Te
     """Write a header and ``rows`` (missing keys are empty); returns the number of rows."""
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(columns)
+    # A cell holding the very object the row before held in that column (a constant, None,
+    # or a value a call's rows share) keeps that row's text: no formatting again.
+    before: list[Any] = [_NOTHING] * len(columns)
+    texts = [""] * len(columns)
     count = 0
     for row in rows:
-        writer.writerow([cell_text(row.get(column)) for column in columns])
+        values = list(map(row.get, columns))
+        texts = [text if value is last else cell_text(value)
+                 for value, last, text in zip(values, before, texts, strict=True)]
+        before = values
+        writer.writerow(texts)
         count += 1
     return count
+
+
+_NOTHING = object()
 
 
 def _json_default(value: object) -> str:

@@ -17,7 +17,7 @@ from spendguard._core.money import MILLION
 from spendguard._costing.endpoints import Provider
 from spendguard._costing.prices import PriceTable
 from spendguard._providers import adapter_for
-from spendguard._reporting.export.lines import REQUEST, ChargeLine, charge_lines
+from spendguard._reporting.export.lines import REQUEST, ChargeLine, Rates, charge_lines
 from spendguard._reporting.export.records import ADJUSTMENT, RECOVERED, shown_tags, utc_text
 
 __all__ = ["aggregate_by_day", "focus_rows"]
@@ -25,9 +25,10 @@ __all__ = ["aggregate_by_day", "focus_rows"]
 _UNATTRIBUTED = "Unattributed"  # a correction that names no provider
 _METERS = {"input": "Input Tokens", "cache_read": "Cached Input Tokens",
            "output": "Output Tokens"}
-_SUMMED = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity",
-           "PricingQuantity", "x_CallCount")
+_SUMMED = frozenset({"BilledCost", "EffectiveCost", "ListCost", "ContractedCost",
+                     "ConsumedQuantity", "PricingQuantity", "x_CallCount"})
 _PER_CALL = ("x_CallId", "x_CallTime", "x_RequestId", "x_Note")
+_ONE_CALL, _NO_CALL = Decimal(1), Decimal(0)
 
 
 def focus_rows(records: Iterable[SpendRecord], *, table: PriceTable,
@@ -35,10 +36,21 @@ def focus_rows(records: Iterable[SpendRecord], *, table: PriceTable,
                internal_tags: bool = False) -> Iterator[dict[str, Any]]:
     """One row per call and billed token kind (one per correction); ``accounts`` maps a
     provider (``"openai"``) to its billing account id. ``Tags`` leave out spendguard's own
-    bookkeeping tags (``spendguard.call_id``, ...) unless ``internal_tags``."""
+    bookkeeping tags (``spendguard.call_id``, ...) unless ``internal_tags``.
+
+    A call's own columns are worked out once for all its rows (a call has two or three), and
+    the period columns once an hour: records come oldest first, so an hour's calls follow
+    one another.
+    """
+    accounts = accounts or {}
+    periods = _Periods()
+    known: dict[tuple[object, ...], Rates | None] = {}
     for record in records:
-        for line in charge_lines(record, table):
-            yield _row(record, line, accounts or {}, internal_tags)
+        head = tail = None
+        for line in charge_lines(record, table, known):
+            if head is None or tail is None:
+                head, tail = _call_columns(record, accounts, internal_tags, periods)
+            yield _row(head, tail, record, line)
 
 
 def aggregate_by_day(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -51,17 +63,25 @@ def aggregate_by_day(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]
     """
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     current: str | None = None
+    date: str | None = None  # the day of the rows so far, as their ChargePeriodStart begins
+    day_columns: dict[str, str | None] = {}
     for row in rows:
-        day = _parse_utc(row["ChargePeriodStart"]).replace(hour=0)
-        start = utc_text(day)
+        if date is None or not row["ChargePeriodStart"].startswith(date):  # a new day
+            day = _parse_utc(row["ChargePeriodStart"]).replace(hour=0)
+            date = row["ChargePeriodStart"][:len("2031-01-31")]
+            day_columns = {"ChargePeriodStart": utc_text(day),
+                           "ChargePeriodEnd": utc_text(day + timedelta(days=1)),
+                           **dict.fromkeys(_PER_CALL)}
+        start = day_columns["ChargePeriodStart"]
         if current is not None and start != current:
             yield from _sorted_day(groups)
             groups = {}
         current = start
-        daily = {**row, "ChargePeriodStart": start,
-                 "ChargePeriodEnd": utc_text(day + timedelta(days=1)),
-                 **dict.fromkeys(_PER_CALL)}
-        key = tuple(_key_part(value) for name, value in daily.items() if name not in _SUMMED)
+        daily = {**row, **day_columns}
+        # What tells groups apart: every column but the summed ones, a JSON column's object
+        # as its sorted items.
+        key = tuple([tuple(sorted(value.items())) if isinstance(value, dict) else value
+                     for name, value in daily.items() if name not in _SUMMED])
         total = groups.get(key)
         if total is None:
             groups[key] = daily
@@ -86,21 +106,42 @@ def _billing_names(provider: str) -> tuple[str, str]:
     return (provider or _UNATTRIBUTED, f"{provider} API" if provider else _UNATTRIBUTED)
 
 
-def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str],
-         internal_tags: bool) -> dict[str, Any]:
+class _Periods:
+    """The billing and charge period columns of the hour a record falls in, kept for the
+    hour last asked."""
+
+    __slots__ = ("_hour", "_texts")
+
+    def __init__(self) -> None:
+        self._hour: datetime | None = None
+        self._texts: dict[str, str] = {}
+
+    def of(self, moment: datetime) -> dict[str, str]:
+        hour = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        if hour != self._hour:
+            month = hour.replace(day=1, hour=0)
+            next_month = (month + timedelta(days=32)).replace(day=1)
+            self._hour = hour
+            self._texts = {
+                "BillingPeriodStart": utc_text(month),
+                "BillingPeriodEnd": utc_text(next_month),
+                "ChargePeriodStart": utc_text(hour),
+                "ChargePeriodEnd": utc_text(hour + timedelta(hours=1)),
+            }
+        return self._texts
+
+
+def _call_columns(record: SpendRecord, accounts: Mapping[str, str], internal_tags: bool,
+                  periods: _Periods) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The columns every row of ``record`` shares: those before its cost, and those between
+    its cost and its token kind (a row's columns keep one order)."""
     company, service = _billing_names(record.provider)
-    hour = record.time.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    month = hour.replace(day=1, hour=0)
-    next_month = (month + timedelta(days=32)).replace(day=1)
     innermost = record.scopes[-1] if record.scopes else None
-    row: dict[str, Any] = {
+    head: dict[str, Any] = {
         "BillingAccountId": accounts.get(record.provider) or record.provider or "unattributed",
         "BillingAccountName": None,
         "BillingCurrency": "USD",
-        "BillingPeriodStart": utc_text(month),
-        "BillingPeriodEnd": utc_text(next_month),
-        "ChargePeriodStart": utc_text(hour),
-        "ChargePeriodEnd": utc_text(hour + timedelta(hours=1)),
+        **periods.of(record.time),
         "ChargeClass": None,
         "InvoiceId": None,
         "InvoiceIssuerName": company,
@@ -115,9 +156,8 @@ def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str],
         "ResourceName": innermost,
         "ResourceType": None if innermost is None else "Budget Scope",
         "Tags": _tags(record, internal_tags),
-        "BilledCost": line.billed_usd,
-        "EffectiveCost": line.billed_usd,
-        "x_CallCount": Decimal(0 if line.kind == ADJUSTMENT else 1),
+    }
+    tail: dict[str, Any] = {
         "x_CallId": record.id,
         "x_CallTime": utc_text(record.time),
         "x_Endpoint": record.endpoint or None,
@@ -125,11 +165,24 @@ def _row(record: SpendRecord, line: ChargeLine, accounts: Mapping[str, str],
         "x_PriceTableVersion": record.table_version or None,
         "x_RequestId": record.request_id,
         "x_Status": record.status,
+    }
+    return head, tail
+
+
+def _row(head: dict[str, Any], tail: dict[str, Any], record: SpendRecord,
+         line: ChargeLine) -> dict[str, Any]:
+    """One row: the call's columns, and those of one of its charge lines."""
+    adjustment = line.kind == ADJUSTMENT
+    return {
+        **head,
+        "BilledCost": line.billed_usd,
+        "EffectiveCost": line.billed_usd,
+        "x_CallCount": _NO_CALL if adjustment else _ONE_CALL,
+        **tail,
         "x_TokenKind": line.kind if line.kind not in (REQUEST, ADJUSTMENT) else None,
         "x_UsageEstimated": record.usage_estimated,
+        **(_adjustment(record, line) if adjustment else _usage(record, line)),
     }
-    row.update(_adjustment(record, line) if line.kind == ADJUSTMENT else _usage(record, line))
-    return row
 
 
 def _usage(record: SpendRecord, line: ChargeLine) -> dict[str, Any]:
@@ -195,8 +248,3 @@ def _tags(record: SpendRecord, internal: bool) -> dict[str, str | bool]:
 def _parse_utc(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
-
-def _key_part(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted(value.items()))
-    return value
