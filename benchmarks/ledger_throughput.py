@@ -123,9 +123,11 @@ Row = tuple[str, int, float, float, float | None]
 _COUNTED_PAIRS = 200
 
 
-def sqlite_work(path: Path) -> tuple[float, float, int]:
-    """Statements and WAL pages per reserve + settle pair on a SQLite ledger at ``path``, and
-    the file's page size: counts, not timings, so they are the same on a busy machine."""
+def sqlite_work(path: Path) -> tuple[float, float, int, dict[str, float]]:
+    """Statements and WAL pages per reserve + settle pair on a SQLite ledger at ``path``, the
+    file's page size, and the pages per pair by the table or index they belong to (empty
+    where this SQLite has no ``dbstat`` table): counts, not timings, so they are the same on
+    a busy machine."""
     ledger: Any = open_ledger(f"sqlite:///{path}")
     for _ in range(20):  # the first pairs write the scope's row and the index roots
         _pair(ledger)
@@ -145,10 +147,31 @@ def sqlite_work(path: Path) -> tuple[float, float, int]:
     for _ in range(_COUNTED_PAIRS):
         _pair(ledger)
     connection.set_trace_callback(None)
-    wal_bytes = path.with_name(path.name + "-wal").stat().st_size
+    wal = path.with_name(path.name + "-wal").read_bytes()
     ledger.close()
-    frames = (wal_bytes - 32) / (24 + page_size)  # the WAL header, then (header + page) each
-    return statements / _COUNTED_PAIRS, frames / _COUNTED_PAIRS, page_size
+    frames = (len(wal) - 32) / (24 + page_size)  # the WAL header, then (header + page) each
+    return (statements / _COUNTED_PAIRS, frames / _COUNTED_PAIRS, page_size,
+            _pages_by_owner(path, wal, page_size))
+
+
+def _pages_by_owner(path: Path, wal: bytes, page_size: int) -> dict[str, float]:
+    """The WAL's frames per pair by what their page holds (a table, an index, or page 1,
+    whose header holds the file's page count and so changes whenever the file grows)."""
+    # Each frame: a 24-byte header whose first 4 bytes are the page number (big-endian).
+    numbers = [int.from_bytes(wal[at:at + 4], "big")
+               for at in range(32, len(wal) - 23, 24 + page_size)]
+    try:
+        with sqlite3.connect(path) as db:
+            owners = dict(db.execute("SELECT pageno, name FROM dbstat"))
+    except sqlite3.OperationalError:  # SQLite built without the dbstat table
+        return {}
+    owners[1] = "page 1"
+    counted: dict[str, int] = {}
+    for number in numbers:
+        owner = owners.get(number, "freed")
+        counted[owner] = counted.get(owner, 0) + 1
+    return {owner: count / _COUNTED_PAIRS
+            for owner, count in sorted(counted.items(), key=lambda item: -item[1])}
 
 
 _FLOOR_PAIRS = 3000
@@ -264,9 +287,12 @@ def main() -> None:
               f"{paced[len(paced) // 2]:,.0f}, p99 {paced[int(len(paced) * 0.99)]:,.0f}, "
               f"p99.9 {paced[int(len(paced) * 0.999)]:,.0f}, longest {paced[-1]:,.0f}")
     if work is not None:
-        statements, pages, page_size = work
+        statements, pages, page_size, owners = work
         print(f"SQLite, per reserve + settle pair (counts, the same on any machine): "
               f"{statements:.1f} statements, {pages:.1f} WAL pages of {page_size:,} bytes")
+        if owners:
+            print("SQLite, WAL pages per pair by what they hold: " + ", ".join(
+                f"{owner} {count:.2f}" for owner, count in owners.items()))
 
 
 def _row(backend: str, processes: int, calls: int, options: argparse.Namespace,

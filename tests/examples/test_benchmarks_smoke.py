@@ -90,16 +90,22 @@ def test_the_ledger_throughput_benchmark_prints_a_row_per_backend(tmp_path: Path
                                                                           for b in backends]
     counts = re.fullmatch(r"SQLite, per reserve \+ settle pair \(counts, the same on any "
                           r"machine\): ([\d.]+) statements, ([\d.]+) WAL pages of 1,024 bytes",
-                          lines[-1])
-    assert counts is not None, lines[-1]
+                          lines[-2])
+    assert counts is not None, lines[-2]
     assert float(counts[1]) >= 2 and float(counts[2]) >= 2  # at least a commit each way
+    # The same pages by what they hold: they add up to the count above.
+    owners = re.fullmatch(r"SQLite, WAL pages per pair by what they hold: (.+)", lines[-1])
+    assert owners is not None, lines[-1]
+    parts = dict(part.rsplit(" ", 1) for part in owners[1].split(", "))
+    assert {"calls", "totals"} <= set(parts)
+    assert abs(sum(float(count) for count in parts.values()) - float(counts[2])) < 0.01
     floor = re.fullmatch(r"SQLite, one process, µs per reserve \+ settle pair: the ledger "
                          r"([\d,]+), the same writes on a bare connection ([\d,]+) \(SQLite's "
-                         r"floor; [\d.]+x\)", lines[-3])
-    assert floor is not None, lines[-3]
+                         r"floor; [\d.]+x\)", lines[-4])
+    assert floor is not None, lines[-4]
     paced = re.fullmatch(r"SQLite, a pair every 1 ms \(20 pairs\), µs: median ([\d,]+), p99 "
-                         r"([\d,]+), p99.9 ([\d,]+), longest ([\d,]+)", lines[-2])
-    assert paced is not None, lines[-2]
+                         r"([\d,]+), p99.9 ([\d,]+), longest ([\d,]+)", lines[-3])
+    assert paced is not None, lines[-3]
     median, longest = (int(paced[i].replace(",", "")) for i in (1, 4))
     assert 0 < median <= longest
 
