@@ -50,8 +50,7 @@ def cell_text(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, Mapping | list | tuple):
-        return neutralise(json.dumps(value, ensure_ascii=False, separators=(",", ":"),
-                                     default=_json_default))
+        return neutralise(_JSON.encode(value))
     return neutralise(str(value))
 
 
@@ -81,3 +80,7 @@ def _json_default(value: object) -> str:
     if isinstance(value, Decimal):
         return decimal_text(value)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+# One encoder for every JSON cell (json.dumps with options builds a new one per call).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default)

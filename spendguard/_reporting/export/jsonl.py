@@ -15,10 +15,9 @@ __all__ = ["write_jsonl"]
 def write_jsonl(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], out: TextIO) -> int:
     """Write each row as one line with its keys in ``columns`` order; returns the count."""
     count = 0
+    encode = _JSON.encode
     for row in rows:
-        ordered = {column: row.get(column) for column in columns}
-        out.write(json.dumps(ordered, ensure_ascii=False, separators=(",", ":"),
-                             default=_exact))
+        out.write(encode({column: row.get(column) for column in columns}))
         out.write("\n")
         count += 1
     return count
@@ -29,3 +28,7 @@ def _exact(value: object) -> str:
     if isinstance(value, Decimal):
         return decimal_text(value)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+# One encoder for every row (json.dumps with options builds a new one per call).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_exact)
