@@ -49,6 +49,8 @@ def test_an_unreachable_redis_ledger_is_one_line_naming_the_url(command: list[st
     result = CliRunner().invoke(main, [*command, "--ledger", url])
     line = _one_line_error(result)
     assert "redis://127.0.0.1:1/0" in line and "unreachable" in line
+    # What to do about it, for a command that sends no calls: nothing about failing open.
+    assert line.endswith("start or fix Redis, or check the URL") and "fail_open" not in line
     assert result.stdout == ""  # not even a CSV header
 
 

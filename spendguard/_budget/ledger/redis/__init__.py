@@ -225,7 +225,7 @@ class RedisLedger:
         (a report or export of a mistyped prefix); reads only."""
         # A probe of its own: this ledger's connections stamp an empty prefix with an
         # identity as they connect, which a read must not do.
-        probe = RedisSession(self.options, check_identity=False)
+        probe = RedisSession(self.options, check_identity=False, reading=True)
         try:
             exists = probe.has_ledger()
         finally:

@@ -72,7 +72,8 @@ os.register_at_fork(after_in_child=_forget_connections_after_fork)
 class RedisSession:
     """The client, scripts and health of one Redis ledger in this process."""
 
-    def __init__(self, options: RedisOptions, *, check_identity: bool = True) -> None:
+    def __init__(self, options: RedisOptions, *, check_identity: bool = True,
+                 reading: bool = False) -> None:
         try:
             import redis  # noqa: PLC0415 - optional dependency, loaded on first use
             from redis.backoff import NoBackoff  # noqa: PLC0415
@@ -85,6 +86,7 @@ class RedisSession:
         self._redis = redis
         self.identity = Identity(options, self.prefix)
         self._check_identity = check_identity
+        self._reading = reading  # a report's or export's: no call waits on it
         exceptions = redis.exceptions
         # What redis-py raises: its errors, and the cluster client's own (not RedisErrors:
         # no node reachable, a slot no node serves).
@@ -279,7 +281,8 @@ class RedisSession:
                             redis.exceptions.ClusterError,
                             redis.exceptions.RedisClusterException)):
             self._rest()
-            advice = ("" if self.options.fail_open else
+            advice = ("; start or fix Redis, or check the URL" if self._reading else
+                      "" if self.options.fail_open else
                       "; spendguard fails closed and refuses calls it cannot record. Start or "
                       "fix Redis, or opt into fail-open with '?fail_open=1&local_cap_usd=N' "
                       "in the URL")
