@@ -22,9 +22,13 @@ def _codings(content_encoding: str | None) -> list[str]:
     return [c for c in codings if c != "identity"]
 
 
+def _all_decoded(codings: list[str]) -> bool:
+    return all(c in _DECODED for c in codings)
+
+
 def decodable(content_encoding: str | None) -> bool:
     """Whether :class:`ContentDecoder` decodes a body with this ``Content-Encoding``."""
-    return all(c in _DECODED for c in _codings(content_encoding))
+    return _all_decoded(_codings(content_encoding))
 
 
 class ContentDecoder:
@@ -32,7 +36,7 @@ class ContentDecoder:
 
     def __init__(self, content_encoding: str | None) -> None:
         codings = _codings(content_encoding)
-        self.supported = all(c in _DECODED for c in codings)
+        self.supported = _all_decoded(codings)
         self._decoders = [
             zlib.decompressobj(zlib.MAX_WBITS | 16 if c in ("gzip", "x-gzip") else zlib.MAX_WBITS)
             for c in reversed(codings)

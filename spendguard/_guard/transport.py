@@ -157,6 +157,22 @@ def _hand_on(response: httpx2.Response, body: Any) -> httpx2.Response:
     return response
 
 
+def _settled_whole(attempt: Attempt, response: Any, raw: bytes, found: Mapping[str, str],
+                   wire: Wire) -> Any:
+    """Settle a reply whose body was read whole (``raw``), and the response to hand on: the
+    wrapped transport's own, given the decoded content, where the client takes it; else a new
+    one replaying the raw bytes."""
+    content = _content_to_keep(response, raw, found, wire)
+    if content is None:
+        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
+        return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
+    # Read off the connection once: the wrapped transport's response, closed, hands it on.
+    body = attempt.safely(attempt.settle_body, response.status_code, found, content,
+                          decoded=True)
+    keep_read_body(response, content)
+    return _hand_on(response, body)
+
+
 # Errors only raised while waiting for or reading a response: the whole request was written.
 _AFTER_WRITING = frozenset({"ReadTimeout", "ReadError", "RemoteProtocolError"})
 
@@ -277,8 +293,9 @@ def _finish_metering(meter: StreamMeter, pending: list[bytes]) -> None:
     meter.finish()
 
 
-class _MeteredStream(httpx2.SyncByteStream):
-    """Passes every chunk through unchanged while the meter reads usage from it."""
+class _Metering:
+    """What the sync and async metered streams share: the wrapped response, its meter, and
+    the settling of a stream that ends (closed, or dropped and collected)."""
 
     def __init__(self, response: Any, meter: StreamMeter) -> None:
         # Closing goes through the wrapped transport's response, so that it is marked closed
@@ -291,6 +308,14 @@ class _MeteredStream(httpx2.SyncByteStream):
         self._pending: list[bytes] = []
         # A caller that drops the stream without closing it is still settled.
         self._finalizer = weakref.finalize(self, _finish_metering, meter, self._pending)
+
+    def _finish(self) -> None:
+        _finish_metering(self._meter, self._pending)
+        self._finalizer.detach()
+
+
+class _MeteredStream(_Metering, httpx2.SyncByteStream):
+    """Passes every chunk through unchanged while the meter reads usage from it."""
 
     def __iter__(self) -> Iterator[bytes]:
         # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
@@ -318,18 +343,11 @@ class _MeteredStream(httpx2.SyncByteStream):
         try:
             self._response.close()
         finally:
-            _finish_metering(self._meter, self._pending)
-            self._finalizer.detach()
+            self._finish()
 
 
-class _AsyncMeteredStream(httpx2.AsyncByteStream):
-    def __init__(self, response: Any, meter: StreamMeter) -> None:
-        self._response = response
-        self._inner = response.stream
-        self._meter = meter
-        self._iterated = False
-        self._pending: list[bytes] = []
-        self._finalizer = weakref.finalize(self, _finish_metering, meter, self._pending)
+class _AsyncMeteredStream(_Metering, httpx2.AsyncByteStream):
+    """The async twin of :class:`_MeteredStream`."""
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         # Only the first pass is metered: after the terminal event ([DONE]) the SDKs iterate the
@@ -354,8 +372,7 @@ class _AsyncMeteredStream(httpx2.AsyncByteStream):
         try:
             await self._response.aclose()
         finally:
-            _finish_metering(self._meter, self._pending)
-            self._finalizer.detach()
+            self._finish()
 
 
 def _as_sdk_error(exc: SpendguardError, sdk_error: type[Exception] | None) -> SpendguardError:
@@ -471,16 +488,7 @@ def handle(inner: Any, request: Any, wire: Wire) -> Any:
     except BaseException as exc:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
-    raw = b"".join(chunks)
-    content = _content_to_keep(response, raw, found, wire)
-    if content is None:
-        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-        return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
-    # Read off the connection once: the wrapped transport's response, closed, hands it on.
-    body = attempt.safely(attempt.settle_body, response.status_code, found, content,
-                          decoded=True)
-    keep_read_body(response, content)
-    return _hand_on(response, body)
+    return _settled_whole(attempt, response, b"".join(chunks), found, wire)
 
 
 async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
@@ -523,16 +531,7 @@ async def handle_async(inner: Any, request: Any, wire: Wire) -> Any:
     except BaseException as exc:
         attempt.safely(_on_transport_error, attempt, exc)
         raise
-    raw = b"".join(chunks)
-    content = _content_to_keep(response, raw, found, wire)
-    if content is None:
-        body = attempt.safely(attempt.settle_body, response.status_code, found, raw)
-        return _hand_on(_response(response, wire.byte_stream(raw), wire), body)
-    # Read off the connection once: the wrapped transport's response, closed, hands it on.
-    body = attempt.safely(attempt.settle_body, response.status_code, found, content,
-                          decoded=True)
-    keep_read_body(response, content)
-    return _hand_on(response, body)
+    return _settled_whole(attempt, response, b"".join(chunks), found, wire)
 
 
 class GuardTransport(httpx2.BaseTransport):

@@ -47,9 +47,14 @@ def _reply(kind: str) -> httpx2.Response:
 
 
 def _client(kind: str, budget: spendguard.Budget) -> Any:
-    transport = httpx2.MockTransport(lambda request: _reply(kind))
+    return _client_of(lambda request: _reply(kind), budget)
+
+
+def _client_of(reply: Any, budget: spendguard.Budget, **options: Any) -> Any:
+    """A guarded client whose provider answers each request with ``reply(request)``."""
     return spendguard.OpenAI(api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
-                             http_client=httpx2.Client(transport=transport))
+                             http_client=httpx2.Client(transport=httpx2.MockTransport(reply)),
+                             **options)
 
 
 @pytest.mark.parametrize("kind", ["read", "streamed"])
@@ -95,9 +100,7 @@ def test_a_body_read_off_the_connection_is_handed_on_in_the_transports_own_respo
         sent.append(_reply("streamed"))
         return sent[-1]
 
-    client: Any = spendguard.OpenAI(
-        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    client = _client_of(reply, budget)
     raw = client.chat.completions.with_raw_response.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
     response = raw.http_response
@@ -121,9 +124,7 @@ def test_a_content_encoded_body_read_off_the_connection_reaches_the_sdk_decoded(
                                     stream=_Chunks(encoded)))
         return sent[-1]
 
-    client: Any = spendguard.OpenAI(
-        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    client = _client_of(reply, budget)
     raw = client.chat.completions.with_raw_response.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
     assert raw.http_response is sent[0]  # decoded once, by the HTTP library's own decoder
@@ -169,9 +170,7 @@ def test_a_body_that_is_not_what_its_encoding_says_reaches_the_sdk_as_its_own_er
         return httpx2.Response(200, headers={"content-type": "application/json",
                                              "content-encoding": "gzip"}, stream=_Chunks())
 
-    client: Any = spendguard.OpenAI(
-        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    client = _client_of(reply, budget)
     with pytest.raises(openai.APIConnectionError) as raised:  # the SDK's own wrapping
         client.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
@@ -196,10 +195,7 @@ def test_a_priced_request_asks_only_for_encodings_the_guard_reads(asked: str, se
         return _reply("read")
 
     budget = spendguard.Budget("1", ledger="memory://")
-    client = spendguard.OpenAI(
-        api_key="k", base_url=BASE_URL, max_retries=0, budget=budget,
-        default_headers={"Accept-Encoding": asked},
-        http_client=httpx2.Client(transport=httpx2.MockTransport(reply)))
+    client = _client_of(reply, budget, default_headers={"Accept-Encoding": asked})
     client.chat.completions.create(model="gpt-4o-mini", max_tokens=5,
                                    messages=[{"role": "user", "content": "hi"}])
     assert seen == [sent]

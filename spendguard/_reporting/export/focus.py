@@ -46,11 +46,11 @@ def focus_rows(records: Iterable[SpendRecord], *, table: PriceTable,
     periods = _Periods()
     known: dict[tuple[object, ...], Rates | None] = {}
     for record in records:
-        head = tail = None
+        shared = None  # the call's own columns, once it has a line
         for line in charge_lines(record, table, known):
-            if head is None or tail is None:
-                head, tail = _call_columns(record, accounts, internal_tags, periods)
-            yield _row(head, tail, record, line)
+            if shared is None:
+                shared = _call_columns(record, accounts, internal_tags, periods)
+            yield _row(*shared, record, line)
 
 
 def aggregate_by_day(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
