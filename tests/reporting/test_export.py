@@ -17,7 +17,7 @@ from spendguard._budget.budget import CallInfo
 from spendguard._budget.ledger import ScopeClaim
 from spendguard._budget.reservations import reserve_call
 from spendguard._reporting.export import FOCUS_COLUMNS, LEDGER_COLUMNS
-from tests.finance_helpers import book, csv_rows, list_cost, read_csv, total
+from tests.finance_helpers import book, csv_rows, list_cost, read_csv, total, usage_of
 from tests.ledger_helpers import START, FakeClock
 from tests.paths import REPO
 from tests.provider_bodies import anthropic_message, chat_completion
@@ -167,6 +167,37 @@ def test_a_batch_call_is_listed_at_the_batch_rate(ledger_url: str, endpoint: str
     rows = csv_rows(export_text(ledger_url, "focus")[0])
     assert [(r["ListUnitPrice"], r["BilledCost"], r["SkuPriceId"]) for r in rows] == [
         ("0.075", "0.075", "gpt-4o-mini:input:batch"), ("0.3", "0.3", "gpt-4o-mini:output:batch")]
+
+
+def test_calls_of_one_model_at_different_rates_each_export_at_their_own(
+        ledger_url: str) -> None:
+    """Within one export, a model's rates found for one call are not another's: a call above
+    the long-context tier, a batch call and one with cache writes each keep theirs, and the
+    plain call after them the plain rates."""
+    model = "claude-haiku-5-5"
+    calls: list[tuple[dict[str, int], dict[str, str]]] = [
+        ({"input": 1_000, "output": 100}, {}),
+        ({"input": 150_000, "output": 100}, {}),  # above the 100K tier
+        ({"input": 1_000, "output": 100}, {"batch": "true"}),
+        ({"input": 1_000, "cache_write_1h": 2_000, "output": 100}, {}),
+        ({"input": 1_000, "output": 100}, {}),
+    ]
+    ledger_budget = budget(ledger_url)
+    expected = []
+    for tokens, tags in calls:
+        batch = bool(tags)
+        with spendguard.tags(**tags):
+            book(ledger_budget, model, tokens,
+                 actual_usd=list_cost(model, tokens, batch=batch))
+        priced = spendguard.cost(model, usage_of(tokens), batch=batch)
+        expected += [(line.kind, str(line.usd_per_million.normalize())) for line in priced.lines
+                     if line.tokens]
+    rows = csv_rows(export_text(ledger_url, "focus")[0])
+    assert [(r["x_TokenKind"], r["ListUnitPrice"]) for r in rows] == expected
+    assert [r["SkuPriceId"] for r in rows if r["x_TokenKind"] == "input"] == [
+        f"{model}:input", f"{model}:input:above-100000", f"{model}:input:batch",
+        f"{model}:input", f"{model}:input"]
+    assert total(rows, "BilledCost") == total(rows, "ListCost")
 
 
 def test_a_discount_the_table_does_not_know_is_shared_over_the_kinds_exactly(
