@@ -147,6 +147,17 @@ class Spendguard(System):
     def tracked_usd(self) -> Decimal:
         return self.budget.spent
 
+    def run_async(self, coroutine: Coroutine[Any, Any, list[Outcome]]) -> list[Outcome]:
+        async def then_close() -> list[Outcome]:
+            # Its connections belong to this loop: closed here, not collected by a later
+            # loop (the SDK's finalizer would schedule the close there, and fail).
+            try:
+                return await coroutine
+            finally:
+                await self.aclient.close()
+
+        return asyncio.run(then_close())
+
 
 class LitellmMaxBudget(System):
     """``litellm.max_budget``: the SDK's global pre-call check against ``_current_cost``."""
