@@ -38,7 +38,9 @@ longer checkpoint interval measured no faster for reserve + settle, so they stay
 
 What a call costs is mostly the pages its two commits write (each page whole, with its
 checksum, two writes to the ``-wal`` file): one per b-tree a commit changes, plus the
-occasional split. So the schema keeps them few: one index, on time, for reports; a row's
+occasional split. So the schema keeps them few: one index, on time, for reports, keyed by
+the call's second (an integer, so its leaves fill and are rebalanced less than half as often
+as with the 32-character time); a row's
 rowid computed from its call id, so the table is its own index on ids (see
 :mod:`~spendguard._budget.ledger.sqlite_keys`); open calls found among the table's last rows
 or, for the few that outlive many later calls, in the small ``calls_parked`` table, instead
@@ -48,7 +50,7 @@ table for the event log, which is read from the calls' rows (each row is its cal
 reservation and close). A reserve + settle pair runs 8 statements (``BEGIN``, one ``UPDATE``
 per claim's totals that also asks whether a reservation expired and which row the insert
 pushes out of the table's tail, the call's ``INSERT``, ``COMMIT``; then ``BEGIN``, the call's
-``UPDATE``, its totals' ``UPDATE``, ``COMMIT``) and writes about 6.4 pages of 1 KiB: the
+``UPDATE``, its totals' ``UPDATE``, ``COMMIT``) and writes about 5.9 pages of 1 KiB: the
 calls table (twice), the totals (twice), the index on time, their splits, and page 1 when the
 file grows.
 
@@ -73,6 +75,7 @@ have SQLite add them as floating-point numbers.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sqlite3
 import threading
@@ -258,26 +261,8 @@ class SqliteLedger(TransactionalLedger):
     def records(self, *, since: datetime | None = None, until: datetime | None = None,
                 scope: str | None = None, tag: str | None = None,
                 model: str | None = None) -> Iterator[SpendRecord]:
-        where, params = ["state != 'open'"], []
-        if since is not None:
-            where.append("time >= ?")
-            params.append(stamp(since))
-        if until is not None:
-            where.append("time < ?")
-            params.append(stamp(until))
-        if model is not None:
-            where.append("model = ?")
-            params.append(model)
-        if scope is not None:
-            where.append("EXISTS (SELECT 1 FROM json_each(calls.scopes) WHERE value = ?)")
-            params.append(scope)
-        if tag is not None:
-            key, value = parse_tag(tag)  # the key is a plain word, safe inside the JSON path
-            where.append(f"json_type(tags, '$.\"{key}\"') IS NOT NULL" if value is None
-                         else f"json_extract(tags, '$.\"{key}\"') = ?")
-            params.extend([] if value is None else [value])
-        sql = f"{SELECT_CALL} WHERE {' AND '.join(where)} ORDER BY time, id"
-        return self._stream(sql, params)
+        return self._stream(*records_query(since=since, until=until, scope=scope, tag=tag,
+                                           model=model))
 
     def _stream(self, sql: str, params: list[Any]) -> Iterator[SpendRecord]:
         # Its own connection: a long export must not hold a cursor open on the connection
@@ -318,6 +303,43 @@ class SqliteLedger(TransactionalLedger):
 
     def __repr__(self) -> str:
         return f"SqliteLedger({str(self.path)!r})"
+
+
+# The key of the index on time (migration m008): the call's second, an integer. A query
+# uses the index only when it names the same expression, so every read by time goes through
+# records_query().
+_SECOND = "CAST(strftime('%s', time) AS INTEGER)"
+
+
+def records_query(*, since: datetime | None = None, until: datetime | None = None,
+                  scope: str | None = None, tag: str | None = None,
+                  model: str | None = None) -> tuple[str, list[Any]]:
+    """The statement and parameters of :meth:`SqliteLedger.records`: closed calls in time
+    order (ties by id), read through the index on time by a range of whole seconds around
+    ``since`` and ``until`` (one second wider on each side: the exact times decide)."""
+    where, params = ["state != 'open'"], []
+    if since is not None:
+        exact = stamp(since)  # refuses a naive time
+        where.append(f"{_SECOND} >= ? AND time >= ?")
+        params.extend([math.floor(since.timestamp()) - 1, exact])
+    if until is not None:
+        exact = stamp(until)
+        where.append(f"{_SECOND} <= ? AND time < ?")
+        params.extend([math.floor(until.timestamp()) + 1, exact])
+    if model is not None:
+        where.append("model = ?")
+        params.append(model)
+    if scope is not None:
+        where.append("EXISTS (SELECT 1 FROM json_each(calls.scopes) WHERE value = ?)")
+        params.append(scope)
+    if tag is not None:
+        key, value = parse_tag(tag)  # the key is a plain word, safe inside the JSON path
+        where.append(f"json_type(tags, '$.\"{key}\"') IS NOT NULL" if value is None
+                     else f"json_extract(tags, '$.\"{key}\"') = ?")
+        params.extend([] if value is None else [value])
+    # The second first: the index's order; time and id order the calls within a second.
+    return (f"{SELECT_CALL} WHERE {' AND '.join(where)} ORDER BY {_SECOND}, time, id",
+            params)
 
 
 def open_sqlite(url: str, *, read_only: bool = False) -> SqliteLedger:

@@ -19,9 +19,9 @@ from spendguard import Budget, BudgetExceeded, ConfigError, LedgerError, SpendRe
 from spendguard._budget.ledger import Totals, default_ledger_path
 from spendguard._budget.ledger import migrations as migrations_module
 from spendguard._budget.ledger.migrations import migrate
-from spendguard._budget.ledger.sqlite import SqliteLedger
+from spendguard._budget.ledger.sqlite import SqliteLedger, records_query
 from spendguard._budget.reservations import reserve_call
-from tests.ledger_helpers import FakeClock, call_info, settle, spend, worker
+from tests.ledger_helpers import START, FakeClock, call_info, settle, spend, worker
 
 D = Decimal
 
@@ -101,7 +101,8 @@ def test_migrations_build_the_schema_once_and_record_their_names(tmp_path: Path)
     assert [name for (name,) in db.execute("SELECT name FROM _migrations")] == [
         "m001_initial", "m002_batch_jobs", "m003_call_counts",
         "m004_events_without_autoincrement", "m005_open_calls_held_apart",
-        "m006_events_read_from_calls", "m007_calls_keyed_by_id"]
+        "m006_events_read_from_calls", "m007_calls_keyed_by_id",
+        "m008_time_index_by_second"]
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
 
@@ -340,13 +341,44 @@ def test_verify_reads_while_another_process_holds_the_write_lock(tmp_path: Path)
         other.close()
 
 
-def test_records_are_read_through_the_time_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bounds", [(None, None), (START, None), (None, START),
+                                    (START, START + timedelta(days=1))],
+                         ids=["all", "since", "until", "since-and-until"])
+def test_records_are_read_through_the_time_index(
+        tmp_path: Path, bounds: tuple[datetime | None, datetime | None]) -> None:
+    """The statement records() runs, as SQLite plans it: the index on time gives the order
+    and the range (no sort of every call: only the calls within one second are sorted)."""
     SqliteLedger(tmp_path / "ledger.db").close()
+    sql, params = records_query(since=bounds[0], until=bounds[1])
     db = sqlite3.connect(tmp_path / "ledger.db")
-    plan = db.execute("EXPLAIN QUERY PLAN SELECT id FROM calls WHERE state != 'open' AND "
-                      "time >= ? AND time < ? ORDER BY time, id", ("a", "b")).fetchall()
+    plan = [step[3] for step in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
     db.close()
-    assert any("calls_time" in str(step) for step in plan)
+    assert any("USING INDEX calls_time" in step for step in plan), plan
+    assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+    if bounds != (None, None):
+        assert any(step.startswith("SEARCH calls USING INDEX calls_time (<expr>") for step in plan)
+
+
+def test_records_between_two_times_are_exactly_those_times_in_time_order(
+        tmp_path: Path) -> None:
+    """Calls a microsecond either side of a bound, in the same second, and across seconds:
+    the index narrows by whole seconds, the exact times decide."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    clock = FakeClock()
+    budget = Budget("100", ledger=url, clock=clock)
+    offsets_us = [2_000_001, 2_000_000, 1_000_000, 999_999, 1, 0, -1, -1_000_001]
+    for offset in offsets_us:  # written out of order: read back in order
+        clock.now = START + timedelta(microseconds=offset)
+        spend(budget, "0.01", "0.01")
+    ledger = open_ledger(url)
+    read = [record.time for record in ledger.records(
+        since=START, until=START + timedelta(microseconds=2_000_000))]
+    everything = [record.time for record in ledger.records()]
+    ledger.close()
+    assert read == [START + timedelta(microseconds=offset)
+                    for offset in (0, 1, 999_999, 1_000_000)]
+    assert everything == sorted(START + timedelta(microseconds=offset)
+                                for offset in offsets_us)
 
 
 def test_no_field_or_column_could_hold_a_credential(tmp_path: Path) -> None:

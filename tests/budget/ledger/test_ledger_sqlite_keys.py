@@ -219,5 +219,43 @@ def test_an_older_ledger_is_keyed_by_id_and_parks_its_open_calls_when_upgraded(
     assert SqliteLedger(path).recover_expired(EXPIRY) == [still_open]
     assert upgraded.totals("project", "all").spent_usd == D("5")
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT name FROM _migrations ORDER BY rowid DESC LIMIT 1"
-                          ).fetchone() == ("m007_calls_keyed_by_id",)
+        assert [name for (name,) in db.execute(
+            "SELECT name FROM _migrations ORDER BY rowid DESC LIMIT 2")] == [
+            "m008_time_index_by_second", "m007_calls_keyed_by_id"]
+
+
+def test_a_ledger_upgraded_to_the_time_index_by_second_reads_the_same_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.db"
+    with monkeypatch.context() as before:  # a file made before m008: the index on the text
+        before.setattr(migrations_module, "MIGRATIONS", migrations_module.MIGRATIONS[:7])
+        ledger = SqliteLedger(path)
+        for seconds in (7200, 0, 3600, 0.5, 1):
+            at = START + timedelta(seconds=seconds)
+            reservation_id = ledger.reserve(claims(), D("1"), call_info(), time=at,
+                                            expires_at=EXPIRY, tags={})
+            _settle(ledger, reservation_id)
+        old_records = list(ledger.records())
+        old_window = list(ledger.records(since=START + timedelta(seconds=0.5),
+                                         until=START + timedelta(seconds=3600)))
+        ledger.close()
+    with sqlite3.connect(path) as db:
+        assert "strftime" not in _index_sql(db)
+
+    upgraded = SqliteLedger(path)
+    assert list(upgraded.records()) == old_records
+    assert [r.time - START for r in old_records] == [
+        timedelta(seconds=s) for s in (0, 0.5, 1, 3600, 7200)]
+    assert list(upgraded.records(since=START + timedelta(seconds=0.5),
+                                 until=START + timedelta(seconds=3600))) == old_window
+    assert [r.time - START for r in old_window] == [timedelta(seconds=0.5),
+                                                    timedelta(seconds=1)]
+    assert upgraded.verify() == []
+    upgraded.close()
+    with sqlite3.connect(path) as db:
+        assert "strftime('%s', time)" in _index_sql(db)
+
+
+def _index_sql(db: sqlite3.Connection) -> str:
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'calls_time'").fetchone()
+    return str(sql)
