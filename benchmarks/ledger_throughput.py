@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
+import queue
 import sqlite3
 import tempfile
 import time
@@ -60,10 +62,11 @@ CLAIMS = [ScopeClaim("bench", "all", Decimal("1000000000"), Decimal("800000000")
 WORST, ACTUAL = Decimal("0.000480"), Decimal("0.000213")
 
 
-def _worker(url: str, calls: int, barrier: Any, cpu: Any) -> None:
+def _worker(url: str, calls: int, ready: Any, go: Any, cpu: Any) -> None:
     ledger = open_ledger(url)
     ledger.totals("bench", "all")  # connect and migrate before the clock starts
-    barrier.wait()
+    ready.put(os.getpid())
+    go.wait()
     started = time.process_time()
     for _ in range(calls):
         _pair(ledger)
@@ -79,13 +82,18 @@ def measure(url: str, processes: int, calls: int) -> float:
 def measure_cpu(urls: list[str], calls: int) -> tuple[float, float]:
     """Calls a second of one process per URL in ``urls``, and their CPU µs per call."""
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(len(urls) + 1)
-    cpu = context.Queue()
-    workers = [context.Process(target=_worker, args=(url, calls, barrier, cpu))
+    ready, go, cpu = context.Queue(), context.Event(), context.Queue()
+    workers = [context.Process(target=_worker, args=(url, calls, ready, go, cpu))
                for url in urls]
     for worker in workers:
         worker.start()
-    barrier.wait()
+    try:
+        _all_ready(workers, ready)
+    except BaseException:
+        for worker in workers:
+            worker.kill()
+        raise
+    go.set()  # every worker connected: they start together, and so does the clock
     started = time.perf_counter()
     for worker in workers:
         worker.join()
@@ -94,6 +102,21 @@ def measure_cpu(urls: list[str], calls: int) -> tuple[float, float]:
     elapsed = time.perf_counter() - started
     cpu_s = sum(cpu.get(timeout=60) for _ in workers)
     return len(urls) * calls / elapsed, cpu_s / (len(urls) * calls) * 1e6
+
+
+def _all_ready(workers: list[Any], ready: Any) -> None:
+    """Wait until every worker has connected; fail at once if one exits before it has (a
+    barrier would wait for it forever)."""
+    waiting = len(workers)
+    while waiting:
+        try:
+            ready.get(timeout=0.5)
+            waiting -= 1
+        except queue.Empty:
+            for worker in workers:
+                if worker.exitcode is not None:
+                    raise SystemExit(f"a worker exited before the run began (exit code "
+                                     f"{worker.exitcode}); its error is above") from None
 
 
 def server_cpu_s(redis_url: str) -> float:

@@ -36,6 +36,7 @@ from harness import REPO, add_quick, machine, today
 from peers import peer_environment, peers_python
 
 HERE = Path(__file__).resolve().parent
+_SCRIPT_TIMEOUT_S = 1800  # the longest script takes a few minutes: longer is a stuck one
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +92,14 @@ def run(script: Script, *, quick: bool, home: str, peers: Path | None,
     if quick and _accepts_quick(python, path, env):
         command.append("--quick")
     started = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO,
-                            check=False)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO,
+                                check=False, timeout=_SCRIPT_TIMEOUT_S)
+    except subprocess.TimeoutExpired as expired:  # a stuck script fails, the run goes on
+        stderr = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) \
+            else expired.stderr or ""
+        result = subprocess.CompletedProcess(
+            command, -1, "", f"{stderr}\nstopped after {_SCRIPT_TIMEOUT_S} s")
     elapsed = time.perf_counter() - started
     python_shown = (os.path.relpath(command[0], REPO) if Path(command[0]).is_relative_to(REPO)
                     else command[0])
