@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -35,6 +36,13 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, _Handler)
         self.emulator = emulator
         self.stopping = threading.Event()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that drops its connection (an idle keep-alive socket closed, a stream it
+        # stopped reading, a timeout) does what clients do: no traceback on stderr for it.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Server6(_Server):

@@ -174,3 +174,19 @@ def test_a_responder_bug_is_answered_with_a_500_not_a_hang() -> None:
             api_key="k", base_url=running.openai_base_url, max_retries=0) as client, \
             pytest.raises(openai.InternalServerError, match="bug in the test"):
         client.chat.completions.create(model="gpt-5.5", messages=USER)
+
+
+def test_a_client_dropping_its_connection_prints_nothing_but_a_server_bug_does(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """What the server does with an exception in a request's thread (socketserver calls
+    ``handle_error`` inside the ``except``): a reset by the client is a client's right."""
+    with serve(Emulator()) as server:
+        for raised in (ConnectionResetError(104, "Connection reset by peer"),
+                       BrokenPipeError(32, "Broken pipe"), ValueError("a bug")):
+            try:
+                raise raised
+            except Exception:
+                server._server.handle_error(None, ("127.0.0.1", 40000))
+    err = capsys.readouterr().err
+    assert "ConnectionResetError" not in err and "BrokenPipeError" not in err
+    assert "ValueError: a bug" in err
