@@ -141,7 +141,10 @@ def drop_cluster_prefix(ports: list[int], prefix: str) -> None:
 
 @pytest.fixture(scope="session", name="redis_cluster")
 def fixture_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
-    """The ports of a local 3-primary Redis Cluster, started once for the session."""
+    """The ports of a local 3-primary Redis Cluster, started once for the session.
+
+    ``tests/conftest.py`` makes it visible everywhere: a test module that imports it as well
+    defines it again for itself, and starts a cluster of its own (about 2-5 s)."""
     if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
         pytest.skip("redis-server and redis-cli are needed to start a local Redis Cluster "
                     "(apt-get install redis-server)")

@@ -20,7 +20,6 @@ from tests.budget.ledger.test_ledger import EXPIRY, reserve, settlement
 from tests.ledger_helpers import START, call_info
 from tests.redis_cluster_helpers import (
     Deployment,
-    fixture_redis_cluster,  # noqa: F401 - a fixture: pytest finds it here
     fixture_redis_deployment,  # noqa: F401 - a fixture: pytest finds it here
 )
 from tests.redis_helpers import requires_redis

@@ -29,7 +29,6 @@ from tests.ledger_helpers import FakeClock, call_info, spend, worker
 from tests.redis_cluster_helpers import (
     cluster_url,
     drop_cluster_prefix,
-    fixture_redis_cluster,  # noqa: F401 - a fixture: pytest finds it here
 )
 from tests.redis_helpers import (
     fixture_open_redis,  # noqa: F401 - a fixture: pytest finds it here

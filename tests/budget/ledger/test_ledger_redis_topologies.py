@@ -23,7 +23,6 @@ from tests.redis_cluster_helpers import (
     HOST,
     cluster_url,
     drop_cluster_prefix,
-    fixture_redis_cluster,  # noqa: F401 - a fixture: pytest finds it here
     free_port_pair,
     poll,
     start_primary,
