@@ -262,7 +262,16 @@ class SqliteLedger(TransactionalLedger):
                 scope: str | None = None, tag: str | None = None,
                 model: str | None = None) -> Iterator[SpendRecord]:
         return self._stream(*records_query(since=since, until=until, scope=scope, tag=tag,
-                                           model=model))
+                                           model=model, by_second=self._time_by_second()))
+
+    def _time_by_second(self) -> bool:
+        """Whether the file's index on time is keyed by the second (migration m008); a file an
+        older spendguard wrote, opened to read (and so not migrated), has it on the time text.
+        Read at each read: a writer may migrate the file meanwhile."""
+        row = self._connection().execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'calls_time'"
+        ).fetchone()
+        return row is None or "strftime" in str(row[0])
 
     def _stream(self, sql: str, params: list[Any]) -> Iterator[SpendRecord]:
         # Its own connection: a long export must not hold a cursor open on the connection
@@ -313,19 +322,22 @@ _SECOND = "CAST(strftime('%s', time) AS INTEGER)"
 
 def records_query(*, since: datetime | None = None, until: datetime | None = None,
                   scope: str | None = None, tag: str | None = None,
-                  model: str | None = None) -> tuple[str, list[Any]]:
+                  model: str | None = None, by_second: bool = True,
+                  ) -> tuple[str, list[Any]]:
     """The statement and parameters of :meth:`SqliteLedger.records`: closed calls in time
     order (ties by id), read through the index on time by a range of whole seconds around
-    ``since`` and ``until`` (one second wider on each side: the exact times decide)."""
-    where, params = ["state != 'open'"], []
+    ``since`` and ``until`` (one second wider on each side: the exact times decide).
+    ``by_second=False``: for a file whose index is on the time text (read, not migrated)."""
+    where: list[str] = ["state != 'open'"]
+    params: list[Any] = []
     if since is not None:
         exact = stamp(since)  # refuses a naive time
-        where.append(f"{_SECOND} >= ? AND time >= ?")
-        params.extend([math.floor(since.timestamp()) - 1, exact])
+        where.append(f"{_SECOND} >= ? AND time >= ?" if by_second else "time >= ?")
+        params.extend([math.floor(since.timestamp()) - 1, exact] if by_second else [exact])
     if until is not None:
         exact = stamp(until)
-        where.append(f"{_SECOND} <= ? AND time < ?")
-        params.extend([math.floor(until.timestamp()) + 1, exact])
+        where.append(f"{_SECOND} <= ? AND time < ?" if by_second else "time < ?")
+        params.extend([math.floor(until.timestamp()) + 1, exact] if by_second else [exact])
     if model is not None:
         where.append("model = ?")
         params.append(model)
@@ -338,8 +350,8 @@ def records_query(*, since: datetime | None = None, until: datetime | None = Non
                      else f"json_extract(tags, '$.\"{key}\"') = ?")
         params.extend([] if value is None else [value])
     # The second first: the index's order; time and id order the calls within a second.
-    return (f"{SELECT_CALL} WHERE {' AND '.join(where)} ORDER BY {_SECOND}, time, id",
-            params)
+    order = f"{_SECOND}, time, id" if by_second else "time, id"
+    return f"{SELECT_CALL} WHERE {' AND '.join(where)} ORDER BY {order}", params
 
 
 def open_sqlite(url: str, *, read_only: bool = False) -> SqliteLedger:

@@ -14,7 +14,7 @@ import pytest
 from spendguard import LedgerError
 from spendguard._budget.ledger import Settlement, engine
 from spendguard._budget.ledger import migrations as migrations_module
-from spendguard._budget.ledger.sqlite import SqliteLedger
+from spendguard._budget.ledger.sqlite import SqliteLedger, records_query
 from spendguard._budget.ledger.sqlite_keys import TAIL_ROWS, call_key
 from tests.budget.ledger.test_ledger import EXPIRY, LATER, claims
 from tests.ledger_helpers import START, call_info
@@ -241,6 +241,21 @@ def test_a_ledger_upgraded_to_the_time_index_by_second_reads_the_same_records(
         ledger.close()
     with sqlite3.connect(path) as db:
         assert "strftime" not in _index_sql(db)
+    # Read as it is (a reader migrates nothing), through the index the file has.
+    reader = SqliteLedger(path, read_only=True)
+    assert list(reader.records()) == old_records
+    assert not reader._time_by_second()  # so it reads by the time text, which is indexed
+    reader.close()
+    with sqlite3.connect(path) as db:
+        assert "strftime" not in _index_sql(db)
+        for bounds in ((None, None), (START, START + timedelta(hours=1))):
+            sql, params = records_query(since=bounds[0], until=bounds[1], by_second=False)
+            plan = [step[3] for step in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+            assert any("USING INDEX calls_time" in step for step in plan), plan
+            assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+        sql, params = records_query()  # by the second, on an index of the text: sorts all
+        plan = [step[3] for step in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+        assert "USE TEMP B-TREE FOR ORDER BY" in plan, plan
 
     upgraded = SqliteLedger(path)
     assert list(upgraded.records()) == old_records
@@ -251,6 +266,7 @@ def test_a_ledger_upgraded_to_the_time_index_by_second_reads_the_same_records(
     assert [r.time - START for r in old_window] == [timedelta(seconds=0.5),
                                                     timedelta(seconds=1)]
     assert upgraded.verify() == []
+    assert upgraded._time_by_second()
     upgraded.close()
     with sqlite3.connect(path) as db:
         assert "strftime('%s', time)" in _index_sql(db)
