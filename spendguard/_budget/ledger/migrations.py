@@ -329,6 +329,6 @@ def m008_time_index_by_second(db: sqlite3.Connection) -> None:
     # The index on time keyed by the call's second (an integer) instead of its 32-character
     # time: entries less than half the size, so its leaves fill and are rebalanced less than
     # half as often (each time SQLite rewrites the last leaves and their parent). Reports read
-    # a range of seconds through it, then compare the exact times (see ``sqlite.records``).
+    # a range of seconds through it, then compare the exact times (``sqlite.records_query``).
     db.execute("DROP INDEX calls_time")
     db.execute("CREATE INDEX calls_time ON calls (CAST(strftime('%s', time) AS INTEGER))")

@@ -332,12 +332,18 @@ def records_query(*, since: datetime | None = None, until: datetime | None = Non
     params: list[Any] = []
     if since is not None:
         exact = stamp(since)  # refuses a naive time
-        where.append(f"{_SECOND} >= ? AND time >= ?" if by_second else "time >= ?")
-        params.extend([math.floor(since.timestamp()) - 1, exact] if by_second else [exact])
+        if by_second:  # the index's range of seconds first, then the exact time
+            where.append(f"{_SECOND} >= ?")
+            params.append(math.floor(since.timestamp()) - 1)
+        where.append("time >= ?")
+        params.append(exact)
     if until is not None:
         exact = stamp(until)
-        where.append(f"{_SECOND} <= ? AND time < ?" if by_second else "time < ?")
-        params.extend([math.floor(until.timestamp()) + 1, exact] if by_second else [exact])
+        if by_second:
+            where.append(f"{_SECOND} <= ?")
+            params.append(math.floor(until.timestamp()) + 1)
+        where.append("time < ?")
+        params.append(exact)
     if model is not None:
         where.append("model = ?")
         params.append(model)

@@ -10,13 +10,12 @@ and are left as they are, so negative adjustments stay numbers.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TextIO
 
-from spendguard._reporting.export.records import decimal_text
+from spendguard._reporting.export.records import decimal_text, json_text
 
 __all__ = ["cell_text", "neutralise", "write_csv"]
 
@@ -50,7 +49,7 @@ def cell_text(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, Mapping | list | tuple):
-        return neutralise(_JSON.encode(value))
+        return neutralise(json_text(value))
     return neutralise(str(value))
 
 
@@ -74,13 +73,3 @@ def write_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], out: Te
 
 
 _NOTHING = object()
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, Decimal):
-        return decimal_text(value)
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
-
-
-# One encoder for every JSON cell (json.dumps with options builds a new one per call).
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default)

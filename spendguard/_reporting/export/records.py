@@ -6,6 +6,7 @@ rules, so they all agree on what a call consumed and what counts as one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -27,6 +28,7 @@ __all__ = [
     "is_billed_call",
     "is_internal_tag",
     "is_marker",
+    "json_text",
     "reported_tokens",
     "shown_tags",
     "utc_day",
@@ -68,6 +70,18 @@ def decimal_text(amount: Decimal) -> str:
     # normalize() rounds to its context's precision: given the exact one, not entered per
     # value (a local context per cell was a tenth of a large export's time).
     return format(amount.normalize(EXACT), "f")
+
+
+def _exact(value: object) -> str:
+    # Money must never pass through float: a Decimal is written as its exact text.
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_exact).encode
+"""A value as compact JSON, a Decimal as its exact text (one encoder for every export's cells
+and lines: ``json.dumps`` with options builds a new one per call)."""
 
 
 def utc_text(moment: datetime, *, micro: bool = False) -> str:
