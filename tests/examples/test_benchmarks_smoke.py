@@ -42,10 +42,15 @@ def run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=tmp_path, timeout=600, check=False)
 
 
-def harness() -> Any:
+def benchmark_module(name: str) -> Any:
+    """A module of ``benchmarks/`` (they import one another by plain name)."""
     if str(BENCHMARKS) not in sys.path:
         sys.path.insert(0, str(BENCHMARKS))
-    return importlib.import_module("harness")
+    return importlib.import_module(name)
+
+
+def harness() -> Any:
+    return benchmark_module("harness")
 
 
 @pytest.mark.parametrize("script", OWN_SCRIPTS)
@@ -184,3 +189,11 @@ def test_markdown_tables_pad_every_column() -> None:
     assert lines[0] == "| a         | long header |"
     assert lines[1] == "|-----------|-------------|"
     assert len({len(line) for line in lines}) == 1
+
+
+def test_a_throughput_worker_that_dies_before_the_start_fails_the_run_at_once() -> None:
+    """One worker cannot open its ledger (nothing listens on port 1): the run stops with a
+    message instead of waiting for that worker forever."""
+    throughput = benchmark_module("ledger_throughput")
+    with pytest.raises(SystemExit, match="a worker exited before the run began"):
+        throughput.measure_cpu(["memory://", "redis://127.0.0.1:1/0"], 3)
